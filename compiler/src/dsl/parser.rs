@@ -1,0 +1,288 @@
+//! pest grammar → syntax tree.
+
+use pest::iterators::{Pair, Pairs};
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::Parser;
+use pest_derive::Parser;
+
+use super::ast::*;
+use crate::diagnostic::{Diagnostic, Span};
+
+#[derive(Parser)]
+#[grammar = "dsl/grammar.pest"]
+struct ModelParser;
+
+fn span(p: &Pair<Rule>) -> Span {
+    Span::new(p.as_span().start(), p.as_span().end())
+}
+
+fn name(p: Pair<Rule>) -> Name {
+    Name {
+        span: span(&p),
+        text: p.as_str().to_string(),
+    }
+}
+
+fn describe(rule: &Rule) -> Option<&'static str> {
+    Some(match rule {
+        Rule::EOI => "end of file",
+        Rule::model => "`model`",
+        Rule::ident => "a name",
+        Rule::number => "a number",
+        Rule::integer => "an index",
+        Rule::expr => "an expression",
+        Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::pow => "an operator",
+        Rule::index => "`[`",
+        Rule::prime => "`'`",
+        Rule::ty => "a type (`scalar` or `vec3`)",
+        Rule::parameters
+        | Rule::coordinates
+        | Rule::velocities
+        | Rule::frame
+        | Rule::let_item
+        | Rule::lagrangian
+        | Rule::constraint
+        | Rule::holonomic
+        | Rule::invariant
+        | Rule::initial => "an item (parameters, coordinates, velocities, frame, let, lagrangian, constraint, holonomic, invariant, initial)",
+        Rule::param | Rule::assign => "`name = value`",
+        Rule::decl => "a declaration `name` or `name: vec3`",
+        Rule::frame_eq => "a frame equation `q' = ...`",
+        _ => return None,
+    })
+}
+
+fn syntax_error(file: &str, src: &str, e: pest::error::Error<Rule>) -> Diagnostic {
+    let (start, end) = match e.location {
+        pest::error::InputLocation::Pos(p) => (p, p + 1),
+        pest::error::InputLocation::Span((a, b)) => (a, b),
+    };
+    let msg = match &e.variant {
+        pest::error::ErrorVariant::ParsingError { positives, .. } => {
+            let mut exp: Vec<&str> = positives.iter().filter_map(describe).collect();
+            exp.sort();
+            exp.dedup();
+            let found = src[start.min(src.len())..]
+                .split(|c: char| c.is_whitespace())
+                .next()
+                .filter(|s| !s.is_empty())
+                .map_or("end of file".to_string(), |s| {
+                    format!("`{}`", s.chars().take(20).collect::<String>())
+                });
+            if exp.is_empty() {
+                format!("syntax error: unexpected {found}")
+            } else {
+                format!("syntax error: expected {}, found {found}", exp.join(" or "))
+            }
+        }
+        pest::error::ErrorVariant::CustomError { message } => message.clone(),
+    };
+    Diagnostic::new(file, src, Span::new(start, end), msg)
+}
+
+/// Parses a model file's text. `file` is used in error messages only.
+pub fn parse(file: &str, src: &str) -> Result<ModelAst, Diagnostic> {
+    let mut pairs = ModelParser::parse(Rule::file, src).map_err(|e| syntax_error(file, src, e))?;
+    let model = pairs
+        .next()
+        .and_then(|f| f.into_inner().next())
+        .expect("grammar: file holds a model");
+    let mut inner = model.into_inner();
+    let mname = name(inner.next().expect("grammar: model has a name"));
+    let mut items = Vec::new();
+    let mut errors = Vec::new();
+    for p in inner {
+        let sp = span(&p);
+        match item(p) {
+            Ok(it) => items.push((it, sp)),
+            Err((s, m)) => errors.push(Diagnostic::new(file, src, s, m)),
+        }
+    }
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    Ok(ModelAst { name: mname, items })
+}
+
+type PResult<T> = Result<T, (Span, String)>;
+
+fn binding(p: Pair<Rule>) -> PResult<Binding> {
+    let mut it = p.into_inner().peekable();
+    let mut n = name(it.next().expect("grammar: binding name"));
+    if let Some(pr) = it.next_if(|q| q.as_rule() == Rule::prime) {
+        n.text.push('\'');
+        n.span.end = span(&pr).end;
+    }
+    let value = expr(it.next().expect("grammar: binding value"))?;
+    Ok(Binding { name: n, value })
+}
+
+fn equation(p: Pair<Rule>) -> PResult<Equation> {
+    let sp = span(&p);
+    let mut it = p.into_inner();
+    let lhs = expr(it.next().expect("grammar: lhs"))?;
+    let rhs = expr(it.next().expect("grammar: rhs"))?;
+    Ok(Equation { lhs, rhs, span: sp })
+}
+
+fn decls(p: Pair<Rule>) -> Vec<Decl> {
+    p.into_inner()
+        .map(|d| {
+            let mut it = d.into_inner();
+            let n = name(it.next().expect("grammar: decl name"));
+            let ty = match it.next().map(|t| t.as_str().to_string()) {
+                Some(t) if t == "vec3" => Ty::Vec3,
+                _ => Ty::Scalar,
+            };
+            Decl { name: n, ty }
+        })
+        .collect()
+}
+
+fn item(p: Pair<Rule>) -> PResult<Item> {
+    Ok(match p.as_rule() {
+        Rule::parameters => Item::Parameters(p.into_inner().map(binding).collect::<PResult<_>>()?),
+        Rule::coordinates => Item::Coordinates(decls(p)),
+        Rule::velocities => Item::Velocities(decls(p)),
+        Rule::frame => Item::Frame(p.into_inner().map(binding).collect::<PResult<_>>()?),
+        Rule::let_item => Item::Let(binding(p)?),
+        Rule::lagrangian => {
+            Item::Lagrangian(expr(p.into_inner().next().expect("grammar: lagrangian"))?)
+        }
+        Rule::constraint => Item::Constraint(equation(p)?),
+        Rule::holonomic => Item::Holonomic(equation(p)?),
+        Rule::invariant => Item::Invariant(binding(p)?),
+        Rule::initial => {
+            let mut it = p.into_inner();
+            let n = name(it.next().expect("grammar: initial name"));
+            let values = it.map(binding).collect::<PResult<_>>()?;
+            Item::Initial(Initial { name: n, values })
+        }
+        r => unreachable!("grammar: unexpected item {r:?}"),
+    })
+}
+
+fn pratt() -> PrattParser<Rule> {
+    PrattParser::new()
+        .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
+        .op(Op::infix(Rule::mul, Assoc::Left) | Op::infix(Rule::div, Assoc::Left))
+        .op(Op::prefix(Rule::neg))
+        .op(Op::infix(Rule::pow, Assoc::Right))
+        .op(Op::postfix(Rule::index) | Op::postfix(Rule::prime))
+}
+
+fn expr(p: Pair<Rule>) -> PResult<Expr> {
+    thread_local! { static PRATT: PrattParser<Rule> = pratt(); }
+    PRATT.with(|pp| climb(pp, p.into_inner()))
+}
+
+fn join(a: Span, b: Span) -> Span {
+    Span::new(a.start.min(b.start), a.end.max(b.end))
+}
+
+fn climb(pp: &PrattParser<Rule>, pairs: Pairs<Rule>) -> PResult<Expr> {
+    pp.map_primary(primary)
+        .map_prefix(|op, rhs| {
+            let rhs = rhs?;
+            let sp = join(span(&op), rhs.span);
+            Ok(Expr {
+                kind: ExprKind::Neg(Box::new(rhs)),
+                span: sp,
+            })
+        })
+        .map_postfix(|lhs, op| {
+            let lhs = lhs?;
+            let sp = join(lhs.span, span(&op));
+            let kind = match op.as_rule() {
+                Rule::index => {
+                    let i = op.into_inner().next().expect("grammar: index");
+                    let n = i
+                        .as_str()
+                        .parse::<usize>()
+                        .map_err(|_| (span(&i), "index too large".to_string()))?;
+                    ExprKind::Index(Box::new(lhs), n)
+                }
+                _ => ExprKind::Prime(Box::new(lhs)),
+            };
+            Ok(Expr { kind, span: sp })
+        })
+        .map_infix(|lhs, op, rhs| {
+            let (lhs, rhs) = (lhs?, rhs?);
+            let sp = join(lhs.span, rhs.span);
+            let o = match op.as_rule() {
+                Rule::add => BinOp::Add,
+                Rule::sub => BinOp::Sub,
+                Rule::mul => BinOp::Mul,
+                Rule::div => BinOp::Div,
+                _ => BinOp::Pow,
+            };
+            Ok(Expr {
+                kind: ExprKind::Binary(o, Box::new(lhs), Box::new(rhs)),
+                span: sp,
+            })
+        })
+        .parse(pairs)
+}
+
+fn primary(p: Pair<Rule>) -> PResult<Expr> {
+    let sp = span(&p);
+    let kind = match p.as_rule() {
+        Rule::number => ExprKind::Number(
+            p.as_str()
+                .parse::<f64>()
+                .map_err(|e| (sp, format!("bad number: {e}")))?,
+        ),
+        Rule::ident => ExprKind::Name(p.as_str().to_string()),
+        Rule::expr => return expr(p),
+        Rule::tuple => ExprKind::Tuple(p.into_inner().map(expr).collect::<PResult<_>>()?),
+        Rule::call => {
+            let mut it = p.into_inner();
+            let f = name(it.next().expect("grammar: call name"));
+            ExprKind::Call(f, it.map(expr).collect::<PResult<_>>()?)
+        }
+        r => unreachable!("grammar: unexpected primary {r:?}"),
+    };
+    Ok(Expr { kind, span: sp })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_items_and_precedence() {
+        let src =
+            "model m { parameters { a = 2 }\n coordinates { q }\n lagrangian = -a*q'^2/2 + q[0] }";
+        let ast = parse("m.hamel", src).unwrap();
+        assert_eq!(ast.name.text, "m");
+        assert_eq!(ast.items.len(), 3);
+        let Item::Lagrangian(e) = &ast.items[2].0 else {
+            panic!()
+        };
+        // top level is `+`
+        let ExprKind::Binary(BinOp::Add, l, _) = &e.kind else {
+            panic!("{e:?}")
+        };
+        // -a*q'^2/2 parses as ((-a) * (q')^2) / 2
+        let ExprKind::Binary(BinOp::Div, l, _) = &l.kind else {
+            panic!()
+        };
+        let ExprKind::Binary(BinOp::Mul, n, p) = &l.kind else {
+            panic!()
+        };
+        assert!(matches!(n.kind, ExprKind::Neg(_)));
+        let ExprKind::Binary(BinOp::Pow, b, _) = &p.kind else {
+            panic!()
+        };
+        assert!(matches!(b.kind, ExprKind::Prime(_)));
+    }
+
+    #[test]
+    fn syntax_error_has_place_and_caret() {
+        let src = "model m {\n  lagrangian = 1 +\n}\n";
+        let e = parse("m.hamel", src).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.to_string().contains("--> m.hamel:3:1"), "{e}");
+        assert!(e.message.contains("expected"), "{e}");
+    }
+}

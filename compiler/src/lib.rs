@@ -1,0 +1,14 @@
+//! The hamel compiler: model files → symbolic model → scheme step systems →
+//! code. Used by the derive macro, the command line tool and the tests.
+//!
+//! Pipeline: [`dsl`] parses, [`model`] lowers to scalar expressions in a
+//! [`sym::Graph`], [`scheme`] derives a [`scheme::StepSystem`] for a chosen
+//! integrator, and [`emit`] turns a step system into Rust tokens.
+
+pub mod diagnostic;
+pub mod dsl;
+pub mod model;
+pub mod sym;
+
+pub use diagnostic::{Diagnostic, Diagnostics, Span};
+pub use model::{load, Model};

@@ -1,0 +1,925 @@
+//! Lowering of a syntax tree into the scalar model IR, with semantic checks.
+//!
+//! All vector notation is expanded to scalars here; every quantity of the model
+//! becomes an expression in one [`Graph`]. Errors are collected, not stopped
+//! at: a user sees every unknown name of a file in one go.
+
+use std::collections::HashMap;
+
+use crate::diagnostic::{Diagnostic, Diagnostics, Span};
+use crate::dsl::ast::*;
+use crate::sym::{Differentiator, Func, Graph, Id};
+
+/// A named scalar symbol of the model (a parameter, coordinate or velocity component).
+#[derive(Clone, Debug)]
+pub struct Scalar {
+    /// display name, e.g. `gamma[0]` or `theta`
+    pub name: String,
+    /// its symbol node
+    pub sym: Id,
+}
+
+/// A declared coordinate or velocity (scalar or 3-vector) and where its components start.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// declared name
+    pub name: String,
+    /// declared type
+    pub ty: Ty,
+    /// index of its first component
+    pub offset: usize,
+}
+
+/// A parameter with its default value.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// name (also the struct field name in the derive)
+    pub name: String,
+    /// its symbol node
+    pub sym: Id,
+    /// value from the model file
+    pub default: f64,
+}
+
+/// A labelled scalar expression (constraint or invariant).
+#[derive(Clone, Debug)]
+pub struct Labelled {
+    /// label shown in diagnostics and tables
+    pub name: String,
+    /// the expression
+    pub expr: Id,
+}
+
+/// A named initial state: coordinates and velocities as expressions of the parameters.
+#[derive(Clone, Debug)]
+pub struct InitialState {
+    /// its name
+    pub name: String,
+    /// one expression per coordinate component
+    pub q: Vec<Id>,
+    /// one expression per velocity component
+    pub v: Vec<Id>,
+}
+
+/// The lowered model.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// model name
+    pub name: String,
+    /// the model file's path as given
+    pub file: String,
+    /// all expressions
+    pub graph: Graph,
+    /// parameters, in file order
+    pub params: Vec<Param>,
+    /// coordinate components `q`
+    pub coords: Vec<Scalar>,
+    /// declared coordinates
+    pub coord_groups: Vec<Group>,
+    /// velocity components `ξ`
+    pub vels: Vec<Scalar>,
+    /// declared velocities
+    pub vel_groups: Vec<Group>,
+    /// `q' = f(q, ξ)` per coordinate component; `None` for the identity frame
+    pub frame: Option<Vec<Id>>,
+    /// `l(q, ξ)`
+    pub lagrangian: Id,
+    /// velocity constraints `A(q) ξ = 0`, as expressions
+    pub velocity_constraints: Vec<Labelled>,
+    /// holonomic constraints `g(q) = 0`, as expressions
+    pub holonomic: Vec<Labelled>,
+    /// user invariants (energy is added by the schemes)
+    pub invariants: Vec<Labelled>,
+    /// named initial states
+    pub initials: Vec<InitialState>,
+}
+
+impl Model {
+    /// Symbol nodes of the coordinates.
+    pub fn q_syms(&self) -> Vec<Id> {
+        self.coords.iter().map(|s| s.sym).collect()
+    }
+
+    /// Symbol nodes of the velocities.
+    pub fn v_syms(&self) -> Vec<Id> {
+        self.vels.iter().map(|s| s.sym).collect()
+    }
+
+    /// Looks up a parameter by name.
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Val {
+    S(Id),
+    V([Id; 3]),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Param,
+    Coord,
+    Vel,
+    Let,
+}
+
+struct Lowerer<'a> {
+    file: &'a str,
+    src: &'a str,
+    g: Graph,
+    scope: HashMap<String, (Val, Kind, Span)>,
+    errors: Vec<Diagnostic>,
+    identity_frame: bool,
+}
+
+type LResult<T> = Result<T, ()>;
+
+const FUNCTIONS: &[&str] = &[
+    "sin", "cos", "tan", "exp", "ln", "sqrt", "dot", "cross", "norm", "norm2",
+];
+
+impl Lowerer<'_> {
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        self.errors
+            .push(Diagnostic::new(self.file, self.src, span, msg));
+    }
+
+    fn declare(&mut self, name: &Name, val: Val, kind: Kind) {
+        if FUNCTIONS.contains(&name.text.as_str()) {
+            self.error(
+                name.span,
+                format!(
+                    "`{}` is a built-in function and cannot be used as a name",
+                    name.text
+                ),
+            );
+            return;
+        }
+        if let Some((_, _, prev)) = self.scope.get(&name.text) {
+            let prev = Diagnostic::new(self.file, self.src, *prev, "");
+            self.error(
+                name.span,
+                format!(
+                    "duplicate name `{}` (first declared at line {}, column {})",
+                    name.text, prev.line, prev.column
+                ),
+            );
+            return;
+        }
+        self.scope.insert(name.text.clone(), (val, kind, name.span));
+    }
+
+    fn scalar(&mut self, e: &Expr) -> LResult<Id> {
+        match self.expr(e)? {
+            Val::S(s) => Ok(s),
+            Val::V(_) => {
+                self.error(e.span, "expected a scalar here, found a 3-vector");
+                Err(())
+            }
+        }
+    }
+
+    fn vector(&mut self, e: &Expr, what: &str) -> LResult<[Id; 3]> {
+        match self.expr(e)? {
+            Val::V(v) => Ok(v),
+            Val::S(_) => {
+                self.error(e.span, format!("{what} expects a 3-vector, found a scalar"));
+                Err(())
+            }
+        }
+    }
+
+    fn lookup(&mut self, name: &str, span: Span) -> LResult<Val> {
+        match self.scope.get(name) {
+            Some((v, _, _)) => Ok(*v),
+            None => {
+                let hint = if name.ends_with('\'') {
+                    if self.identity_frame {
+                        format!("`{name}` is not the velocity of a declared coordinate")
+                    } else {
+                        "`q'` may only be used in models without a frame block; use the declared velocities".to_string()
+                    }
+                } else if FUNCTIONS.contains(&name) {
+                    format!("`{name}` is a function; call it as `{name}(...)`")
+                } else {
+                    format!("unknown name `{name}`")
+                };
+                self.error(span, hint);
+                Err(())
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> LResult<Val> {
+        match &e.kind {
+            ExprKind::Number(x) => Ok(Val::S(self.g.constant(*x))),
+            ExprKind::Name(n) => self.lookup(n, e.span),
+            ExprKind::Prime(inner) => match &inner.kind {
+                ExprKind::Name(n) => self.lookup(&format!("{n}'"), e.span),
+                _ => {
+                    self.error(e.span, "`'` applies to a coordinate's name only");
+                    Err(())
+                }
+            },
+            ExprKind::Index(inner, i) => match self.expr(inner)? {
+                Val::V(v) if *i < 3 => Ok(Val::S(v[*i])),
+                Val::V(_) => {
+                    self.error(
+                        e.span,
+                        format!("index {i} out of range: a vec3 has components [0], [1], [2]"),
+                    );
+                    Err(())
+                }
+                Val::S(_) => {
+                    self.error(e.span, "only 3-vectors can be indexed");
+                    Err(())
+                }
+            },
+            ExprKind::Neg(a) => Ok(match self.expr(a)? {
+                Val::S(s) => Val::S(self.g.neg(s)),
+                Val::V(v) => Val::V(v.map(|c| self.g.neg(c))),
+            }),
+            ExprKind::Binary(op, a, b) => {
+                let (va, vb) = (self.expr(a), self.expr(b));
+                let (va, vb) = (va?, vb?);
+                self.binary(*op, va, vb, e.span)
+            }
+            ExprKind::Tuple(items) => {
+                if items.len() != 3 {
+                    self.error(
+                        e.span,
+                        format!(
+                            "a vector literal has 3 components, this one has {}",
+                            items.len()
+                        ),
+                    );
+                    return Err(());
+                }
+                let c: Vec<LResult<Id>> = items.iter().map(|x| self.scalar(x)).collect();
+                let c: Vec<Id> = c.into_iter().collect::<LResult<_>>()?;
+                Ok(Val::V([c[0], c[1], c[2]]))
+            }
+            ExprKind::Call(f, args) => self.call(f, args, e.span),
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, a: Val, b: Val, span: Span) -> LResult<Val> {
+        let g = &mut self.g;
+        Ok(match (op, a, b) {
+            (BinOp::Add, Val::S(x), Val::S(y)) => Val::S(g.add2(x, y)),
+            (BinOp::Sub, Val::S(x), Val::S(y)) => Val::S(g.sub(x, y)),
+            (BinOp::Mul, Val::S(x), Val::S(y)) => Val::S(g.mul2(x, y)),
+            (BinOp::Div, Val::S(x), Val::S(y)) => Val::S(g.div(x, y)),
+            (BinOp::Pow, Val::S(x), Val::S(y)) => Val::S(g.pow(x, y)),
+            (BinOp::Add, Val::V(x), Val::V(y)) => Val::V([0, 1, 2].map(|i| g.add2(x[i], y[i]))),
+            (BinOp::Sub, Val::V(x), Val::V(y)) => Val::V([0, 1, 2].map(|i| g.sub(x[i], y[i]))),
+            (BinOp::Mul, Val::S(s), Val::V(v)) | (BinOp::Mul, Val::V(v), Val::S(s)) => {
+                Val::V(v.map(|c| g.mul2(s, c)))
+            }
+            (BinOp::Div, Val::V(v), Val::S(s)) => Val::V(v.map(|c| g.div(c, s))),
+            (op, a, b) => {
+                let kind = |v: Val| {
+                    if matches!(v, Val::S(_)) {
+                        "scalar"
+                    } else {
+                        "vec3"
+                    }
+                };
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                    BinOp::Pow => "^",
+                };
+                let hint = if op == BinOp::Mul {
+                    " (use dot(a, b) or cross(a, b) for vectors)"
+                } else {
+                    ""
+                };
+                self.error(
+                    span,
+                    format!(
+                        "`{sym}` is not defined for {} and {}{hint}",
+                        kind(a),
+                        kind(b)
+                    ),
+                );
+                return Err(());
+            }
+        })
+    }
+
+    fn call(&mut self, f: &Name, args: &[Expr], span: Span) -> LResult<Val> {
+        let arity = match f.text.as_str() {
+            "dot" | "cross" => 2,
+            "sin" | "cos" | "tan" | "exp" | "ln" | "sqrt" | "norm" | "norm2" => 1,
+            other => {
+                self.error(
+                    f.span,
+                    format!(
+                        "unknown function `{other}` (known: {})",
+                        FUNCTIONS.join(", ")
+                    ),
+                );
+                return Err(());
+            }
+        };
+        if args.len() != arity {
+            self.error(
+                span,
+                format!(
+                    "`{}` takes {arity} argument(s), found {}",
+                    f.text,
+                    args.len()
+                ),
+            );
+            return Err(());
+        }
+        let elementary = |name: &str| match name {
+            "sin" => Some(Func::Sin),
+            "cos" => Some(Func::Cos),
+            "tan" => Some(Func::Tan),
+            "exp" => Some(Func::Exp),
+            "ln" => Some(Func::Ln),
+            _ => None,
+        };
+        if let Some(func) = elementary(&f.text) {
+            let a = self.scalar(&args[0])?;
+            return Ok(Val::S(self.g.call(func, a)));
+        }
+        match f.text.as_str() {
+            "sqrt" => {
+                let a = self.scalar(&args[0])?;
+                Ok(Val::S(self.g.sqrt(a)))
+            }
+            "norm" | "norm2" => {
+                let v = self.vector(&args[0], &f.text)?;
+                let sq: Vec<Id> = v.iter().map(|&c| self.g.powf(c, 2.0)).collect();
+                let n2 = self.g.add(&sq);
+                Ok(Val::S(if f.text == "norm" {
+                    self.g.sqrt(n2)
+                } else {
+                    n2
+                }))
+            }
+            _ => {
+                let a = self.vector(&args[0], &f.text);
+                let b = self.vector(&args[1], &f.text);
+                let (a, b) = (a?, b?);
+                let g = &mut self.g;
+                if f.text == "dot" {
+                    let t: Vec<Id> = (0..3).map(|i| g.mul2(a[i], b[i])).collect();
+                    Ok(Val::S(g.add(&t)))
+                } else {
+                    let c = |g: &mut Graph, i: usize, j: usize| {
+                        let x = g.mul2(a[i], b[j]);
+                        let y = g.mul2(a[j], b[i]);
+                        g.sub(x, y)
+                    };
+                    Ok(Val::V([c(g, 1, 2), c(g, 2, 0), c(g, 0, 1)]))
+                }
+            }
+        }
+    }
+
+    fn flatten(v: Val) -> Vec<Id> {
+        match v {
+            Val::S(s) => vec![s],
+            Val::V(v) => v.to_vec(),
+        }
+    }
+}
+
+fn declare_groups(
+    lw: &mut Lowerer,
+    decls: &[Decl],
+    kind: Kind,
+    out: &mut Vec<Scalar>,
+    groups: &mut Vec<Group>,
+) {
+    for d in decls {
+        let offset = out.len();
+        let val = match d.ty {
+            Ty::Scalar => {
+                let s = lw.g.symbol(&d.name.text);
+                out.push(Scalar {
+                    name: d.name.text.clone(),
+                    sym: s,
+                });
+                Val::S(s)
+            }
+            Ty::Vec3 => {
+                let c = [0, 1, 2].map(|i| {
+                    let n = format!("{}[{i}]", d.name.text);
+                    let s = lw.g.symbol(&n);
+                    out.push(Scalar { name: n, sym: s });
+                    s
+                });
+                Val::V(c)
+            }
+        };
+        groups.push(Group {
+            name: d.name.text.clone(),
+            ty: d.ty,
+            offset,
+        });
+        lw.declare(&d.name, val, kind);
+    }
+}
+
+/// Parses and lowers a model file's text.
+pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
+    let ast = crate::dsl::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
+    lower(file, src, &ast)
+}
+
+/// Lowers a parsed model, collecting every error it finds.
+pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics> {
+    let has_frame = ast.items.iter().any(|(i, _)| matches!(i, Item::Frame(_)));
+    let mut lw = Lowerer {
+        file,
+        src,
+        g: Graph::new(),
+        scope: HashMap::new(),
+        errors: vec![],
+        identity_frame: !has_frame,
+    };
+
+    // Declarations first, so items may come in any order.
+    let mut params = Vec::new();
+    let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);
+    let mut counts: HashMap<&str, (usize, Span)> = HashMap::new();
+    for (item, span) in &ast.items {
+        let key = match item {
+            Item::Parameters(_) => "parameters",
+            Item::Coordinates(_) => "coordinates",
+            Item::Velocities(_) => "velocities",
+            Item::Frame(_) => "frame",
+            Item::Lagrangian(_) => "lagrangian",
+            _ => continue,
+        };
+        let e = counts.entry(key).or_insert((0, *span));
+        e.0 += 1;
+        if e.0 == 2 {
+            lw.error(
+                Span::new(span.start, span.start + key.len()),
+                format!("`{key}` may appear only once"),
+            );
+        }
+    }
+    for (item, _) in &ast.items {
+        match item {
+            Item::Parameters(ps) => {
+                for p in ps {
+                    let default = lw.scalar(&p.value).ok().map(|e| {
+                        let v = lw.g.eval(e, &|_| f64::NAN);
+                        (e, v)
+                    });
+                    match default {
+                        Some((_, v)) if v.is_finite() => {
+                            let sym = lw.g.symbol(&p.name.text);
+                            lw.declare(&p.name, Val::S(sym), Kind::Param);
+                            params.push(Param { name: p.name.text.clone(), sym, default: v });
+                        }
+                        Some(_) => lw.error(p.value.span, "a parameter's default must be a finite number (it may use earlier parameters only through numbers)"),
+                        None => {}
+                    }
+                }
+            }
+            Item::Coordinates(ds) => {
+                declare_groups(&mut lw, ds, Kind::Coord, &mut coords, &mut coord_groups)
+            }
+            Item::Velocities(ds) => {
+                declare_groups(&mut lw, ds, Kind::Vel, &mut vels, &mut vel_groups)
+            }
+            _ => {}
+        }
+    }
+    if coords.is_empty() {
+        lw.error(
+            ast.name.span,
+            format!("model `{}` declares no coordinates", ast.name.text),
+        );
+    }
+    if !has_frame {
+        if let Some(g) = vel_groups.first() {
+            let sp = lw.scope.get(&g.name).map(|x| x.2).unwrap_or_default();
+            lw.error(sp, "velocities are declared but there is no `frame` block saying how they move the coordinates (`q' = ...`); without velocities the frame is the identity and velocities are written `q'`");
+        }
+        // Identity frame: the velocity of `q` is `q'`.
+        for grp in coord_groups.clone() {
+            let name = Name {
+                text: format!("{}'", grp.name),
+                span: Span::default(),
+            };
+            let decl = Decl { name, ty: grp.ty };
+            declare_groups(&mut lw, &[decl], Kind::Vel, &mut vels, &mut vel_groups);
+        }
+    } else if vels.is_empty() {
+        lw.error(
+            ast.name.span,
+            "a model with a frame must declare its velocities in a `velocities { ... }` block",
+        );
+    }
+
+    // `let` bindings, in order.
+    for (item, _) in &ast.items {
+        if let Item::Let(b) = item {
+            if let Ok(v) = lw.expr(&b.value) {
+                lw.declare(&b.name, v, Kind::Let);
+            }
+        }
+    }
+
+    let v_syms: Vec<Id> = vels.iter().map(|s| s.sym).collect();
+    let q_syms: Vec<Id> = coords.iter().map(|s| s.sym).collect();
+    let mut frame: Option<Vec<Option<Id>>> = has_frame.then(|| vec![None; coords.len()]);
+    let mut lagrangian = None;
+    let (mut vcons, mut hcons, mut invariants, mut initials) = (vec![], vec![], vec![], vec![]);
+    for (item, span) in &ast.items {
+        match item {
+            Item::Frame(eqs) => {
+                for eq in eqs {
+                    let Some((Val::S(_) | Val::V(_), Kind::Coord, _)) =
+                        lw.scope.get(&eq.name.text).copied()
+                    else {
+                        let msg = format!(
+                            "`{}'`: a frame equation's left side must be a declared coordinate",
+                            eq.name.text
+                        );
+                        lw.error(eq.name.span, msg);
+                        continue;
+                    };
+                    let grp = coord_groups
+                        .iter()
+                        .find(|g| g.name == eq.name.text)
+                        .cloned()
+                        .expect("declared coordinate");
+                    let Ok(rhs) = lw.expr(&eq.value) else {
+                        continue;
+                    };
+                    let rhs = Lowerer::flatten(rhs);
+                    if rhs.len() != grp.ty.len() {
+                        lw.error(
+                            eq.value.span,
+                            format!(
+                                "`{}` has {} component(s) but the right side has {}",
+                                grp.name,
+                                grp.ty.len(),
+                                rhs.len()
+                            ),
+                        );
+                        continue;
+                    }
+                    let fr = frame.as_mut().expect("has frame");
+                    if fr[grp.offset].is_some() {
+                        lw.error(
+                            eq.name.span,
+                            format!("second frame equation for `{}`", grp.name),
+                        );
+                        continue;
+                    }
+                    for (k, &r) in rhs.iter().enumerate() {
+                        if !check_linear(&mut lw.g, r, &v_syms) {
+                            lw.error(eq.value.span, format!("the frame equation of `{}` is not linear in the velocities (q' = Ψ(q) ξ required)", grp.name));
+                            break;
+                        }
+                        fr[grp.offset + k] = Some(r);
+                    }
+                }
+            }
+            Item::Lagrangian(e) => {
+                if let Ok(l) = lw.scalar(e) {
+                    lagrangian = Some(l);
+                }
+            }
+            Item::Constraint(eq) => {
+                let (l, r) = (lw.expr(&eq.lhs), lw.expr(&eq.rhs));
+                let (Ok(l), Ok(r)) = (l, r) else { continue };
+                let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
+                if l.len() != r.len() {
+                    lw.error(
+                        eq.span,
+                        "the two sides of the constraint have different shapes",
+                    );
+                    continue;
+                }
+                for (k, (a, b)) in l.iter().zip(&r).enumerate() {
+                    let c = lw.g.sub(*a, *b);
+                    if !lw.g.depends_on(c, &v_syms) || !check_linear(&mut lw.g, c, &v_syms) {
+                        lw.error(eq.span, "a velocity constraint must be linear and homogeneous in the velocities (A(q) ξ = 0); use `holonomic` for a position constraint");
+                        break;
+                    }
+                    let label = format!(
+                        "constraint {}{}",
+                        vcons.len() + 1,
+                        if l.len() > 1 {
+                            format!("[{k}]")
+                        } else {
+                            String::new()
+                        }
+                    );
+                    vcons.push(Labelled {
+                        name: label,
+                        expr: c,
+                    });
+                }
+            }
+            Item::Holonomic(eq) => {
+                let (l, r) = (lw.expr(&eq.lhs), lw.expr(&eq.rhs));
+                let (Ok(l), Ok(r)) = (l, r) else { continue };
+                let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
+                if l.len() != r.len() {
+                    lw.error(
+                        eq.span,
+                        "the two sides of the constraint have different shapes",
+                    );
+                    continue;
+                }
+                for (a, b) in l.iter().zip(&r) {
+                    let c = lw.g.sub(*a, *b);
+                    if lw.g.depends_on(c, &v_syms) {
+                        lw.error(eq.span, "a holonomic constraint may depend on the coordinates only; use `constraint` for velocities");
+                        break;
+                    }
+                    if !lw.g.depends_on(c, &q_syms) {
+                        lw.error(
+                            eq.span,
+                            "this holonomic constraint does not depend on the coordinates",
+                        );
+                        break;
+                    }
+                    hcons.push(Labelled {
+                        name: format!("holonomic {}", hcons.len() + 1),
+                        expr: c,
+                    });
+                }
+            }
+            Item::Invariant(b) => {
+                if let Ok(v) = lw.expr(&b.value) {
+                    match v {
+                        Val::S(s) => invariants.push(Labelled {
+                            name: b.name.text.clone(),
+                            expr: s,
+                        }),
+                        Val::V(v) => {
+                            for (k, c) in v.iter().enumerate() {
+                                invariants.push(Labelled {
+                                    name: format!("{}[{k}]", b.name.text),
+                                    expr: *c,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            Item::Initial(init) => {
+                if let Some(s) = lower_initial(
+                    &mut lw,
+                    init,
+                    &coords,
+                    &coord_groups,
+                    &vels,
+                    &vel_groups,
+                    &q_syms,
+                    &v_syms,
+                ) {
+                    if initials.iter().any(|i: &InitialState| i.name == s.name) {
+                        lw.error(
+                            init.name.span,
+                            format!("duplicate initial state `{}`", s.name),
+                        );
+                    } else {
+                        initials.push(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let _ = span;
+    }
+
+    let frame = match frame {
+        None => None,
+        Some(fr) => {
+            for grp in &coord_groups {
+                if fr[grp.offset].is_none()
+                    && !lw
+                        .errors
+                        .iter()
+                        .any(|e| e.message.contains(&format!("`{}`", grp.name)))
+                {
+                    let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
+                    lw.error(
+                        sp,
+                        format!(
+                            "coordinate `{}` has no frame equation (`{}' = ...`)",
+                            grp.name, grp.name
+                        ),
+                    );
+                }
+            }
+            fr.into_iter().collect::<Option<Vec<Id>>>()
+        }
+    };
+    if lagrangian.is_none()
+        && !ast
+            .items
+            .iter()
+            .any(|(i, _)| matches!(i, Item::Lagrangian(_)))
+    {
+        lw.error(
+            ast.name.span,
+            format!("model `{}` has no `lagrangian = ...`", ast.name.text),
+        );
+    }
+    if !lw.errors.is_empty() {
+        return Err(Diagnostics(lw.errors));
+    }
+    Ok(Model {
+        name: ast.name.text.clone(),
+        file: file.to_string(),
+        graph: lw.g,
+        params,
+        coords,
+        coord_groups,
+        vels,
+        vel_groups,
+        frame: frame.filter(|_| has_frame),
+        lagrangian: lagrangian.expect("checked above"),
+        velocity_constraints: vcons,
+        holonomic: hcons,
+        invariants,
+        initials,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lower_initial(
+    lw: &mut Lowerer,
+    init: &Initial,
+    coords: &[Scalar],
+    coord_groups: &[Group],
+    vels: &[Scalar],
+    vel_groups: &[Group],
+    q_syms: &[Id],
+    v_syms: &[Id],
+) -> Option<InitialState> {
+    let mut q: Vec<Option<Id>> = vec![None; coords.len()];
+    let mut v: Vec<Option<Id>> = vec![None; vels.len()];
+    let mut ok = true;
+    for b in &init.values {
+        let target = coord_groups
+            .iter()
+            .find(|g| g.name == b.name.text)
+            .map(|g| (g, true))
+            .or_else(|| {
+                vel_groups
+                    .iter()
+                    .find(|g| g.name == b.name.text)
+                    .map(|g| (g, false))
+            });
+        let Some((grp, is_q)) = target else {
+            lw.error(
+                b.name.span,
+                format!(
+                    "`{}` is not a coordinate or velocity of this model",
+                    b.name.text
+                ),
+            );
+            ok = false;
+            continue;
+        };
+        let Ok(val) = lw.expr(&b.value) else {
+            ok = false;
+            continue;
+        };
+        let comps = Lowerer::flatten(val);
+        if comps.len() != grp.ty.len() {
+            lw.error(
+                b.value.span,
+                format!(
+                    "`{}` has {} component(s), the value has {}",
+                    grp.name,
+                    grp.ty.len(),
+                    comps.len()
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        for (k, &c) in comps.iter().enumerate() {
+            if lw.g.depends_on(c, q_syms) || lw.g.depends_on(c, v_syms) {
+                lw.error(
+                    b.value.span,
+                    "initial values may use numbers and parameters only",
+                );
+                ok = false;
+                break;
+            }
+            let slot = if is_q {
+                &mut q[grp.offset + k]
+            } else {
+                &mut v[grp.offset + k]
+            };
+            *slot = Some(c);
+        }
+    }
+    for grp in coord_groups.iter().chain(vel_groups) {
+        let is_q = coord_groups.iter().any(|g| std::ptr::eq(g, grp));
+        let set = if is_q {
+            q[grp.offset].is_some()
+        } else {
+            v[grp.offset].is_some()
+        };
+        if !set && ok {
+            lw.error(
+                init.name.span,
+                format!(
+                    "initial state `{}` gives no value for `{}`",
+                    init.name.text, grp.name
+                ),
+            );
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    Some(InitialState {
+        name: init.name.text.clone(),
+        q: q.into_iter().map(|x| x.expect("checked")).collect(),
+        v: v.into_iter().map(|x| x.expect("checked")).collect(),
+    })
+}
+
+/// True when `e` is linear and homogeneous in the symbols `vars`: its second
+/// derivatives in them vanish and it vanishes when they do.
+pub fn check_linear(g: &mut Graph, e: Id, vars: &[Id]) -> bool {
+    for &a in vars {
+        let da = Differentiator::new(a).diff(g, e);
+        for &b in vars {
+            let dab = Differentiator::new(b).diff(g, da);
+            if !g.is_const(dab, 0.0) {
+                return false;
+            }
+        }
+    }
+    let zero = g.constant(0.0);
+    let map: HashMap<Id, Id> = vars.iter().map(|&v| (v, zero)).collect();
+    let at0 = g.substitute(e, &map);
+    g.is_const(at0, 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PENDULUM: &str = r#"
+model spherical_pendulum {
+    parameters { m = 1.0, r = 9.8, g = 9.8 }
+    coordinates { gamma: vec3 }
+    velocities  { xi: vec3 }
+    frame       { gamma' = cross(gamma, xi) }
+    constraint  xi[2] = 0
+    lagrangian  = 0.5 * m * r^2 * (xi[0]^2 + xi[1]^2) - m * g * r * gamma[2]
+    invariant   J = m * r^2 * dot(xi, gamma)
+    initial published { gamma = (0.3, 0.2, -sqrt(1 - 0.3^2 - 0.2^2)), xi = (0.6, 0, 0) }
+}
+"#;
+
+    #[test]
+    fn lowers_the_spherical_pendulum() {
+        let m = load("p.hamel", PENDULUM).unwrap();
+        assert_eq!(m.coords.len(), 3);
+        assert_eq!(m.vels.len(), 3);
+        assert_eq!(m.params.len(), 3);
+        assert_eq!(m.velocity_constraints.len(), 1);
+        let init = &m.initials[0];
+        let z = m.graph.eval(init.q[2], &|_| f64::NAN);
+        assert!((z + 0.87f64.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn reports_every_error_with_place() {
+        let src = "model bad {\n  coordinates { q }\n  lagrangian = q'^2 + foo + bar(q)\n  constraint q^2 = 0\n}\n";
+        let e = load("bad.hamel", src).unwrap_err();
+        let msgs: Vec<&str> = e.0.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(e.0.len(), 3, "{e}");
+        assert!(msgs[0].contains("unknown name `foo`"));
+        assert!(msgs[1].contains("unknown function `bar`"));
+        assert!(msgs[2].contains("linear"));
+        assert_eq!((e.0[0].line, e.0[0].column), (3, 23));
+    }
+
+    #[test]
+    fn frame_checks() {
+        let src = "model f {\n coordinates { a: vec3, b }\n velocities { w: vec3 }\n frame { a' = w * dot(w, a) }\n lagrangian = dot(w, w)\n}";
+        let e = load("f.hamel", src).unwrap_err().to_string();
+        assert!(e.contains("not linear in the velocities"), "{e}");
+        assert!(e.contains("coordinate `b` has no frame equation"), "{e}");
+    }
+}

@@ -1,0 +1,658 @@
+//! The hash-consed expression DAG and its canonicalizing constructors.
+//!
+//! Every expression is built through [`Graph`], which simplifies as it builds
+//! (constant folding, neutral and absorbing elements, like terms and powers
+//! merged) and stores each distinct node once. Equal sub-expressions therefore
+//! share one [`Id`]: common-subexpression elimination comes by construction and
+//! expressions never swell into trees.
+
+use std::collections::HashMap;
+
+/// Handle of a node in a [`Graph`]. Ids are ordered by creation, so a child
+/// always has a smaller id than its parent.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Id(pub u32);
+
+impl Id {
+    /// Position of the node in the graph's node table.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Elementary functions of one argument (square root is a power `x^0.5`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Func {
+    /// sine
+    Sin,
+    /// cosine
+    Cos,
+    /// tangent
+    Tan,
+    /// exponential
+    Exp,
+    /// natural logarithm
+    Ln,
+}
+
+impl Func {
+    /// Applies the function to a number.
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            Func::Sin => x.sin(),
+            Func::Cos => x.cos(),
+            Func::Tan => x.tan(),
+            Func::Exp => x.exp(),
+            Func::Ln => x.ln(),
+        }
+    }
+
+    /// The function's name as written in model files and in Rust (`f64::sin`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Sin => "sin",
+            Func::Cos => "cos",
+            Func::Tan => "tan",
+            Func::Exp => "exp",
+            Func::Ln => "ln",
+        }
+    }
+}
+
+/// One node of the DAG. Children of `Add` and `Mul` are flattened and sorted, so
+/// that commutative re-orderings hash to the same node.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Node {
+    /// A finite number, stored by its bits (never `-0.0`).
+    Const(u64),
+    /// A symbol: index into the graph's symbol table.
+    Sym(u32),
+    /// Sum of at least two terms; at most one constant, placed first.
+    Add(Box<[Id]>),
+    /// Product of at least two factors; at most one constant, placed first.
+    Mul(Box<[Id]>),
+    /// `base ^ exponent`.
+    Pow(Id, Id),
+    /// Elementary function.
+    Call(Func, Id),
+}
+
+/// The expression store. See the module documentation.
+#[derive(Default, Clone)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    index: HashMap<Node, Id>,
+    symbols: Vec<String>,
+    symbol_index: HashMap<String, Id>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Graph({} nodes, {} symbols)",
+            self.nodes.len(),
+            self.symbols.len()
+        )
+    }
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of distinct nodes stored.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when no node has been built.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node behind an id.
+    pub fn node(&self, id: Id) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// Name of symbol number `s`.
+    pub fn symbol_name(&self, s: u32) -> &str {
+        &self.symbols[s as usize]
+    }
+
+    /// The value of a constant node.
+    pub fn as_const(&self, id: Id) -> Option<f64> {
+        match self.node(id) {
+            Node::Const(bits) => Some(f64::from_bits(*bits)),
+            _ => None,
+        }
+    }
+
+    /// True when `id` is the constant `c`.
+    pub fn is_const(&self, id: Id, c: f64) -> bool {
+        self.as_const(id) == Some(c)
+    }
+
+    fn intern(&mut self, node: Node) -> Id {
+        if let Some(&id) = self.index.get(&node) {
+            return id;
+        }
+        let id = Id(u32::try_from(self.nodes.len()).expect("expression graph exceeds 2^32 nodes"));
+        self.nodes.push(node.clone());
+        self.index.insert(node, id);
+        id
+    }
+
+    /// The symbol called `name`, created on first use.
+    pub fn symbol(&mut self, name: &str) -> Id {
+        if let Some(&id) = self.symbol_index.get(name) {
+            return id;
+        }
+        let s = self.symbols.len() as u32;
+        self.symbols.push(name.to_string());
+        let id = self.intern(Node::Sym(s));
+        self.symbol_index.insert(name.to_string(), id);
+        id
+    }
+
+    /// A numeric constant. Non-finite values are kept as they are (the caller
+    /// reports them); `-0.0` becomes `0.0`.
+    pub fn constant(&mut self, value: f64) -> Id {
+        let v = if value == 0.0 { 0.0 } else { value };
+        self.intern(Node::Const(v.to_bits()))
+    }
+
+    /// `a + b`.
+    pub fn add2(&mut self, a: Id, b: Id) -> Id {
+        self.add(&[a, b])
+    }
+
+    /// `a - b`.
+    pub fn sub(&mut self, a: Id, b: Id) -> Id {
+        let nb = self.neg(b);
+        self.add(&[a, nb])
+    }
+
+    /// `-a`.
+    pub fn neg(&mut self, a: Id) -> Id {
+        let m1 = self.constant(-1.0);
+        self.mul(&[m1, a])
+    }
+
+    /// `a * b`.
+    pub fn mul2(&mut self, a: Id, b: Id) -> Id {
+        self.mul(&[a, b])
+    }
+
+    /// `c * a` for a number `c`.
+    pub fn scale(&mut self, c: f64, a: Id) -> Id {
+        let k = self.constant(c);
+        self.mul(&[k, a])
+    }
+
+    /// `a / b`.
+    pub fn div(&mut self, a: Id, b: Id) -> Id {
+        let m1 = self.constant(-1.0);
+        let inv = self.pow(b, m1);
+        self.mul(&[a, inv])
+    }
+
+    /// `a ^ n` for a number `n`.
+    pub fn powf(&mut self, a: Id, n: f64) -> Id {
+        let e = self.constant(n);
+        self.pow(a, e)
+    }
+
+    /// `sqrt(a)`, stored as `a ^ 0.5` so that powers of it merge.
+    pub fn sqrt(&mut self, a: Id) -> Id {
+        self.powf(a, 0.5)
+    }
+
+    /// Splits a term into (numeric coefficient, remaining monomial).
+    fn split_coefficient(&mut self, t: Id) -> (f64, Id) {
+        if let Node::Mul(fs) = self.node(t) {
+            if let Some(c) = self.as_const(fs[0]) {
+                let rest: Vec<Id> = fs[1..].to_vec();
+                let r = if rest.len() == 1 {
+                    rest[0]
+                } else {
+                    self.intern(Node::Mul(rest.into()))
+                };
+                return (c, r);
+            }
+        }
+        (1.0, t)
+    }
+
+    /// Sum of `terms`: flattened, constants folded, like terms merged.
+    pub fn add(&mut self, terms: &[Id]) -> Id {
+        let mut flat = Vec::with_capacity(terms.len());
+        for &t in terms {
+            match self.node(t) {
+                Node::Add(ts) => flat.extend_from_slice(ts),
+                _ => flat.push(t),
+            }
+        }
+        let mut constant = 0.0;
+        let mut order: Vec<Id> = Vec::new();
+        let mut coeffs: HashMap<Id, f64> = HashMap::new();
+        for t in flat {
+            if let Some(c) = self.as_const(t) {
+                constant += c;
+                continue;
+            }
+            let (c, rest) = self.split_coefficient(t);
+            match coeffs.get_mut(&rest) {
+                Some(v) => *v += c,
+                None => {
+                    coeffs.insert(rest, c);
+                    order.push(rest);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(order.len() + 1);
+        for rest in order {
+            let c = coeffs[&rest];
+            if c != 0.0 {
+                let term = if c == 1.0 {
+                    rest
+                } else {
+                    self.scale_raw(c, rest)
+                };
+                out.push(term);
+            }
+        }
+        out.sort();
+        if constant != 0.0 || out.is_empty() {
+            let k = self.constant(constant);
+            if out.is_empty() {
+                return k;
+            }
+            out.insert(0, k);
+        }
+        if out.len() == 1 {
+            return out[0];
+        }
+        self.intern(Node::Add(out.into()))
+    }
+
+    /// `c * m` for a monomial `m` without a coefficient, without re-merging powers.
+    fn scale_raw(&mut self, c: f64, m: Id) -> Id {
+        let k = self.constant(c);
+        let mut fs = vec![k];
+        match self.node(m) {
+            Node::Mul(ms) => fs.extend_from_slice(ms),
+            _ => fs.push(m),
+        }
+        self.intern(Node::Mul(fs.into()))
+    }
+
+    /// Product of `factors`: flattened, constants folded, powers of one base merged.
+    pub fn mul(&mut self, factors: &[Id]) -> Id {
+        let mut flat = Vec::with_capacity(factors.len());
+        for &f in factors {
+            match self.node(f) {
+                Node::Mul(fs) => flat.extend_from_slice(fs),
+                _ => flat.push(f),
+            }
+        }
+        let mut constant = 1.0;
+        let mut order: Vec<Id> = Vec::new();
+        let mut exps: HashMap<Id, Vec<Id>> = HashMap::new();
+        for f in flat {
+            if let Some(c) = self.as_const(f) {
+                constant *= c;
+                continue;
+            }
+            let (base, exp) = match self.node(f) {
+                Node::Pow(b, e) => (*b, *e),
+                _ => (f, self.constant(1.0)),
+            };
+            match exps.get_mut(&base) {
+                Some(v) => v.push(exp),
+                None => {
+                    exps.insert(base, vec![exp]);
+                    order.push(base);
+                }
+            }
+        }
+        if constant == 0.0 {
+            return self.constant(0.0);
+        }
+        let mut out = Vec::with_capacity(order.len() + 1);
+        for base in order {
+            let es = exps.remove(&base).unwrap_or_default();
+            let p = if es.len() == 1 {
+                if self.is_const(es[0], 1.0) {
+                    base
+                } else {
+                    self.intern(Node::Pow(base, es[0]))
+                }
+            } else {
+                let e = self.add(&es);
+                self.pow(base, e)
+            };
+            match self.node(p) {
+                Node::Const(bits) => constant *= f64::from_bits(*bits),
+                Node::Mul(ps) => {
+                    let ps = ps.to_vec();
+                    for q in ps {
+                        match self.as_const(q) {
+                            Some(c) => constant *= c,
+                            None => out.push(q),
+                        }
+                    }
+                }
+                _ => out.push(p),
+            }
+        }
+        if constant == 0.0 {
+            return self.constant(0.0);
+        }
+        out.sort();
+        // A number times a single sum distributes, so that `s - s` and
+        // `2 (a + b) - 2 a` cancel as like terms.
+        if out.len() == 1 && constant != 1.0 {
+            if let Node::Add(ts) = self.node(out[0]).clone() {
+                let scaled: Vec<Id> = ts.iter().map(|&t| self.scale(constant, t)).collect();
+                return self.add(&scaled);
+            }
+        }
+        if constant != 1.0 || out.is_empty() {
+            let k = self.constant(constant);
+            if out.is_empty() {
+                return k;
+            }
+            out.insert(0, k);
+        }
+        if out.len() == 1 {
+            return out[0];
+        }
+        self.intern(Node::Mul(out.into()))
+    }
+
+    /// `base ^ exp`, with numeric folding and `(x^a)^n = x^(a n)` for integer `n`.
+    pub fn pow(&mut self, base: Id, exp: Id) -> Id {
+        let e = self.as_const(exp);
+        if e == Some(0.0) {
+            return self.constant(1.0);
+        }
+        if e == Some(1.0) {
+            return base;
+        }
+        if let (Some(b), Some(e)) = (self.as_const(base), e) {
+            let v = b.powf(e);
+            if v.is_finite() {
+                return self.constant(v);
+            }
+        }
+        if self.is_const(base, 1.0) {
+            return base;
+        }
+        if let Some(n) = e.filter(|n| n.fract() == 0.0) {
+            match self.node(base).clone() {
+                Node::Pow(b, a) => {
+                    if let Some(a) = self.as_const(a) {
+                        return self.powf(b, a * n);
+                    }
+                }
+                Node::Mul(fs) => {
+                    let ps: Vec<Id> = fs.iter().map(|&f| self.pow(f, exp)).collect();
+                    return self.mul(&ps);
+                }
+                _ => {}
+            }
+        }
+        self.intern(Node::Pow(base, exp))
+    }
+
+    /// `f(a)`, folded when `a` is a number.
+    pub fn call(&mut self, f: Func, a: Id) -> Id {
+        if let Some(x) = self.as_const(a) {
+            let v = f.apply(x);
+            if v.is_finite() {
+                return self.constant(v);
+            }
+        }
+        match (f, self.node(a)) {
+            (Func::Ln, Node::Call(Func::Exp, x)) => return *x,
+            (Func::Exp, Node::Call(Func::Ln, x)) => return *x,
+            _ => {}
+        }
+        self.intern(Node::Call(f, a))
+    }
+
+    /// Replaces symbols by expressions (`map` from symbol node to replacement).
+    pub fn substitute(&mut self, root: Id, map: &HashMap<Id, Id>) -> Id {
+        let mut memo = HashMap::new();
+        self.substitute_memo(root, map, &mut memo)
+    }
+
+    /// [`Graph::substitute`] over many roots sharing one memo.
+    pub fn substitute_all(&mut self, roots: &[Id], map: &HashMap<Id, Id>) -> Vec<Id> {
+        let mut memo = HashMap::new();
+        roots
+            .iter()
+            .map(|&r| self.substitute_memo(r, map, &mut memo))
+            .collect()
+    }
+
+    fn substitute_memo(
+        &mut self,
+        root: Id,
+        map: &HashMap<Id, Id>,
+        memo: &mut HashMap<Id, Id>,
+    ) -> Id {
+        if let Some(&r) = memo.get(&root) {
+            return r;
+        }
+        let out = match self.node(root).clone() {
+            Node::Const(_) => root,
+            Node::Sym(_) => map.get(&root).copied().unwrap_or(root),
+            Node::Add(ts) => {
+                let ts: Vec<Id> = ts
+                    .iter()
+                    .map(|&t| self.substitute_memo(t, map, memo))
+                    .collect();
+                self.add(&ts)
+            }
+            Node::Mul(fs) => {
+                let fs: Vec<Id> = fs
+                    .iter()
+                    .map(|&f| self.substitute_memo(f, map, memo))
+                    .collect();
+                self.mul(&fs)
+            }
+            Node::Pow(b, e) => {
+                let b = self.substitute_memo(b, map, memo);
+                let e = self.substitute_memo(e, map, memo);
+                self.pow(b, e)
+            }
+            Node::Call(f, a) => {
+                let a = self.substitute_memo(a, map, memo);
+                self.call(f, a)
+            }
+        };
+        memo.insert(root, out);
+        out
+    }
+
+    /// The children of a node, in order.
+    pub fn children(&self, id: Id) -> Vec<Id> {
+        match self.node(id) {
+            Node::Const(_) | Node::Sym(_) => vec![],
+            Node::Add(xs) | Node::Mul(xs) => xs.to_vec(),
+            Node::Pow(b, e) => vec![*b, *e],
+            Node::Call(_, a) => vec![*a],
+        }
+    }
+
+    /// True when the expression `root` contains any of the symbol nodes in `syms`.
+    pub fn depends_on(&self, root: Id, syms: &[Id]) -> bool {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if seen[id.index()] {
+                continue;
+            }
+            seen[id.index()] = true;
+            if syms.contains(&id) {
+                return true;
+            }
+            stack.extend(self.children(id));
+        }
+        false
+    }
+
+    /// Number of distinct non-leaf nodes reachable from `roots` (the operation
+    /// count after common-subexpression elimination).
+    pub fn count_ops(&self, roots: &[Id]) -> usize {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack: Vec<Id> = roots.to_vec();
+        let mut n = 0;
+        while let Some(id) = stack.pop() {
+            if seen[id.index()] {
+                continue;
+            }
+            seen[id.index()] = true;
+            let ch = self.children(id);
+            if !ch.is_empty() {
+                n += 1;
+            }
+            stack.extend(ch);
+        }
+        n
+    }
+
+    /// Evaluates `root` with symbol values from `value_of` (by symbol number).
+    pub fn eval(&self, root: Id, value_of: &dyn Fn(u32) -> f64) -> f64 {
+        let mut memo: HashMap<Id, f64> = HashMap::new();
+        self.eval_memo(root, value_of, &mut memo)
+    }
+
+    fn eval_memo(&self, id: Id, value_of: &dyn Fn(u32) -> f64, memo: &mut HashMap<Id, f64>) -> f64 {
+        if let Some(&v) = memo.get(&id) {
+            return v;
+        }
+        let v = match self.node(id) {
+            Node::Const(bits) => f64::from_bits(*bits),
+            Node::Sym(s) => value_of(*s),
+            Node::Add(ts) => ts.iter().map(|&t| self.eval_memo(t, value_of, memo)).sum(),
+            Node::Mul(fs) => fs
+                .iter()
+                .map(|&f| self.eval_memo(f, value_of, memo))
+                .product(),
+            Node::Pow(b, e) => {
+                let b = self.eval_memo(*b, value_of, memo);
+                let e = self.eval_memo(*e, value_of, memo);
+                pow_value(b, e)
+            }
+            Node::Call(f, a) => f.apply(self.eval_memo(*a, value_of, memo)),
+        };
+        memo.insert(id, v);
+        v
+    }
+
+    /// Renders an expression in model-file syntax (for messages and tests).
+    pub fn display(&self, id: Id) -> String {
+        match self.node(id) {
+            Node::Const(bits) => format!("{}", f64::from_bits(*bits)),
+            Node::Sym(s) => self.symbols[*s as usize].clone(),
+            Node::Add(ts) => {
+                let parts: Vec<String> = ts.iter().map(|&t| self.display(t)).collect();
+                format!("({})", parts.join(" + "))
+            }
+            Node::Mul(fs) => {
+                let parts: Vec<String> = fs.iter().map(|&f| self.display(f)).collect();
+                parts.join("*")
+            }
+            Node::Pow(b, e) => format!("{}^{}", self.display_atom(*b), self.display_atom(*e)),
+            Node::Call(f, a) => format!("{}({})", f.name(), self.display(*a)),
+        }
+    }
+
+    fn display_atom(&self, id: Id) -> String {
+        match self.node(id) {
+            Node::Mul(_) => format!("({})", self.display(id)),
+            Node::Const(bits) if f64::from_bits(*bits) < 0.0 => format!("({})", self.display(id)),
+            _ => self.display(id),
+        }
+    }
+}
+
+/// `b ^ e` as the generated code computes it (integer powers by `powi`).
+pub fn pow_value(b: f64, e: f64) -> f64 {
+    if e == 0.5 {
+        b.sqrt()
+    } else if e == -0.5 {
+        1.0 / b.sqrt()
+    } else if e.fract() == 0.0 && e.abs() <= 64.0 {
+        b.powi(e as i32)
+    } else {
+        b.powf(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_terms_and_powers_merge() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let y = g.symbol("y");
+        let xy = g.mul2(x, y);
+        let yx = g.mul2(y, x);
+        assert_eq!(xy, yx, "commuted products share one node");
+        let s = g.add(&[xy, yx, x]);
+        let two_xy = g.scale(2.0, xy);
+        let expect = g.add2(two_xy, x);
+        assert_eq!(s, expect);
+        let d = g.sub(s, s);
+        assert!(g.is_const(d, 0.0));
+        let xx = g.mul2(x, x);
+        let x2 = g.powf(x, 2.0);
+        assert_eq!(xx, x2);
+        let q = g.div(xx, x);
+        assert_eq!(q, x);
+        let r = g.sqrt(x);
+        let rr = g.mul2(r, r);
+        assert_eq!(rr, x);
+    }
+
+    #[test]
+    fn neutral_absorbing_and_folding() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let zero = g.constant(0.0);
+        let one = g.constant(1.0);
+        assert_eq!(g.add2(x, zero), x);
+        assert_eq!(g.mul2(x, one), x);
+        assert!(g.is_const(g.clone().mul2(x, zero), 0.0));
+        let a = g.constant(3.0);
+        let b = g.constant(4.0);
+        let c = g.add2(a, b);
+        let p = g.pow(c, a);
+        assert_eq!(g.as_const(p), Some(343.0));
+        let s = g.call(Func::Sin, zero);
+        assert_eq!(g.as_const(s), Some(0.0));
+    }
+
+    #[test]
+    fn substitute_and_eval() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let y = g.symbol("y");
+        let sx = g.call(Func::Sin, x);
+        let e = g.mul2(sx, y);
+        let two = g.constant(2.0);
+        let map: HashMap<Id, Id> = [(y, two)].into_iter().collect();
+        let e2 = g.substitute(e, &map);
+        let v = g.eval(e2, &|_| 0.5);
+        assert!((v - 2.0 * 0.5f64.sin()).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,12 @@
+//! The symbolic core: a hash-consed expression DAG, simplification on
+//! construction, exact differentiation, and linearization into straight-line
+//! programs. It knows nothing of mechanics or of Rust tokens.
+
+pub mod diff;
+pub mod graph;
+pub mod linsolve;
+pub mod tape;
+
+pub use diff::{gradient, jacobian, Differentiator};
+pub use graph::{Func, Graph, Id, Node};
+pub use tape::{Op, Operand, Tape};
