@@ -8,6 +8,7 @@
 pub mod diagnostic;
 pub mod dsl;
 pub mod model;
+pub mod scheme;
 pub mod sym;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Span};

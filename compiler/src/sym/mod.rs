@@ -3,10 +3,12 @@
 //! programs. It knows nothing of mechanics or of Rust tokens.
 
 pub mod diff;
+pub mod function;
 pub mod graph;
 pub mod linsolve;
 pub mod tape;
 
 pub use diff::{gradient, jacobian, Differentiator};
+pub use function::Function;
 pub use graph::{Func, Graph, Id, Node};
 pub use tape::{Op, Operand, Tape};

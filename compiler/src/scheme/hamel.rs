@@ -1,0 +1,401 @@
+//! The discrete Hamel integrator (theory §2, Z16 §5, ZLB12), τ = ½.
+//!
+//! Two kinematics:
+//! - `midpoint` (§2.1): one-step position–momentum form, state `(q_k, π_k)`;
+//! - `averaged` (§2.2): the published energy-preserving form between
+//!   midpoints, state `(Q_{k-1}, ξ_{k-1,k})`.
+//!
+//! Velocity constraints that fix one component (`ξ^a = 0`) are eliminated
+//! symbolically (that unknown and that momentum row are dropped); all others get
+//! a multiplier `ν`.
+
+use std::collections::HashMap;
+
+use crate::model::Model;
+use crate::sym::{gradient, Graph, Id};
+
+use super::frame::Frame;
+use super::mechanics::Mechanics;
+use super::step::{Invariant, InvariantKind, Slot, StepSystem};
+use super::SchemeError;
+
+/// How the configuration advances over a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kinematics {
+    /// `q_{k+1} − q_k = h Ψ(q̄) ξ_{k,k+1}` at nodes (theory §2.1)
+    Midpoint,
+    /// `Q_k − Q_{k−1} = h Ψ(Q̄) (ξ_{k,k+1} + ξ_{k−1,k})/2` between midpoints (theory §2.2)
+    Averaged,
+}
+
+impl Kinematics {
+    /// Name as written in attributes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kinematics::Midpoint => "midpoint",
+            Kinematics::Averaged => "averaged",
+        }
+    }
+}
+
+fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
+    (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
+}
+
+fn slots(syms: &[Id], names: impl Iterator<Item = String>) -> Vec<Slot> {
+    syms.iter()
+        .zip(names)
+        .map(|(&sym, name)| Slot { name, sym })
+        .collect()
+}
+
+/// Splits velocity constraints into eliminated components and general rows.
+struct Constraints {
+    /// velocity components kept as unknowns
+    kept: Vec<usize>,
+    /// general constraints: expressions `A_j(q) ξ` (model symbols)
+    general: Vec<Id>,
+    /// `A[j][a]` of the general constraints
+    rows: Vec<Vec<Id>>,
+}
+
+fn classify(model: &mut Model) -> Constraints {
+    let q = model.q_syms();
+    let v = model.v_syms();
+    let g = &mut model.graph;
+    let mut eliminated = vec![false; v.len()];
+    let (mut general, mut rows) = (Vec::new(), Vec::new());
+    for c in &model.velocity_constraints {
+        let row = gradient(g, c.expr, &v);
+        let nonzero: Vec<usize> = (0..v.len()).filter(|&a| !g.is_const(row[a], 0.0)).collect();
+        if nonzero.len() == 1
+            && g.as_const(row[nonzero[0]]).is_some()
+            && !g.depends_on(c.expr, &q)
+            && !eliminated[nonzero[0]]
+        {
+            eliminated[nonzero[0]] = true;
+        } else {
+            general.push(c.expr);
+            rows.push(row);
+        }
+    }
+    Constraints {
+        kept: (0..v.len()).filter(|&a| !eliminated[a]).collect(),
+        general,
+        rows,
+    }
+}
+
+/// Derives the discrete Hamel step for `model`.
+pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError> {
+    let mut model = model.clone();
+    let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
+    let mech = Mechanics::of(&mut model, &frame);
+    let cons = classify(&mut model);
+    let q = model.q_syms();
+    let v = model.v_syms();
+    let (n, m, nc) = (q.len(), v.len(), cons.general.len());
+    let kept = cons.kept.clone();
+    let nk = kept.len();
+    let mut g = std::mem::take(&mut model.graph);
+
+    let h = g.symbol("__h");
+    let half = g.constant(0.5);
+    let hh = g.mul2(half, h);
+    let zero = g.constant(0.0);
+    let z = symbols(&mut g, "__z", n + nk);
+    let x = symbols(&mut g, "__x", n + nk + nc);
+    let w = symbols(&mut g, "__w", n + nk + nc);
+
+    // Full velocity vector from kept components (eliminated ones are zero).
+    let full = |kv: &[Id]| -> Vec<Id> {
+        let mut out = vec![zero; m];
+        for (k, &a) in kept.iter().enumerate() {
+            out[a] = kv[k];
+        }
+        out
+    };
+    // Evaluates model expressions at (q, ξ) = (qs, vs).
+    let at = |g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]| -> Vec<Id> {
+        let map: HashMap<Id, Id> = q
+            .iter()
+            .copied()
+            .zip(qs.iter().copied())
+            .chain(v.iter().copied().zip(vs.iter().copied()))
+            .collect();
+        g.substitute_all(exprs, &map)
+    };
+    let psi_flat: Vec<Id> = frame.psi.iter().flatten().copied().collect();
+    let rows_flat: Vec<Id> = cons.rows.iter().flatten().copied().collect();
+    let mul_psi = |g: &mut Graph, psi: &[Id], xi: &[Id]| -> Vec<Id> {
+        (0..n)
+            .map(|i| {
+                let t: Vec<Id> = (0..m).map(|a| g.mul2(psi[i * m + a], xi[a])).collect();
+                g.add(&t)
+            })
+            .collect()
+    };
+    // Σ_j A_j(at)ᵀ ν_j, component a.
+    let a_t_nu = |g: &mut Graph, rows: &[Id], nu: &[Id], a: usize| -> Id {
+        let t: Vec<Id> = (0..nc).map(|j| g.mul2(rows[j * m + a], nu[j])).collect();
+        g.add(&t)
+    };
+
+    let (q0, k0) = z.split_at(n);
+    let (q1, rest) = x.split_at(n);
+    let (k1, nu) = rest.split_at(nk);
+    let (wq, wrest) = w.split_at(n);
+    let (wk, wnu) = wrest.split_at(nk);
+    let xi1 = full(k1);
+    let qbar: Vec<Id> = q0
+        .iter()
+        .zip(q1)
+        .map(|(&a, &b)| {
+            let s = g.add2(a, b);
+            g.mul2(half, s)
+        })
+        .collect();
+    let _ = wq;
+
+    let mut residual = Vec::with_capacity(n + nk + nc);
+    let update: Vec<Id>;
+    let (obs_matrix, obs_rhs, obs_solution, obs_v): (Vec<Vec<Id>>, Vec<Id>, Vec<Id>, Vec<Id>);
+    let init_state: Vec<Id>;
+
+    // Predictor: q ≈ q_k + h Ψ(q_k) ξ_prev, ξ ≈ ξ_prev, ν ≈ ν_prev.
+    let psi0 = at(&mut g, &psi_flat, q0, &v);
+    let dq = mul_psi(&mut g, &psi0, &full(wk));
+    let mut predictor: Vec<Id> = (0..n)
+        .map(|i| {
+            let s = g.mul2(h, dq[i]);
+            g.add2(q0[i], s)
+        })
+        .collect();
+    predictor.extend_from_slice(wk);
+    predictor.extend_from_slice(wnu);
+
+    match kin {
+        Kinematics::Midpoint => {
+            let pi = k0;
+            let p_bar = at(&mut g, &mech.p, &qbar, &xi1);
+            let f_bar = at(&mut g, &mech.force, &qbar, &xi1);
+            let psi_bar = at(&mut g, &psi_flat, &qbar, &xi1);
+            let rows0 = at(&mut g, &rows_flat, q0, &v);
+            let dq = mul_psi(&mut g, &psi_bar, &xi1);
+            for i in 0..n {
+                let s = g.sub(q1[i], q0[i]);
+                let t = g.mul2(h, dq[i]);
+                residual.push(g.sub(s, t));
+            }
+            for (k, &a) in kept.iter().enumerate() {
+                let hf = g.mul2(hh, f_bar[a]);
+                let an = a_t_nu(&mut g, &rows0, nu, a);
+                let r = minus(&mut g, p_bar[a], &[hf, pi[k], an]);
+                residual.push(r);
+            }
+            let cbar = at(&mut g, &cons.general, &qbar, &xi1);
+            residual.extend(cbar);
+            let mut up: Vec<Id> = q1.to_vec();
+            for &a in &kept {
+                let hf = g.mul2(hh, f_bar[a]);
+                up.push(g.add2(p_bar[a], hf));
+            }
+            update = up;
+
+            // Node velocity from π: [M_KK A_Kᵀ; A_K 0] [ξ_K; μ] = [π − b_K; 0] at q_k.
+            let hess: Vec<Vec<Id>> = kept
+                .iter()
+                .map(|&a| gradient(&mut g, mech.p[a], &v))
+                .collect();
+            for row in &hess {
+                if row.iter().any(|&e| g.depends_on(e, &v)) {
+                    return Err(SchemeError(
+                        "hamel(midpoint): the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta".into(),
+                    ));
+                }
+            }
+            let zeros = vec![zero; m];
+            let mut mat = Vec::new();
+            let mut rhs = Vec::new();
+            let b0 = at(&mut g, &mech.p, q0, &zeros);
+            for (k, &a) in kept.iter().enumerate() {
+                let mut row: Vec<Id> = kept.iter().map(|&b| hess[k][b]).collect();
+                let hrow = at(&mut g, &row, q0, &zeros);
+                row = hrow;
+                for j in 0..nc {
+                    row.push(rows0[j * m + a]);
+                }
+                mat.push(row);
+                rhs.push(g.sub(pi[k], b0[a]));
+            }
+            for j in 0..nc {
+                let mut row: Vec<Id> = kept.iter().map(|&a| rows0[j * m + a]).collect();
+                row.extend(std::iter::repeat_n(zero, nc));
+                mat.push(row);
+                rhs.push(zero);
+            }
+            let y = symbols(&mut g, "__y", nk + nc);
+            obs_v = full(&y[..nk]);
+            obs_solution = y;
+            obs_matrix = mat;
+            obs_rhs = rhs;
+            // π_0 = p(q_0, ξ_0)
+            let mut z0: Vec<Id> = q.clone();
+            z0.extend(kept.iter().map(|&a| mech.p[a]));
+            init_state = z0;
+        }
+        Kinematics::Averaged => {
+            let xi0 = full(k0);
+            let xibar: Vec<Id> = xi0
+                .iter()
+                .zip(&xi1)
+                .map(|(&a, &b)| {
+                    let s = g.add2(a, b);
+                    g.mul2(half, s)
+                })
+                .collect();
+            let p1 = at(&mut g, &mech.p, q1, &xi1);
+            let p0 = at(&mut g, &mech.p, q0, &xi0);
+            let f1 = at(&mut g, &mech.force, q1, &xi1);
+            let f0 = at(&mut g, &mech.force, q0, &xi0);
+            let psi_bar = at(&mut g, &psi_flat, &qbar, &v);
+            let rows_bar = at(&mut g, &rows_flat, &qbar, &v);
+            for &a in &kept {
+                let fs = g.add2(f0[a], f1[a]);
+                let hf = g.mul2(hh, fs);
+                let an = a_t_nu(&mut g, &rows_bar, nu, a);
+                let r = minus(&mut g, p1[a], &[p0[a], hf, an]);
+                residual.push(r);
+            }
+            let dq = mul_psi(&mut g, &psi_bar, &xibar);
+            let mut kin_rows = Vec::with_capacity(n);
+            for i in 0..n {
+                let s = g.sub(q1[i], q0[i]);
+                let t = g.mul2(h, dq[i]);
+                kin_rows.push(g.sub(s, t));
+            }
+            // Kinematic rows first, as in the midpoint form.
+            kin_rows.extend(residual);
+            residual = kin_rows;
+            let c1 = at(&mut g, &cons.general, q1, &xi1);
+            residual.extend(c1);
+            let mut up: Vec<Id> = q1.to_vec();
+            up.extend_from_slice(k1);
+            update = up;
+            obs_matrix = vec![];
+            obs_rhs = vec![];
+            obs_solution = vec![];
+            obs_v = xi0;
+            let mut z0: Vec<Id> = q.clone();
+            z0.extend(kept.iter().map(|&a| v[a]));
+            init_state = z0;
+        }
+    }
+
+    let mut init_warm: Vec<Id> = q.clone();
+    init_warm.extend(kept.iter().map(|&a| v[a]));
+    init_warm.extend(std::iter::repeat_n(zero, nc));
+
+    let mut invariants = vec![Invariant {
+        name: "energy".into(),
+        kind: InvariantKind::Energy,
+        expr: mech.energy,
+    }];
+    invariants.extend(model.invariants.iter().map(|i| Invariant {
+        name: i.name.clone(),
+        kind: InvariantKind::Monitored,
+        expr: i.expr,
+    }));
+    invariants.extend(
+        model
+            .velocity_constraints
+            .iter()
+            .chain(&model.holonomic)
+            .map(|c| Invariant {
+                name: c.name.clone(),
+                kind: InvariantKind::Constraint,
+                expr: c.expr,
+            }),
+    );
+
+    let qn = |i: usize| model.coords[i].name.clone();
+    let vn = |a: usize| model.vels[a].name.clone();
+    let state_names: Vec<String> = (0..n)
+        .map(qn)
+        .chain(kept.iter().map(|&a| match kin {
+            Kinematics::Midpoint => format!("pi({})", vn(a)),
+            Kinematics::Averaged => vn(a),
+        }))
+        .collect();
+    let unknown_names: Vec<String> = (0..n)
+        .map(|i| format!("{}+", qn(i)))
+        .chain(kept.iter().map(|&a| format!("{}+", vn(a))))
+        .chain((0..nc).map(|j| format!("nu{j}")))
+        .collect();
+
+    let mut sys = StepSystem {
+        model: model.name.clone(),
+        scheme: format!("hamel({})", kin.name()),
+        params: model
+            .params
+            .iter()
+            .map(|p| {
+                (
+                    Slot {
+                        name: p.name.clone(),
+                        sym: p.sym,
+                    },
+                    p.default,
+                )
+            })
+            .collect(),
+        h,
+        state: slots(&z, state_names.into_iter()),
+        unknowns: slots(&x, unknown_names.into_iter()),
+        previous: w,
+        residual,
+        jacobian: vec![],
+        update,
+        predictor,
+        phys_q: model
+            .coords
+            .iter()
+            .map(|s| Slot {
+                name: s.name.clone(),
+                sym: s.sym,
+            })
+            .collect(),
+        phys_v: model
+            .vels
+            .iter()
+            .map(|s| Slot {
+                name: s.name.clone(),
+                sym: s.sym,
+            })
+            .collect(),
+        init_state,
+        init_warm,
+        obs_matrix,
+        obs_rhs,
+        obs_solution,
+        obs_q: q0.to_vec(),
+        obs_v,
+        invariants,
+        initials: model
+            .initials
+            .iter()
+            .map(|i| (i.name.clone(), i.q.clone(), i.v.clone()))
+            .collect(),
+        graph: Graph::new(),
+    };
+    sys.graph = g;
+    sys.finish_jacobian();
+    Ok(sys)
+}
+
+/// `a − b₀ − b₁ − …`
+fn minus(g: &mut Graph, a: Id, bs: &[Id]) -> Id {
+    let mut t = vec![a];
+    t.extend(bs.iter().map(|&b| g.neg(b)));
+    g.add(&t)
+}

@@ -1,0 +1,44 @@
+//! Continuous Hamel quantities of a model (theory §1.2), as expressions in the
+//! model's symbols `q`, `ξ` and parameters.
+
+use crate::model::Model;
+use crate::sym::{gradient, Id};
+
+use super::frame::Frame;
+
+/// Momentum, generalized force and energy of a model in its frame.
+#[derive(Clone, Debug)]
+pub struct Mechanics {
+    /// `p = ∂l/∂ξ`
+    pub p: Vec<Id>,
+    /// `F = Ψᵀ ∂l/∂q + [ξ, p]*`
+    pub force: Vec<Id>,
+    /// `E = ⟨p, ξ⟩ − l`
+    pub energy: Id,
+}
+
+impl Mechanics {
+    /// Derives the quantities; the model's graph receives the new nodes.
+    pub fn of(model: &mut Model, frame: &Frame) -> Mechanics {
+        let q = model.q_syms();
+        let v = model.v_syms();
+        let l = model.lagrangian;
+        let g = &mut model.graph;
+        let p = gradient(g, l, &v);
+        let dldq = gradient(g, l, &q);
+        let bracket = frame.co_bracket(g, &v, &p);
+        let force = (0..v.len())
+            .map(|a| {
+                let mut t: Vec<Id> = (0..q.len())
+                    .map(|i| g.mul2(frame.psi[i][a], dldq[i]))
+                    .collect();
+                t.push(bracket[a]);
+                g.add(&t)
+            })
+            .collect();
+        let pv: Vec<Id> = p.iter().zip(&v).map(|(&pa, &va)| g.mul2(pa, va)).collect();
+        let pv = g.add(&pv);
+        let energy = g.sub(pv, l);
+        Mechanics { p, force, energy }
+    }
+}

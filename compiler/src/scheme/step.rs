@@ -1,0 +1,179 @@
+//! The scheme-agnostic description of one implicit step.
+//!
+//! Every scheme turns a model into a [`StepSystem`]: a state `z`, unknowns
+//! `x`, parameters `θ` and step size `h`, with the residual `R(x; z)`, its
+//! analytic Jacobian `∂R/∂x`, the explicit update `z' = U(x; z)`, a predictor
+//! `x₀(z, x_prev)`, and the maps between `z` and the physical state `(q, ξ)`
+//! on which invariants are evaluated. Back-ends see only [`Function`]s.
+
+use crate::sym::{jacobian, Function, Graph, Id};
+
+/// What an invariant measures: how tools report its error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvariantKind {
+    /// the Hamel energy `⟨p, ξ⟩ − l`
+    Energy,
+    /// a user-declared quantity (momentum, length, ...), monitored for drift
+    Monitored,
+    /// a constraint residual that should stay at zero
+    Constraint,
+}
+
+/// A quantity evaluated on the physical state.
+#[derive(Clone, Debug)]
+pub struct Invariant {
+    /// label
+    pub name: String,
+    /// how its error is reported
+    pub kind: InvariantKind,
+    /// expression in the physical symbols and parameters
+    pub expr: Id,
+}
+
+/// A named scalar symbol of the step system.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// display name
+    pub name: String,
+    /// symbol node
+    pub sym: Id,
+}
+
+/// One implicit step, fully derived. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct StepSystem {
+    /// model name
+    pub model: String,
+    /// scheme label, e.g. `hamel(averaged)`
+    pub scheme: String,
+    /// all expressions
+    pub graph: Graph,
+    /// parameters θ, with defaults
+    pub params: Vec<(Slot, f64)>,
+    /// step size symbol
+    pub h: Id,
+    /// state `z`
+    pub state: Vec<Slot>,
+    /// unknowns `x`
+    pub unknowns: Vec<Slot>,
+    /// previous step's solution (for the predictor), one per unknown
+    pub previous: Vec<Id>,
+    /// `R(x; z, θ, h)`
+    pub residual: Vec<Id>,
+    /// `∂R/∂x`, row-major
+    pub jacobian: Vec<Vec<Id>>,
+    /// `z'(x; z, θ, h)`
+    pub update: Vec<Id>,
+    /// `x₀(z, x_prev; θ, h)`
+    pub predictor: Vec<Id>,
+    /// physical coordinates `q` (symbols, used by invariants and initial data)
+    pub phys_q: Vec<Slot>,
+    /// physical velocities `ξ`
+    pub phys_v: Vec<Slot>,
+    /// `z(q, ξ)`: state from physical data
+    pub init_state: Vec<Id>,
+    /// `x(q, ξ)`: a first warm start from physical data
+    pub init_warm: Vec<Id>,
+    /// Observation of the physical state from `z`: solve `K(z) y = b(z)`,
+    /// then `q = obs_q(z)`, `ξ = obs_v(z, y)`. Empty `K` means no solve.
+    pub obs_matrix: Vec<Vec<Id>>,
+    /// right-hand side `b(z)`
+    pub obs_rhs: Vec<Id>,
+    /// solution symbols `y`
+    pub obs_solution: Vec<Id>,
+    /// `q(z)`
+    pub obs_q: Vec<Id>,
+    /// `ξ(z, y)`
+    pub obs_v: Vec<Id>,
+    /// quantities to monitor, on the physical state
+    pub invariants: Vec<Invariant>,
+    /// named initial states `(q, ξ)` as expressions of θ
+    pub initials: Vec<(String, Vec<Id>, Vec<Id>)>,
+}
+
+impl StepSystem {
+    /// Fills in the Jacobian from the residual.
+    pub fn finish_jacobian(&mut self) {
+        let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
+        self.jacobian = jacobian(&mut self.graph, &self.residual, &x);
+    }
+
+    fn syms(slots: &[Slot]) -> Vec<Id> {
+        slots.iter().map(|s| s.sym).collect()
+    }
+
+    /// The numeric functions a back-end must emit, all with arrays
+    /// `p` (parameters), `h` (step size, length 1) and the state as inputs where needed.
+    pub fn functions(&self) -> Vec<Function> {
+        let p: Vec<Id> = self.params.iter().map(|(s, _)| s.sym).collect();
+        let z = Self::syms(&self.state);
+        let x = Self::syms(&self.unknowns);
+        let q = Self::syms(&self.phys_q);
+        let v = Self::syms(&self.phys_v);
+        let inp = |items: &[(&str, &Vec<Id>)]| {
+            items
+                .iter()
+                .map(|(n, s)| (n.to_string(), (*s).clone()))
+                .collect()
+        };
+        let hv = vec![self.h];
+        let flat_jac: Vec<Id> = self.jacobian.iter().flatten().copied().collect();
+        let flat_obs: Vec<Id> = self.obs_matrix.iter().flatten().copied().collect();
+        let mut fs = vec![
+            Function {
+                name: "residual".into(),
+                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                outputs: vec![("r".into(), self.residual.clone())],
+            },
+            Function {
+                name: "jacobian".into(),
+                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                outputs: vec![("j".into(), flat_jac)],
+            },
+            Function {
+                name: "update".into(),
+                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                outputs: vec![("z_next".into(), self.update.clone())],
+            },
+            Function {
+                name: "predict".into(),
+                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("w", &self.previous)]),
+                outputs: vec![("x0".into(), self.predictor.clone())],
+            },
+            Function {
+                name: "observe_system".into(),
+                inputs: inp(&[("p", &p), ("z", &z)]),
+                outputs: vec![("k".into(), flat_obs), ("b".into(), self.obs_rhs.clone())],
+            },
+            Function {
+                name: "physical".into(),
+                inputs: inp(&[("p", &p), ("z", &z), ("y", &self.obs_solution)]),
+                outputs: vec![
+                    ("q".into(), self.obs_q.clone()),
+                    ("v".into(), self.obs_v.clone()),
+                ],
+            },
+            Function {
+                name: "invariants".into(),
+                inputs: inp(&[("p", &p), ("q", &q), ("v", &v)]),
+                outputs: vec![("i".into(), self.invariants.iter().map(|i| i.expr).collect())],
+            },
+            Function {
+                name: "init_state".into(),
+                inputs: inp(&[("p", &p), ("q", &q), ("v", &v)]),
+                outputs: vec![
+                    ("z".into(), self.init_state.clone()),
+                    ("x".into(), self.init_warm.clone()),
+                ],
+            },
+        ];
+        for (name, iq, iv) in &self.initials {
+            fs.push(Function {
+                name: format!("initial_{name}"),
+                inputs: inp(&[("p", &p)]),
+                outputs: vec![("q".into(), iq.clone()), ("v".into(), iv.clone())],
+            });
+        }
+        fs
+    }
+}

@@ -1,0 +1,34 @@
+//! A numeric function described symbolically: named input arrays → named
+//! output arrays. This is the unit every back-end emits.
+
+use super::graph::{Graph, Id};
+use super::tape::{Tape, UnboundSymbol};
+
+/// A function of fixed-size `f64` arrays.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// name of the generated function
+    pub name: String,
+    /// argument arrays: (name, the symbols read from it, in order)
+    pub inputs: Vec<(String, Vec<Id>)>,
+    /// result arrays: (name, one expression per entry)
+    pub outputs: Vec<(String, Vec<Id>)>,
+}
+
+impl Function {
+    /// Linearizes the function into a straight-line program whose inputs are
+    /// the concatenated argument arrays and outputs the concatenated results.
+    pub fn tape(&self, g: &mut Graph) -> Result<Tape, UnboundSymbol> {
+        let ins: Vec<Id> = self
+            .inputs
+            .iter()
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect();
+        let outs: Vec<Id> = self
+            .outputs
+            .iter()
+            .flat_map(|(_, e)| e.iter().copied())
+            .collect();
+        Tape::build(g, &ins, &outs)
+    }
+}

@@ -1,0 +1,132 @@
+//! Frame brackets: the three checks of theory §1.1 and an invertible frame.
+
+use hamel_compiler::scheme::mechanics::Mechanics;
+use hamel_compiler::scheme::{Frame, FrameKind};
+use hamel_compiler::sym::Id;
+
+fn bracket_of(src: &str) -> (hamel_compiler::Model, Frame) {
+    let mut m = hamel_compiler::load("t.hamel", src).unwrap();
+    let f = Frame::of(&mut m).unwrap();
+    (m, f)
+}
+
+fn eval_bracket(
+    m: &mut hamel_compiler::Model,
+    f: &Frame,
+    xi: [f64; 3],
+    eta: [f64; 3],
+    dual: bool,
+) -> Vec<f64> {
+    let a: Vec<Id> = xi.iter().map(|&x| m.graph.constant(x)).collect();
+    let b: Vec<Id> = eta.iter().map(|&x| m.graph.constant(x)).collect();
+    let r = if dual {
+        f.co_bracket(&mut m.graph, &a, &b)
+    } else {
+        f.bracket(&mut m.graph, &a, &b)
+    };
+    r.iter().map(|&e| m.graph.eval(e, &|_| 0.4)).collect()
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+const XI: [f64; 3] = [0.3, -1.2, 0.7];
+const ETA: [f64; 3] = [1.1, 0.4, -0.5];
+
+#[test]
+fn body_frame_on_the_sphere() {
+    let (mut m, f) = bracket_of(
+        "model s { coordinates { gamma: vec3 } velocities { xi: vec3 } frame { gamma' = cross(gamma, xi) } lagrangian = dot(xi, xi) }",
+    );
+    assert_eq!(f.kind, FrameKind::LinearAction);
+    let b = eval_bracket(&mut m, &f, XI, ETA, false);
+    let d = eval_bracket(&mut m, &f, XI, ETA, true);
+    let (xe, ex) = (cross(XI, ETA), cross(ETA, XI));
+    for i in 0..3 {
+        assert!((b[i] - xe[i]).abs() < 1e-15, "[ξ, η] = ξ × η");
+        assert!((d[i] - ex[i]).abs() < 1e-15, "[ξ, μ]* = μ × ξ");
+    }
+}
+
+#[test]
+fn spatial_frame_on_the_sphere() {
+    let (mut m, f) = bracket_of(
+        "model s { coordinates { e: vec3 } velocities { w: vec3 } frame { e' = cross(w, e) } lagrangian = dot(w, w) }",
+    );
+    let b = eval_bracket(&mut m, &f, XI, ETA, false);
+    let d = eval_bracket(&mut m, &f, XI, ETA, true);
+    let (xe, ex) = (cross(XI, ETA), cross(ETA, XI));
+    for i in 0..3 {
+        assert!((b[i] + xe[i]).abs() < 1e-15, "[ξ, η] = −ξ × η");
+        assert!((d[i] + ex[i]).abs() < 1e-15, "[ξ, μ]* = ξ × μ");
+    }
+}
+
+#[test]
+fn free_rigid_body_gives_eulers_equations() {
+    // Rows of R: Ṙ = R ξ̂ reads ṙ_i = r_i × ξ.
+    let (mut m, f) = bracket_of(
+        "model rb { parameters { i1 = 1.0, i2 = 2.0, i3 = 3.5 }
+           coordinates { r1: vec3, r2: vec3, r3: vec3 } velocities { w: vec3 }
+           frame { r1' = cross(r1, w), r2' = cross(r2, w), r3' = cross(r3, w) }
+           lagrangian = 0.5 * (i1 * w[0]^2 + i2 * w[1]^2 + i3 * w[2]^2) }",
+    );
+    let mech = Mechanics::of(&mut m, &f);
+    let w = [0.3, -1.2, 0.7];
+    let inertia = [1.0, 2.0, 3.5];
+    let values = |s: u32| match m.graph.symbol_name(s) {
+        "w[0]" => w[0],
+        "w[1]" => w[1],
+        "w[2]" => w[2],
+        "i1" => 1.0,
+        "i2" => 2.0,
+        "i3" => 3.5,
+        _ => 0.37,
+    };
+    let force: Vec<f64> = mech
+        .force
+        .iter()
+        .map(|&e| m.graph.eval(e, &values))
+        .collect();
+    let iw = [inertia[0] * w[0], inertia[1] * w[1], inertia[2] * w[2]];
+    let euler = cross(iw, w); // 𝕀 ξ̇ = 𝕀ξ × ξ
+    for i in 0..3 {
+        assert!(
+            (force[i] - euler[i]).abs() < 1e-14,
+            "{force:?} vs {euler:?}"
+        );
+    }
+}
+
+#[test]
+fn invertible_frame_brackets() {
+    // u1 = ∂x, u2 = e^x ∂y: [u1, u2] = u2, so c^2_12 = 1, c^2_21 = −1.
+    let (m, f) = bracket_of(
+        "model p { coordinates { x, y } velocities { a, b } frame { x' = a, y' = exp(x) * b } lagrangian = a^2 + b^2 }",
+    );
+    assert_eq!(f.kind, FrameKind::Invertible);
+    let c = |cc: usize, a: usize, b: usize| m.graph.eval(f.c[cc][a][b], &|_| 0.8);
+    assert!((c(1, 0, 1) - 1.0).abs() < 1e-14);
+    assert!((c(1, 1, 0) + 1.0).abs() < 1e-14);
+    for (cc, a, b) in [(0, 0, 1), (0, 1, 0), (0, 0, 0), (1, 1, 1)] {
+        assert!(c(cc, a, b).abs() < 1e-14);
+    }
+}
+
+#[test]
+fn identity_frame_has_no_brackets() {
+    let (m, f) =
+        bracket_of("model a { coordinates { th, ph } lagrangian = th'^2 + sin(th)^2 * ph'^2 }");
+    assert_eq!(f.kind, FrameKind::Identity);
+    assert!(f
+        .c
+        .iter()
+        .flatten()
+        .flatten()
+        .all(|&e| m.graph.is_const(e, 0.0)));
+}
