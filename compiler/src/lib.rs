@@ -7,6 +7,7 @@
 
 pub mod diagnostic;
 pub mod dsl;
+pub mod emit;
 pub mod model;
 pub mod scheme;
 pub mod sym;

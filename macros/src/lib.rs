@@ -1,1 +1,196 @@
-//! placeholder
+//! `#[derive(Integrator)]`: reads a model file at compile time, derives the
+//! chosen scheme symbolically and emits its step, Jacobian and diagnostics.
+//!
+//! A thin shell over `hamel-compiler`: attribute parsing and error reporting
+//! live here, everything else there.
+
+use std::path::PathBuf;
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::quote;
+use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
+
+/// Derives an integrator from a model file.
+///
+/// ```ignore
+/// #[derive(hamel::Integrator)]
+/// #[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
+/// pub struct SphericalPendulum { pub m: f64, pub r: f64, pub g: f64 }
+/// ```
+///
+/// The struct's fields are the model's parameters (all `f64`, same names).
+/// The path is relative to the crate's `CARGO_MANIFEST_DIR`.
+#[proc_macro_derive(Integrator, attributes(hamel))]
+pub fn derive_integrator(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+struct Attr {
+    model: LitStr,
+    scheme: Option<LitStr>,
+    kinematics: Option<LitStr>,
+}
+
+fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
+    let mut model = None;
+    let mut scheme = None;
+    let mut kinematics = None;
+    let mut found = false;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
+        found = true;
+        attr.parse_nested_meta(|meta| {
+            let slot = if meta.path.is_ident("model") {
+                &mut model
+            } else if meta.path.is_ident("scheme") {
+                &mut scheme
+            } else if meta.path.is_ident("kinematics") {
+                &mut kinematics
+            } else {
+                return Err(meta.error(
+                    "unknown hamel attribute (expected `model`, `scheme` or `kinematics`)",
+                ));
+            };
+            *slot = Some(meta.value()?.parse::<LitStr>()?);
+            Ok(())
+        })?;
+    }
+    if !found {
+        return Err(syn::Error::new(
+            input.ident.span(),
+            "missing #[hamel(model = \"path/to/model.hamel\", scheme = \"hamel\")] attribute",
+        ));
+    }
+    let model = model.ok_or_else(|| {
+        syn::Error::new(
+            input.ident.span(),
+            "#[hamel(...)] needs `model = \"path/to/model.hamel\"`",
+        )
+    })?;
+    Ok(Attr {
+        model,
+        scheme,
+        kinematics,
+    })
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let attr = parse_attr(input)?;
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "an integrator struct cannot be generic",
+        ));
+    }
+    let fields = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(f) => f.named.iter().collect::<Vec<_>>(),
+            Fields::Unit => vec![],
+            Fields::Unnamed(f) => {
+                return Err(syn::Error::new_spanned(
+                    f,
+                    "the model's parameters must be named fields",
+                ));
+            }
+        },
+        _ => {
+            return Err(syn::Error::new(
+                input.ident.span(),
+                "#[derive(Integrator)] applies to structs only",
+            ))
+        }
+    };
+
+    let rel = attr.model.value();
+    let root = std::env::var("HAMEL_MANIFEST_DIR")
+        .or_else(|_| std::env::var("CARGO_MANIFEST_DIR"))
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let path = root.join(&rel);
+    let src = std::fs::read_to_string(&path).map_err(|e| {
+        syn::Error::new(
+            attr.model.span(),
+            format!("cannot read model file `{}`: {e}", path.display()),
+        )
+    })?;
+    let model = hamel_compiler::load(&rel, &src)
+        .map_err(|d| syn::Error::new(attr.model.span(), d.to_string()))?;
+
+    // Fields ↔ parameters, every mismatch reported.
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for f in &fields {
+        let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+        if model.param(&name).is_none() {
+            let known: Vec<&str> = model.params.iter().map(|p| p.name.as_str()).collect();
+            push(syn::Error::new_spanned(
+                f.ident.as_ref(),
+                format!(
+                    "field `{name}` is not a parameter of model `{}` (parameters: {})",
+                    model.name,
+                    known.join(", ")
+                ),
+            ));
+        }
+        let is_f64 = matches!(&f.ty, syn::Type::Path(p) if p.path.is_ident("f64"));
+        if !is_f64 {
+            push(syn::Error::new_spanned(
+                &f.ty,
+                format!("parameter field `{name}` must have type `f64`"),
+            ));
+        }
+    }
+    for p in &model.params {
+        if !fields
+            .iter()
+            .any(|f| f.ident.as_ref().is_some_and(|i| i == &p.name))
+        {
+            push(syn::Error::new(
+                input.ident.span(),
+                format!(
+                    "missing field `{}: f64` for parameter `{}` of model `{}` ({rel})",
+                    p.name, p.name, model.name
+                ),
+            ));
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+
+    let scheme_name = attr
+        .scheme
+        .as_ref()
+        .map_or("hamel".to_string(), LitStr::value);
+    let kin = attr.kinematics.as_ref().map(LitStr::value);
+    let scheme =
+        hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()).map_err(|e| {
+            let span = match (&attr.kinematics, &attr.scheme) {
+                (Some(k), _) if e.0.contains("kinematics") => k.span(),
+                (_, Some(s)) => s.span(),
+                _ => Span::call_site(),
+            };
+            syn::Error::new(span, e.0)
+        })?;
+    let sys = scheme.derive(&model).map_err(|e| {
+        syn::Error::new(
+            attr.scheme.as_ref().map_or(attr.model.span(), LitStr::span),
+            format!("{rel}: {e}"),
+        )
+    })?;
+    let abs = path.canonicalize().unwrap_or(path).display().to_string();
+    let target = hamel_compiler::emit::integrator::Target {
+        ident: &input.ident,
+        model_path: &abs,
+    };
+    let (tokens, _stats) = hamel_compiler::emit::integrator::emit(&sys, &target)
+        .map_err(|e| syn::Error::new(Span::call_site(), e))?;
+    Ok(quote!(#tokens))
+}

@@ -1,1 +1,16 @@
-//! placeholder
+//! Runtime of hamel-generated integrators: the traits generated code
+//! implements, one Newton driver for every scheme, states, and diagnostics.
+
+pub mod error;
+pub mod lu;
+pub mod monitor;
+pub mod newton;
+pub mod system;
+
+pub use error::StepError;
+pub use monitor::{InvariantReport, Monitor};
+pub use newton::{NewtonOptions, NewtonStats};
+pub use system::{InvariantKind, State, StepSystem, Stepper};
+
+/// Re-export so that generated code and users name one nalgebra version.
+pub use nalgebra;

@@ -1,0 +1,130 @@
+//! Newton's method with the analytic Jacobian, for every generated step.
+//!
+//! Stopping rule (Hairer–Wanner): with the contraction estimate
+//! `θ = ‖Δx_j‖/‖Δx_{j−1}‖`, stop when `θ/(1−θ) ‖Δx_j‖ ≤ ε ‖x‖`, when the update
+//! is exactly zero, or when it stops decreasing at the round-off floor. A plain
+//! `‖Δx‖ ≤ c ε ‖x‖` test sits below the floor of `Δx` and wastes iterations.
+
+use nalgebra::SVector;
+
+use crate::error::StepError;
+use crate::lu;
+use crate::system::StepSystem;
+
+/// Settings of the Newton solve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewtonOptions {
+    /// iteration bound; past it the step fails
+    pub max_iterations: usize,
+    /// relative tolerance of the stopping rule (machine epsilon by default)
+    pub tolerance: f64,
+    /// how far above `tolerance·‖x‖` a stalled update may sit and still count as converged
+    pub stall_factor: f64,
+}
+
+impl Default for NewtonOptions {
+    fn default() -> Self {
+        Self {
+            max_iterations: 30,
+            tolerance: f64::EPSILON,
+            stall_factor: 1e4,
+        }
+    }
+}
+
+/// Iteration counts over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NewtonStats {
+    /// steps solved
+    pub steps: u64,
+    /// iterations over all steps
+    pub iterations: u64,
+    /// largest iteration count of one step
+    pub max_iterations: usize,
+}
+
+impl NewtonStats {
+    pub(crate) fn record(&mut self, iters: usize) {
+        self.steps += 1;
+        self.iterations += iters as u64;
+        self.max_iterations = self.max_iterations.max(iters);
+    }
+
+    /// Mean iterations per step.
+    pub fn mean(&self) -> f64 {
+        if self.steps == 0 {
+            0.0
+        } else {
+            self.iterations as f64 / self.steps as f64
+        }
+    }
+}
+
+/// Solves `R(x; z) = 0` from the predictor; returns the solution and the iteration count.
+pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
+    sys: &S,
+    h: f64,
+    z: &SVector<f64, NZ>,
+    previous: &SVector<f64, NX>,
+    step: u64,
+    opt: &NewtonOptions,
+) -> Result<(SVector<f64, NX>, usize), StepError> {
+    let mut x = sys.predict(h, z, previous);
+    let mut last = f64::INFINITY;
+    for it in 1..=opt.max_iterations {
+        let r = sys.residual(h, z, &x);
+        let rn = r.norm();
+        if !rn.is_finite() || x.iter().any(|v| !v.is_finite()) {
+            return Err(StepError::NonFinite {
+                step,
+                iterations: it,
+                residual: rn,
+            });
+        }
+        let mut j = sys.jacobian(h, z, &x);
+        if j.iter().any(|v| !v.is_finite()) {
+            return Err(StepError::NonFinite {
+                step,
+                iterations: it,
+                residual: rn,
+            });
+        }
+        let mut dx = r;
+        if lu::solve_in_place(&mut j, &mut dx).is_err() {
+            return Err(StepError::Singular {
+                step,
+                iterations: it,
+                residual: rn,
+            });
+        }
+        x -= dx;
+        let dn = dx.norm();
+        if !dn.is_finite() {
+            return Err(StepError::NonFinite {
+                step,
+                iterations: it,
+                residual: rn,
+            });
+        }
+        let scale = opt.tolerance * x.norm().max(f64::MIN_POSITIVE);
+        if dn == 0.0 {
+            return Ok((x, it));
+        }
+        if it > 1 {
+            let theta = dn / last;
+            if theta < 1.0 && theta / (1.0 - theta) * dn <= scale {
+                return Ok((x, it));
+            }
+            if theta >= 1.0 && dn <= opt.stall_factor * scale {
+                return Ok((x, it));
+            }
+        }
+        last = dn;
+    }
+    let rn = sys.residual(h, z, &x).norm();
+    Err(StepError::NotConverged {
+        step,
+        iterations: opt.max_iterations,
+        residual: rn,
+    })
+}
