@@ -20,5 +20,6 @@
 pub use hamel_macros::Integrator;
 pub use hamel_runtime as runtime;
 pub use hamel_runtime::{
-    nalgebra, InvariantKind, Monitor, NewtonOptions, State, StepError, StepSystem, Stepper,
+    nalgebra, simulate, InvariantKind, Monitor, NewtonOptions, RunSummary, State, StepError,
+    StepSystem, Stepper,
 };

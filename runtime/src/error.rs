@@ -39,6 +39,9 @@ pub enum StepError {
     /// The step size is zero, negative zero, NaN or infinite.
     #[error("invalid step size h = {0}: it must be finite and non-zero")]
     BadStepSize(f64),
+    /// Input that cannot be run (unknown initial state, non-finite data, ...).
+    #[error("{0}")]
+    InvalidInput(String),
     /// The physical state could not be recovered from the scheme's state
     /// (singular mass matrix, non-finite values).
     #[error("cannot evaluate the physical state at step {step}: {reason}")]

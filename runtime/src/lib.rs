@@ -5,11 +5,13 @@ pub mod error;
 pub mod lu;
 pub mod monitor;
 pub mod newton;
+pub mod run;
 pub mod system;
 
 pub use error::StepError;
 pub use monitor::{InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
+pub use run::{simulate, RunSummary};
 pub use system::{InvariantKind, State, StepSystem, Stepper};
 
 /// Re-export so that generated code and users name one nalgebra version.

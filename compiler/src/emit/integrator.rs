@@ -131,12 +131,20 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 }
 
                 /// The scheme's state for physical coordinates `q` and velocities `ξ`.
-                pub fn initial_state(&self, q: [f64; #nq], v: [f64; #nv]) -> __rt::State<#nz, #nx> {
+                /// Fails on non-finite data, or where the physical state cannot be
+                /// recovered from the scheme's state (a coordinate singularity).
+                pub fn initial_state(&self, q: [f64; #nq], v: [f64; #nv]) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
+                    if let Some(bad) = q.iter().chain(v.iter()).position(|x| !x.is_finite()) {
+                        let name = Self::COORDINATES.iter().chain(Self::VELOCITIES.iter()).nth(bad).copied().unwrap_or("?");
+                        return Err(__rt::StepError::InvalidInput(format!("initial value of `{name}` is not finite")));
+                    }
                     let p = self.__params();
                     let mut z = [0.0f64; #nz];
                     let mut x = [0.0f64; #nx];
                     __gen::init_state(&p, &q, &v, &mut z, &mut x);
-                    __rt::State { z: __na::SVector::from(z), warm: __na::SVector::from(x), step: 0 }
+                    let state = __rt::State { z: __na::SVector::from(z), warm: __na::SVector::from(x), step: 0 };
+                    self.physical(&state)?;
+                    Ok(state)
                 }
 
                 /// The physical data `(q, ξ)` of a named initial state of the model file.
@@ -154,8 +162,16 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 }
 
                 /// The scheme's state for a named initial state of the model file.
-                pub fn initial(&self, name: &str) -> Option<__rt::State<#nz, #nx>> {
-                    self.initial_conditions(name).map(|(q, v)| self.initial_state(q, v))
+                pub fn initial(&self, name: &str) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
+                    let (q, v) = self.initial_conditions(name).ok_or_else(|| {
+                        __rt::StepError::InvalidInput(format!(
+                            "model `{}` has no initial state `{}` (it has: {})",
+                            Self::MODEL,
+                            name,
+                            Self::INITIAL_STATES.join(", ")
+                        ))
+                    })?;
+                    self.initial_state(q, v)
                 }
 
                 /// A stepper with step size `h`.
