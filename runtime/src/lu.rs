@@ -10,55 +10,63 @@ use nalgebra::{SMatrix, SVector};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Singular;
 
-/// Solves `a x = b`; `b` is overwritten with `x` and `a` with its factors.
+/// Solves `a x = b`; `b` is overwritten with `x` and `a` with its factors
+/// (the diagonal holding reciprocal pivots).
 /// A pivot below `1e3 ε` times the largest entry of `a` counts as singular.
 pub fn solve_in_place<const N: usize>(
     a: &mut SMatrix<f64, N, N>,
     b: &mut SVector<f64, N>,
 ) -> Result<(), Singular> {
-    let big = a.amax();
+    // Plain arrays (column-major: m[col][row]) keep the loops free of
+    // nalgebra's generic indexing, which costs more than the arithmetic here.
+    let m = &mut a.data.0;
+    let v = &mut b.data.0[0];
+    let mut big = 0.0f64;
+    for col in m.iter() {
+        for &x in col.iter() {
+            big = big.max(x.abs());
+        }
+    }
     if big == 0.0 || !big.is_finite() {
         return Err(Singular);
     }
     let tiny = big * 1e3 * f64::EPSILON;
     for k in 0..N {
         let mut p = k;
-        let mut pv = a[(k, k)].abs();
+        let mut pv = m[k][k].abs();
         for i in k + 1..N {
-            let v = a[(i, k)].abs();
-            if v > pv {
+            let x = m[k][i].abs();
+            if x > pv {
                 p = i;
-                pv = v;
+                pv = x;
             }
         }
         if pv <= tiny {
             return Err(Singular);
         }
         if p != k {
-            a.swap_rows(k, p);
-            b.swap_rows(k, p);
+            for col in m.iter_mut() {
+                col.swap(k, p);
+            }
+            v.swap(k, p);
         }
-        let d = a[(k, k)];
+        let inv = 1.0 / m[k][k];
+        m[k][k] = inv;
         for i in k + 1..N {
-            let f = a[(i, k)] / d;
-            if f == 0.0 {
-                continue;
-            }
-            a[(i, k)] = f;
+            let f = m[k][i] * inv;
             for j in k + 1..N {
-                let u = a[(k, j)];
-                a[(i, j)] -= f * u;
+                let u = m[j][k];
+                m[j][i] -= f * u;
             }
-            let bk = b[k];
-            b[i] -= f * bk;
+            v[i] -= f * v[k];
         }
     }
     for i in (0..N).rev() {
-        let mut s = b[i];
+        let mut s = v[i];
         for j in i + 1..N {
-            s -= a[(i, j)] * b[j];
+            s -= m[j][i] * v[j];
         }
-        b[i] = s / a[(i, i)];
+        v[i] = s * m[i][i];
     }
     Ok(())
 }
