@@ -17,6 +17,8 @@
 //!
 //! See README.md for the model-file language.
 
+#![warn(missing_docs)]
+
 pub use hamel_macros::Integrator;
 pub use hamel_runtime as runtime;
 pub use hamel_runtime::{

@@ -5,6 +5,10 @@
 //! [`sym::Graph`], [`scheme`] derives a [`scheme::StepSystem`] for a chosen
 //! integrator, and [`emit`] turns a step system into Rust tokens.
 
+#![warn(missing_docs)]
+// Index loops mirror the indices of the equations they implement.
+#![allow(clippy::needless_range_loop)]
+
 pub mod diagnostic;
 pub mod dsl;
 pub mod emit;

@@ -562,13 +562,13 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                         continue;
                     };
                     let rhs = Lowerer::flatten(rhs);
-                    if rhs.len() != grp.ty.len() {
+                    if rhs.len() != grp.ty.components() {
                         lw.error(
                             eq.value.span,
                             format!(
                                 "`{}` has {} component(s) but the right side has {}",
                                 grp.name,
-                                grp.ty.len(),
+                                grp.ty.components(),
                                 rhs.len()
                             ),
                         );
@@ -798,13 +798,13 @@ fn lower_initial(
             continue;
         };
         let comps = Lowerer::flatten(val);
-        if comps.len() != grp.ty.len() {
+        if comps.len() != grp.ty.components() {
             lw.error(
                 b.value.span,
                 format!(
                     "`{}` has {} component(s), the value has {}",
                     grp.name,
-                    grp.ty.len(),
+                    grp.ty.components(),
                     comps.len()
                 ),
             );

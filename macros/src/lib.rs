@@ -4,6 +4,8 @@
 //! A thin shell over `hamel-compiler`: attribute parsing and error reporting
 //! live here, everything else there.
 
+#![warn(missing_docs)]
+
 use std::path::PathBuf;
 
 use proc_macro::TokenStream;

@@ -1,6 +1,10 @@
 //! Runtime of hamel-generated integrators: the traits generated code
 //! implements, one Newton driver for every scheme, states, and diagnostics.
 
+#![warn(missing_docs)]
+// Index loops mirror the indices of the equations they implement.
+#![allow(clippy::needless_range_loop)]
+
 pub mod error;
 pub mod lu;
 pub mod monitor;

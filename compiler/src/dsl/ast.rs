@@ -67,7 +67,7 @@ pub enum Ty {
 
 impl Ty {
     /// Number of scalar components.
-    pub fn len(self) -> usize {
+    pub fn components(self) -> usize {
         match self {
             Ty::Scalar => 1,
             Ty::Vec3 => 3,

@@ -3,14 +3,18 @@
 use pest::iterators::{Pair, Pairs};
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 use pest::Parser;
-use pest_derive::Parser;
 
 use super::ast::*;
 use crate::diagnostic::{Diagnostic, Span};
 
-#[derive(Parser)]
-#[grammar = "dsl/grammar.pest"]
-struct ModelParser;
+mod generated {
+    // pest generates the `Rule` enum; it is an implementation detail.
+    #![allow(missing_docs)]
+    #[derive(pest_derive::Parser)]
+    #[grammar = "dsl/grammar.pest"]
+    pub struct ModelParser;
+}
+use generated::{ModelParser, Rule};
 
 fn span(p: &Pair<Rule>) -> Span {
     Span::new(p.as_span().start(), p.as_span().end())
