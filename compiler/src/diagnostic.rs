@@ -73,9 +73,21 @@ impl Diagnostic {
     }
 }
 
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "error: {}", self.message)?;
+impl Diagnostic {
+    /// The message with its location, line and caret, without the leading
+    /// `error: ` (for hosts such as rustc that print their own).
+    pub fn located(&self) -> String {
+        struct Located<'a>(&'a Diagnostic);
+        impl fmt::Display for Located<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_located(f)
+            }
+        }
+        Located(self).to_string()
+    }
+
+    fn fmt_located(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.message)?;
         if self.line == 0 {
             return write!(f, "  --> {}", self.file);
         }
@@ -91,6 +103,13 @@ impl fmt::Display for Diagnostic {
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
         write!(f, "{pad} | {lead}{}", "^".repeat(self.width))
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: ")?;
+        self.fmt_located(f)
     }
 }
 

@@ -114,13 +114,22 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         .unwrap_or_default();
     let path = root.join(&rel);
     let src = std::fs::read_to_string(&path).map_err(|e| {
-        syn::Error::new(
-            attr.model.span(),
-            format!("cannot read model file `{}`: {e}", path.display()),
-        )
+        let msg = format!(
+            "cannot read model file `{rel}` (paths are relative to the crate's Cargo.toml): {e}"
+        );
+        syn::Error::new(attr.model.span(), msg)
     })?;
-    let model = hamel_compiler::load(&rel, &src)
-        .map_err(|d| syn::Error::new(attr.model.span(), d.to_string()))?;
+    let model = hamel_compiler::load(&rel, &src).map_err(|ds| {
+        let mut all: Option<syn::Error> = None;
+        for d in &ds.0 {
+            let e = syn::Error::new(attr.model.span(), d.located());
+            match &mut all {
+                Some(a) => a.combine(e),
+                None => all = Some(e),
+            }
+        }
+        all.expect("a failed load reports at least one error")
+    })?;
 
     // Fields ↔ parameters, every mismatch reported.
     let mut errors: Option<syn::Error> = None;

@@ -1,0 +1,5 @@
+#[derive(hamel::Integrator)]
+#[hamel(model = "tests/ui/models/bad_syntax.hamel")]
+pub struct P {}
+
+fn main() {}
