@@ -27,3 +27,24 @@ fn pendulum_functions_are_small_after_cse() {
         }
     }
 }
+
+#[test]
+fn double_pendulum_sizes() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/double_spherical_pendulum.hamel"
+    ))
+    .unwrap();
+    let model = hamel_compiler::load("double_spherical_pendulum.hamel", &src).unwrap();
+    for kin in ["averaged", "midpoint"] {
+        let sys = Scheme::from_names("hamel", Some(kin))
+            .unwrap()
+            .derive(&model)
+            .unwrap();
+        let mut g = sys.graph.clone();
+        for f in sys.functions() {
+            let (_, st) = rust::function(&mut g, &f).unwrap();
+            println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
+        }
+    }
+}
