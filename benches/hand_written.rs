@@ -20,11 +20,7 @@ impl StepSystem<5, 5> for HandWritten {
     fn residual(&self, h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>) -> SVector<f64, 5> {
         let inertia = self.m * self.r * self.r;
         let k = 0.5 * h * self.m * self.g * self.r;
-        let gb = [
-            (z[0] + x[0]) * 0.5,
-            (z[1] + x[1]) * 0.5,
-            (z[2] + x[2]) * 0.5,
-        ];
+        let gb = [(z[0] + x[0]) * 0.5, (z[1] + x[1]) * 0.5, (z[2] + x[2]) * 0.5];
         let xb = [(z[3] + x[3]) * 0.5, (z[4] + x[4]) * 0.5];
         // γ̄ × ξ̄ with ξ̄ = (ξ₁, ξ₂, 0)
         let c = [-gb[2] * xb[1], gb[2] * xb[0], gb[0] * xb[1] - gb[1] * xb[0]];
@@ -40,11 +36,7 @@ impl StepSystem<5, 5> for HandWritten {
     fn jacobian(&self, h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>) -> SMatrix<f64, 5, 5> {
         let inertia = self.m * self.r * self.r;
         let k = 0.5 * h * self.m * self.g * self.r;
-        let gb = [
-            (z[0] + x[0]) * 0.5,
-            (z[1] + x[1]) * 0.5,
-            (z[2] + x[2]) * 0.5,
-        ];
+        let gb = [(z[0] + x[0]) * 0.5, (z[1] + x[1]) * 0.5, (z[2] + x[2]) * 0.5];
         let xb = [(z[3] + x[3]) * 0.5, (z[4] + x[4]) * 0.5];
         let hh = 0.5 * h;
         #[rustfmt::skip]
@@ -58,8 +50,8 @@ impl StepSystem<5, 5> for HandWritten {
         j
     }
 
-    fn update(&self, _h: f64, _z: &SVector<f64, 5>, x: &SVector<f64, 5>) -> SVector<f64, 5> {
-        *x
+    fn increment(&self, _h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>) -> SVector<f64, 5> {
+        x - z
     }
 
     fn predict(&self, h: f64, z: &SVector<f64, 5>, w: &SVector<f64, 5>) -> SVector<f64, 5> {

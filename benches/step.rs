@@ -11,11 +11,7 @@ mod hand_written;
 use hand_written::HandWritten;
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum.hamel",
-    scheme = "hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
 pub struct Generated {
     pub m: f64,
     pub r: f64,
@@ -35,21 +31,11 @@ fn run<S: StepSystem<5, 5>>(sys: &S, start: State<5, 5>) -> State<5, 5> {
 
 fn bench(c: &mut Criterion) {
     let generated = Generated::with_defaults();
-    let start = generated
-        .initial("published")
-        .expect("model has the published state");
-    let hand = HandWritten {
-        m: 1.0,
-        r: 9.8,
-        g: 9.8,
-    };
+    let start = generated.initial("published").expect("model has the published state");
+    let hand = HandWritten { m: 1.0, r: 9.8, g: 9.8 };
     let mut group = c.benchmark_group("spherical_pendulum_100_steps");
-    group.bench_function("generated", |b| {
-        b.iter(|| run(&generated, std::hint::black_box(start)))
-    });
-    group.bench_function("hand_written", |b| {
-        b.iter(|| run(&hand, std::hint::black_box(start)))
-    });
+    group.bench_function("generated", |b| b.iter(|| run(&generated, std::hint::black_box(start))));
+    group.bench_function("hand_written", |b| b.iter(|| run(&hand, std::hint::black_box(start))));
     group.finish();
 }
 

@@ -9,11 +9,7 @@ use std::time::Instant;
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum.hamel",
-    scheme = "hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
 pub struct SphericalPendulum {
     pub m: f64,
     pub r: f64,
@@ -61,10 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let len = m.get("length").ok_or("model has no `length` invariant")?;
     let max_norm_error = (len.max - 1.0).abs().max((len.min - 1.0).abs());
     let energy = m.get("energy").ok_or("no energy")?.max_rel_error;
-    let momentum = m
-        .get("J")
-        .ok_or("model has no `J` invariant")?
-        .max_rel_error;
+    let momentum = m.get("J").ok_or("model has no `J` invariant")?.max_rel_error;
 
     // Timing: the same run again without monitoring, best of 5.
     let mut best = f64::INFINITY;

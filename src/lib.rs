@@ -22,6 +22,6 @@
 pub use hamel_macros::Integrator;
 pub use hamel_runtime as runtime;
 pub use hamel_runtime::{
-    nalgebra, simulate, InvariantKind, Monitor, NewtonOptions, RunSummary, State, StepError,
-    StepSystem, Stepper,
+    nalgebra, simulate, simulate_with, InvariantKind, Monitor, NewtonOptions, RunSummary, State, StepError, StepSystem,
+    Stepper,
 };

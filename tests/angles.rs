@@ -5,10 +5,7 @@
 use hamel::{simulate, Integrator, StepError};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum_angles.hamel",
-    kinematics = "midpoint"
-)]
+#[hamel(model = "models/spherical_pendulum_angles.hamel", kinematics = "midpoint")]
 pub struct Angles {
     pub m: f64,
     pub r: f64,
@@ -16,10 +13,7 @@ pub struct Angles {
 }
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum_angles.hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum_angles.hamel", kinematics = "averaged")]
 pub struct AnglesAveraged {
     pub m: f64,
     pub r: f64,
@@ -83,14 +77,9 @@ fn a_run_driven_towards_the_pole_never_yields_nan() {
     let m = Angles::with_defaults();
     let mut s = m.initial_state([0.3, 0.0], [-2.0, 1e-3]).unwrap();
     let mut finite = true;
-    let res = simulate(&m, &mut s, 0.1, 3000, |st| {
-        finite &= st.z.iter().all(|v| v.is_finite())
-    });
+    let res = simulate(&m, &mut s, 0.1, 3000, |st| finite &= st.z.iter().all(|v| v.is_finite()));
     assert!(finite);
-    assert!(
-        s.z.iter().all(|v| v.is_finite()),
-        "the state is the last good one"
-    );
+    assert!(s.z.iter().all(|v| v.is_finite()), "the state is the last good one");
     match res {
         Err(e) => {
             println!("stopped: {e}");

@@ -6,10 +6,7 @@
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum_director.hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum_director.hamel", kinematics = "averaged")]
 pub struct DirectorAveraged {
     pub m: f64,
     pub r: f64,
@@ -17,10 +14,7 @@ pub struct DirectorAveraged {
 }
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum_director.hamel",
-    kinematics = "midpoint"
-)]
+#[hamel(model = "models/spherical_pendulum_director.hamel", kinematics = "midpoint")]
 pub struct DirectorMidpoint {
     pub m: f64,
     pub r: f64,

@@ -5,10 +5,7 @@
 use hamel::{simulate, Integrator, State};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/double_spherical_pendulum.hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "averaged")]
 pub struct DspAveraged {
     pub m1: f64,
     pub m2: f64,
@@ -18,10 +15,7 @@ pub struct DspAveraged {
 }
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/double_spherical_pendulum.hamel",
-    kinematics = "midpoint"
-)]
+#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
 pub struct DspMidpoint {
     pub m1: f64,
     pub m2: f64,
@@ -104,7 +98,14 @@ fn pattern_one_averaged() {
     let fine = errors(&m, m.initial_state(q, v).unwrap(), 0.01, 10.0);
     println!(
         "averaged h=0.02/0.01: energy {:.2e}/{:.2e}, J {:.2e}/{:.2e}, |e|-1 {:.1e}, <w,e> {:.1e}, max|ν| {:.2e}/{:.2e}",
-        coarse.energy, fine.energy, coarse.momentum, fine.momentum, fine.lengths, fine.constraints, coarse.max_nu, fine.max_nu
+        coarse.energy,
+        fine.energy,
+        coarse.momentum,
+        fine.momentum,
+        fine.lengths,
+        fine.constraints,
+        coarse.max_nu,
+        fine.max_nu
     );
     assert!(fine.lengths < 1e-13 && fine.constraints < 1e-12);
     let re = coarse.energy / fine.energy;
@@ -120,7 +121,14 @@ fn pattern_one_midpoint_multiplier_is_second_order() {
     let fine = errors(&m, m.initial_state(q, v).unwrap(), 0.01, 10.0);
     println!(
         "midpoint h=0.02/0.01: energy {:.2e}/{:.2e}, J {:.2e}/{:.2e}, |e|-1 {:.1e}, <w,e> {:.1e}, max|ν| {:.2e}/{:.2e}",
-        coarse.energy, fine.energy, coarse.momentum, fine.momentum, fine.lengths, fine.constraints, coarse.max_nu, fine.max_nu
+        coarse.energy,
+        fine.energy,
+        coarse.momentum,
+        fine.momentum,
+        fine.lengths,
+        fine.constraints,
+        coarse.max_nu,
+        fine.max_nu
     );
     assert!(fine.lengths < 1e-13 && fine.constraints < 1e-12);
     let rn = coarse.max_nu / fine.max_nu;

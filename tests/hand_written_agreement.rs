@@ -17,11 +17,7 @@ pub struct Generated {
 #[test]
 fn generated_equals_hand_written() {
     let gen = Generated::with_defaults();
-    let hand = hand_written::HandWritten {
-        m: 1.0,
-        r: 9.8,
-        g: 9.8,
-    };
+    let hand = hand_written::HandWritten { m: 1.0, r: 9.8, g: 9.8 };
     let start = gen.initial("published").unwrap();
     let (mut a, mut b) = (start, start);
     let mut worst: f64 = 0.0;

@@ -3,11 +3,7 @@
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum.hamel",
-    scheme = "hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
 pub struct SphericalPendulum {
     pub m: f64,
     pub r: f64,

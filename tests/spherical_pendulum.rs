@@ -5,11 +5,7 @@
 use hamel::{simulate, Integrator, State, StepSystem};
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum.hamel",
-    scheme = "hamel",
-    kinematics = "averaged"
-)]
+#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
 pub struct Averaged {
     pub m: f64,
     pub r: f64,
@@ -17,11 +13,7 @@ pub struct Averaged {
 }
 
 #[derive(Integrator)]
-#[hamel(
-    model = "models/spherical_pendulum.hamel",
-    scheme = "hamel",
-    kinematics = "midpoint"
-)]
+#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "midpoint")]
 pub struct Midpoint {
     pub m: f64,
     pub r: f64,
@@ -79,10 +71,7 @@ fn equator_crossing_keeps_the_bounds() {
 #[test]
 fn the_two_kinematics_are_the_same_map_here() {
     let (a, b) = (Averaged::with_defaults(), Midpoint::with_defaults());
-    let (mut sa, mut sb) = (
-        a.initial("published").unwrap(),
-        b.initial("published").unwrap(),
-    );
+    let (mut sa, mut sb) = (a.initial("published").unwrap(), b.initial("published").unwrap());
     simulate(&a, &mut sa, 0.2, 1000, |_| {}).unwrap();
     simulate(&b, &mut sb, 0.2, 1000, |_| {}).unwrap();
     let (qa, va) = a.physical(&sa).unwrap();
@@ -107,10 +96,7 @@ fn order_ratios<S: StepSystem<5, 5>>(sys: &S, state: State<5, 5>) -> Vec<f64> {
         .iter()
         .map(|&h| {
             let g = gamma_at(sys, state, h, t);
-            (0..3)
-                .map(|i| (g[i] - reference[i]).powi(2))
-                .sum::<f64>()
-                .sqrt()
+            (0..3).map(|i| (g[i] - reference[i]).powi(2)).sum::<f64>().sqrt()
         })
         .collect();
     errs.windows(2).map(|w| w[0] / w[1]).collect()
@@ -130,9 +116,7 @@ fn second_order_in_both_kinematics() {
 
 /// Deterministic pseudo-random numbers in [-1, 1).
 fn rand(seed: &mut u64) -> f64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     ((*seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
 }
 
@@ -168,23 +152,13 @@ fn analytic_jacobian_matches_finite_differences() {
     jacobian_matches_fd(&Averaged::with_defaults());
     jacobian_matches_fd(&Midpoint::with_defaults());
     // Other parameter values too: the struct's fields are the parameters.
-    jacobian_matches_fd(&Averaged {
-        m: 2.5,
-        r: 0.7,
-        g: 3.0,
-    });
+    jacobian_matches_fd(&Averaged { m: 2.5, r: 0.7, g: 3.0 });
 }
 
 #[test]
 fn unknown_initial_state_is_a_clear_error() {
-    let e = Averaged::with_defaults()
-        .initial("nope")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("no initial state `nope`") && e.contains("published"),
-        "{e}"
-    );
+    let e = Averaged::with_defaults().initial("nope").unwrap_err().to_string();
+    assert!(e.contains("no initial state `nope`") && e.contains("published"), "{e}");
     let e = Averaged::with_defaults()
         .initial_state([f64::NAN, 0.0, -1.0], [0.0; 3])
         .unwrap_err()

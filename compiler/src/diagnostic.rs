@@ -41,9 +41,7 @@ impl Diagnostic {
     pub fn new(file: &str, source: &str, span: Span, message: impl Into<String>) -> Self {
         let start = span.start.min(source.len());
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = source[start..]
-            .find('\n')
-            .map_or(source.len(), |i| start + i);
+        let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
         let line = source[..start].matches('\n').count() + 1;
         let column = source[line_start..start].chars().count() + 1;
         let end = span.end.clamp(start, line_end);
@@ -53,9 +51,7 @@ impl Diagnostic {
             file: file.to_string(),
             line,
             column,
-            line_text: source[line_start..line_end]
-                .trim_end_matches('\r')
-                .to_string(),
+            line_text: source[line_start..line_end].trim_end_matches('\r').to_string(),
             width,
         }
     }

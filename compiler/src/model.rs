@@ -142,18 +142,14 @@ const FUNCTIONS: &[&str] = &[
 
 impl Lowerer<'_> {
     fn error(&mut self, span: Span, msg: impl Into<String>) {
-        self.errors
-            .push(Diagnostic::new(self.file, self.src, span, msg));
+        self.errors.push(Diagnostic::new(self.file, self.src, span, msg));
     }
 
     fn declare(&mut self, name: &Name, val: Val, kind: Kind) {
         if FUNCTIONS.contains(&name.text.as_str()) {
             self.error(
                 name.span,
-                format!(
-                    "`{}` is a built-in function and cannot be used as a name",
-                    name.text
-                ),
+                format!("`{}` is a built-in function and cannot be used as a name", name.text),
             );
             return;
         }
@@ -250,10 +246,7 @@ impl Lowerer<'_> {
                 if items.len() != 3 {
                     self.error(
                         e.span,
-                        format!(
-                            "a vector literal has 3 components, this one has {}",
-                            items.len()
-                        ),
+                        format!("a vector literal has 3 components, this one has {}", items.len()),
                     );
                     return Err(());
                 }
@@ -275,9 +268,7 @@ impl Lowerer<'_> {
             (BinOp::Pow, Val::S(x), Val::S(y)) => Val::S(g.pow(x, y)),
             (BinOp::Add, Val::V(x), Val::V(y)) => Val::V([0, 1, 2].map(|i| g.add2(x[i], y[i]))),
             (BinOp::Sub, Val::V(x), Val::V(y)) => Val::V([0, 1, 2].map(|i| g.sub(x[i], y[i]))),
-            (BinOp::Mul, Val::S(s), Val::V(v)) | (BinOp::Mul, Val::V(v), Val::S(s)) => {
-                Val::V(v.map(|c| g.mul2(s, c)))
-            }
+            (BinOp::Mul, Val::S(s), Val::V(v)) | (BinOp::Mul, Val::V(v), Val::S(s)) => Val::V(v.map(|c| g.mul2(s, c))),
             (BinOp::Div, Val::V(v), Val::S(s)) => Val::V(v.map(|c| g.div(c, s))),
             (op, a, b) => {
                 let kind = |v: Val| {
@@ -301,11 +292,7 @@ impl Lowerer<'_> {
                 };
                 self.error(
                     span,
-                    format!(
-                        "`{sym}` is not defined for {} and {}{hint}",
-                        kind(a),
-                        kind(b)
-                    ),
+                    format!("`{sym}` is not defined for {} and {}{hint}", kind(a), kind(b)),
                 );
                 return Err(());
             }
@@ -319,10 +306,7 @@ impl Lowerer<'_> {
             other => {
                 self.error(
                     f.span,
-                    format!(
-                        "unknown function `{other}` (known: {})",
-                        FUNCTIONS.join(", ")
-                    ),
+                    format!("unknown function `{other}` (known: {})", FUNCTIONS.join(", ")),
                 );
                 return Err(());
             }
@@ -330,11 +314,7 @@ impl Lowerer<'_> {
         if args.len() != arity {
             self.error(
                 span,
-                format!(
-                    "`{}` takes {arity} argument(s), found {}",
-                    f.text,
-                    args.len()
-                ),
+                format!("`{}` takes {arity} argument(s), found {}", f.text, args.len()),
             );
             return Err(());
         }
@@ -359,11 +339,7 @@ impl Lowerer<'_> {
                 let v = self.vector(&args[0], &f.text)?;
                 let sq: Vec<Id> = v.iter().map(|&c| self.g.powf(c, 2.0)).collect();
                 let n2 = self.g.add(&sq);
-                Ok(Val::S(if f.text == "norm" {
-                    self.g.sqrt(n2)
-                } else {
-                    n2
-                }))
+                Ok(Val::S(if f.text == "norm" { self.g.sqrt(n2) } else { n2 }))
             }
             _ => {
                 let a = self.vector(&args[0], &f.text);
@@ -393,13 +369,7 @@ impl Lowerer<'_> {
     }
 }
 
-fn declare_groups(
-    lw: &mut Lowerer,
-    decls: &[Decl],
-    kind: Kind,
-    out: &mut Vec<Scalar>,
-    groups: &mut Vec<Group>,
-) {
+fn declare_groups(lw: &mut Lowerer, decls: &[Decl], kind: Kind, out: &mut Vec<Scalar>, groups: &mut Vec<Group>) {
     for d in decls {
         let offset = out.len();
         let val = match d.ty {
@@ -489,12 +459,8 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                     }
                 }
             }
-            Item::Coordinates(ds) => {
-                declare_groups(&mut lw, ds, Kind::Coord, &mut coords, &mut coord_groups)
-            }
-            Item::Velocities(ds) => {
-                declare_groups(&mut lw, ds, Kind::Vel, &mut vels, &mut vel_groups)
-            }
+            Item::Coordinates(ds) => declare_groups(&mut lw, ds, Kind::Coord, &mut coords, &mut coord_groups),
+            Item::Velocities(ds) => declare_groups(&mut lw, ds, Kind::Vel, &mut vels, &mut vel_groups),
             _ => {}
         }
     }
@@ -543,9 +509,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
         match item {
             Item::Frame(eqs) => {
                 for eq in eqs {
-                    let Some((Val::S(_) | Val::V(_), Kind::Coord, _)) =
-                        lw.scope.get(&eq.name.text).copied()
-                    else {
+                    let Some((Val::S(_) | Val::V(_), Kind::Coord, _)) = lw.scope.get(&eq.name.text).copied() else {
                         let msg = format!(
                             "`{}'`: a frame equation's left side must be a declared coordinate",
                             eq.name.text
@@ -576,15 +540,18 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                     }
                     let fr = frame.as_mut().expect("has frame");
                     if fr[grp.offset].is_some() {
-                        lw.error(
-                            eq.name.span,
-                            format!("second frame equation for `{}`", grp.name),
-                        );
+                        lw.error(eq.name.span, format!("second frame equation for `{}`", grp.name));
                         continue;
                     }
                     for (k, &r) in rhs.iter().enumerate() {
                         if !check_linear(&mut lw.g, r, &v_syms) {
-                            lw.error(eq.value.span, format!("the frame equation of `{}` is not linear in the velocities (q' = Ψ(q) ξ required)", grp.name));
+                            lw.error(
+                                eq.value.span,
+                                format!(
+                                    "the frame equation of `{}` is not linear in the velocities (q' = Ψ(q) ξ required)",
+                                    grp.name
+                                ),
+                            );
                             break;
                         }
                         fr[grp.offset + k] = Some(r);
@@ -601,10 +568,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                 let (Ok(l), Ok(r)) = (l, r) else { continue };
                 let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
                 if l.len() != r.len() {
-                    lw.error(
-                        eq.span,
-                        "the two sides of the constraint have different shapes",
-                    );
+                    lw.error(eq.span, "the two sides of the constraint have different shapes");
                     continue;
                 }
                 for (k, (a, b)) in l.iter().zip(&r).enumerate() {
@@ -616,16 +580,9 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                     let label = format!(
                         "constraint {}{}",
                         vcons.len() + 1,
-                        if l.len() > 1 {
-                            format!("[{k}]")
-                        } else {
-                            String::new()
-                        }
+                        if l.len() > 1 { format!("[{k}]") } else { String::new() }
                     );
-                    vcons.push(Labelled {
-                        name: label,
-                        expr: c,
-                    });
+                    vcons.push(Labelled { name: label, expr: c });
                 }
             }
             Item::Holonomic(eq) => {
@@ -633,10 +590,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                 let (Ok(l), Ok(r)) = (l, r) else { continue };
                 let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
                 if l.len() != r.len() {
-                    lw.error(
-                        eq.span,
-                        "the two sides of the constraint have different shapes",
-                    );
+                    lw.error(eq.span, "the two sides of the constraint have different shapes");
                     continue;
                 }
                 for (a, b) in l.iter().zip(&r) {
@@ -646,10 +600,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                         break;
                     }
                     if !lw.g.depends_on(c, &q_syms) {
-                        lw.error(
-                            eq.span,
-                            "this holonomic constraint does not depend on the coordinates",
-                        );
+                        lw.error(eq.span, "this holonomic constraint does not depend on the coordinates");
                         break;
                     }
                     hcons.push(Labelled {
@@ -688,10 +639,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                     &v_syms,
                 ) {
                     if initials.iter().any(|i: &InitialState| i.name == s.name) {
-                        lw.error(
-                            init.name.span,
-                            format!("duplicate initial state `{}`", s.name),
-                        );
+                        lw.error(init.name.span, format!("duplicate initial state `{}`", s.name));
                     } else {
                         initials.push(s);
                     }
@@ -706,11 +654,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
         None => None,
         Some(fr) => {
             for grp in &coord_groups {
-                if fr[grp.offset].is_none()
-                    && !lw
-                        .errors
-                        .iter()
-                        .any(|e| e.message.contains(&format!("`{}`", grp.name)))
+                if fr[grp.offset].is_none() && !lw.errors.iter().any(|e| e.message.contains(&format!("`{}`", grp.name)))
                 {
                     let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
                     lw.error(
@@ -725,12 +669,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
             fr.into_iter().collect::<Option<Vec<Id>>>()
         }
     };
-    if lagrangian.is_none()
-        && !ast
-            .items
-            .iter()
-            .any(|(i, _)| matches!(i, Item::Lagrangian(_)))
-    {
+    if lagrangian.is_none() && !ast.items.iter().any(|(i, _)| matches!(i, Item::Lagrangian(_))) {
         lw.error(
             ast.name.span,
             format!("model `{}` has no `lagrangian = ...`", ast.name.text),
@@ -776,19 +715,11 @@ fn lower_initial(
             .iter()
             .find(|g| g.name == b.name.text)
             .map(|g| (g, true))
-            .or_else(|| {
-                vel_groups
-                    .iter()
-                    .find(|g| g.name == b.name.text)
-                    .map(|g| (g, false))
-            });
+            .or_else(|| vel_groups.iter().find(|g| g.name == b.name.text).map(|g| (g, false)));
         let Some((grp, is_q)) = target else {
             lw.error(
                 b.name.span,
-                format!(
-                    "`{}` is not a coordinate or velocity of this model",
-                    b.name.text
-                ),
+                format!("`{}` is not a coordinate or velocity of this model", b.name.text),
             );
             ok = false;
             continue;
@@ -813,10 +744,7 @@ fn lower_initial(
         }
         for (k, &c) in comps.iter().enumerate() {
             if lw.g.depends_on(c, q_syms) || lw.g.depends_on(c, v_syms) {
-                lw.error(
-                    b.value.span,
-                    "initial values may use numbers and parameters only",
-                );
+                lw.error(b.value.span, "initial values may use numbers and parameters only");
                 ok = false;
                 break;
             }
@@ -838,10 +766,7 @@ fn lower_initial(
         if !set && ok {
             lw.error(
                 init.name.span,
-                format!(
-                    "initial state `{}` gives no value for `{}`",
-                    init.name.text, grp.name
-                ),
+                format!("initial state `{}` gives no value for `{}`", init.name.text, grp.name),
             );
             ok = false;
         }

@@ -10,13 +10,7 @@ fn bracket_of(src: &str) -> (hamel_compiler::Model, Frame) {
     (m, f)
 }
 
-fn eval_bracket(
-    m: &mut hamel_compiler::Model,
-    f: &Frame,
-    xi: [f64; 3],
-    eta: [f64; 3],
-    dual: bool,
-) -> Vec<f64> {
+fn eval_bracket(m: &mut hamel_compiler::Model, f: &Frame, xi: [f64; 3], eta: [f64; 3], dual: bool) -> Vec<f64> {
     let a: Vec<Id> = xi.iter().map(|&x| m.graph.constant(x)).collect();
     let b: Vec<Id> = eta.iter().map(|&x| m.graph.constant(x)).collect();
     let r = if dual {
@@ -88,18 +82,11 @@ fn free_rigid_body_gives_eulers_equations() {
         "i3" => 3.5,
         _ => 0.37,
     };
-    let force: Vec<f64> = mech
-        .force
-        .iter()
-        .map(|&e| m.graph.eval(e, &values))
-        .collect();
+    let force: Vec<f64> = mech.force.iter().map(|&e| m.graph.eval(e, &values)).collect();
     let iw = [inertia[0] * w[0], inertia[1] * w[1], inertia[2] * w[2]];
     let euler = cross(iw, w); // 𝕀 ξ̇ = 𝕀ξ × ξ
     for i in 0..3 {
-        assert!(
-            (force[i] - euler[i]).abs() < 1e-14,
-            "{force:?} vs {euler:?}"
-        );
+        assert!((force[i] - euler[i]).abs() < 1e-14, "{force:?} vs {euler:?}");
     }
 }
 
@@ -120,13 +107,7 @@ fn invertible_frame_brackets() {
 
 #[test]
 fn identity_frame_has_no_brackets() {
-    let (m, f) =
-        bracket_of("model a { coordinates { th, ph } lagrangian = th'^2 + sin(th)^2 * ph'^2 }");
+    let (m, f) = bracket_of("model a { coordinates { th, ph } lagrangian = th'^2 + sin(th)^2 * ph'^2 }");
     assert_eq!(f.kind, FrameKind::Identity);
-    assert!(f
-        .c
-        .iter()
-        .flatten()
-        .flatten()
-        .all(|&e| m.graph.is_const(e, 0.0)));
+    assert!(f.c.iter().flatten().flatten().all(|&e| m.graph.is_const(e, 0.0)));
 }

@@ -12,10 +12,7 @@ fn pendulum_functions_are_small_after_cse() {
     .unwrap();
     let model = hamel_compiler::load("spherical_pendulum.hamel", &src).unwrap();
     for kin in ["averaged", "midpoint"] {
-        let sys = Scheme::from_names("hamel", Some(kin))
-            .unwrap()
-            .derive(&model)
-            .unwrap();
+        let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
             let (ts, st) = rust::function(&mut g, &f).unwrap();
@@ -37,10 +34,7 @@ fn double_pendulum_sizes() {
     .unwrap();
     let model = hamel_compiler::load("double_spherical_pendulum.hamel", &src).unwrap();
     for kin in ["averaged", "midpoint"] {
-        let sys = Scheme::from_names("hamel", Some(kin))
-            .unwrap()
-            .derive(&model)
-            .unwrap();
+        let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
             let (_, st) = rust::function(&mut g, &f).unwrap();

@@ -53,9 +53,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
             } else if meta.path.is_ident("kinematics") {
                 &mut kinematics
             } else {
-                return Err(meta.error(
-                    "unknown hamel attribute (expected `model`, `scheme` or `kinematics`)",
-                ));
+                return Err(meta.error("unknown hamel attribute (expected `model`, `scheme` or `kinematics`)"));
             };
             *slot = Some(meta.value()?.parse::<LitStr>()?);
             Ok(())
@@ -114,9 +112,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         .unwrap_or_default();
     let path = root.join(&rel);
     let src = std::fs::read_to_string(&path).map_err(|e| {
-        let msg = format!(
-            "cannot read model file `{rel}` (paths are relative to the crate's Cargo.toml): {e}"
-        );
+        let msg = format!("cannot read model file `{rel}` (paths are relative to the crate's Cargo.toml): {e}");
         syn::Error::new(attr.model.span(), msg)
     })?;
     let model = hamel_compiler::load(&rel, &src).map_err(|ds| {
@@ -159,10 +155,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
     }
     for p in &model.params {
-        if !fields
-            .iter()
-            .any(|f| f.ident.as_ref().is_some_and(|i| i == &p.name))
-        {
+        if !fields.iter().any(|f| f.ident.as_ref().is_some_and(|i| i == &p.name)) {
             push(syn::Error::new(
                 input.ident.span(),
                 format!(
@@ -176,20 +169,16 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         return Err(e);
     }
 
-    let scheme_name = attr
-        .scheme
-        .as_ref()
-        .map_or("hamel".to_string(), LitStr::value);
+    let scheme_name = attr.scheme.as_ref().map_or("hamel".to_string(), LitStr::value);
     let kin = attr.kinematics.as_ref().map(LitStr::value);
-    let scheme =
-        hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()).map_err(|e| {
-            let span = match (&attr.kinematics, &attr.scheme) {
-                (Some(k), _) if e.0.contains("kinematics") => k.span(),
-                (_, Some(s)) => s.span(),
-                _ => Span::call_site(),
-            };
-            syn::Error::new(span, e.0)
-        })?;
+    let scheme = hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()).map_err(|e| {
+        let span = match (&attr.kinematics, &attr.scheme) {
+            (Some(k), _) if e.0.contains("kinematics") => k.span(),
+            (_, Some(s)) => s.span(),
+            _ => Span::call_site(),
+        };
+        syn::Error::new(span, e.0)
+    })?;
     let sys = scheme.derive(&model).map_err(|e| {
         syn::Error::new(
             attr.scheme.as_ref().map_or(attr.model.span(), LitStr::span),
@@ -201,7 +190,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         ident: &input.ident,
         model_path: &abs,
     };
-    let (tokens, _stats) = hamel_compiler::emit::integrator::emit(&sys, &target)
-        .map_err(|e| syn::Error::new(Span::call_site(), e))?;
+    let (tokens, _stats) =
+        hamel_compiler::emit::integrator::emit(&sys, &target).map_err(|e| syn::Error::new(Span::call_site(), e))?;
     Ok(quote!(#tokens))
 }

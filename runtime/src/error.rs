@@ -25,9 +25,7 @@ pub enum StepError {
         residual: f64,
     },
     /// A residual, Jacobian or update produced NaN or infinity.
-    #[error(
-        "step {step}: non-finite value at iteration {iterations} (residual norm {residual:.3e})"
-    )]
+    #[error("step {step}: non-finite value at iteration {iterations} (residual norm {residual:.3e})")]
     NonFinite {
         /// index of the failed step
         step: u64,

@@ -15,7 +15,7 @@ pub mod system;
 pub use error::StepError;
 pub use monitor::{InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
-pub use run::{simulate, RunSummary};
+pub use run::{simulate, simulate_with, RunSummary};
 pub use system::{InvariantKind, State, StepSystem, Stepper};
 
 /// Re-export so that generated code and users name one nalgebra version.

@@ -13,10 +13,7 @@ pub struct Singular;
 /// Solves `a x = b`; `b` is overwritten with `x` and `a` with its factors
 /// (the diagonal holding reciprocal pivots).
 /// A pivot below `1e3 ε` times the largest entry of `a` counts as singular.
-pub fn solve_in_place<const N: usize>(
-    a: &mut SMatrix<f64, N, N>,
-    b: &mut SVector<f64, N>,
-) -> Result<(), Singular> {
+pub fn solve_in_place<const N: usize>(a: &mut SMatrix<f64, N, N>, b: &mut SVector<f64, N>) -> Result<(), Singular> {
     // Plain arrays (column-major: m[col][row]) keep the loops free of
     // nalgebra's generic indexing, which costs more than the arithmetic here.
     let m = &mut a.data.0;

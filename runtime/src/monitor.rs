@@ -89,10 +89,7 @@ mod tests {
 
     #[test]
     fn tracks_relative_and_constraint_errors() {
-        static INFO: [(&str, InvariantKind); 2] = [
-            ("E", InvariantKind::Energy),
-            ("c", InvariantKind::Constraint),
-        ];
+        static INFO: [(&str, InvariantKind); 2] = [("E", InvariantKind::Energy), ("c", InvariantKind::Constraint)];
         let mut m = Monitor::new(&INFO);
         m.observe(&[2.0, 1e-16]);
         m.observe(&[2.002, -3e-16]);

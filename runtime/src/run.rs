@@ -26,21 +26,32 @@ pub fn simulate<S, const NZ: usize, const NX: usize>(
     state: &mut State<NZ, NX>,
     h: f64,
     steps: u64,
+    visit: impl FnMut(&State<NZ, NX>),
+) -> Result<RunSummary, StepError>
+where
+    S: StepSystem<NZ, NX>,
+{
+    simulate_with(Stepper::new(sys, h)?, state, steps, visit)
+}
+
+/// [`simulate`] with a configured stepper (Newton options, compensated summation).
+pub fn simulate_with<S, const NZ: usize, const NX: usize>(
+    mut stepper: Stepper<'_, S, NZ, NX>,
+    state: &mut State<NZ, NX>,
+    steps: u64,
     mut visit: impl FnMut(&State<NZ, NX>),
 ) -> Result<RunSummary, StepError>
 where
     S: StepSystem<NZ, NX>,
 {
-    let mut stepper = Stepper::new(sys, h)?;
+    let sys = stepper.system();
+    let h = stepper.h();
     let info = sys.invariant_info();
     let mut monitor = Monitor::new(info);
     let mut values = vec![0.0; info.len()];
     let observe = |st: &State<NZ, NX>, values: &mut Vec<f64>, monitor: &mut Monitor| {
         sys.invariants_into(&st.z, values)
-            .map_err(|reason| StepError::Observation {
-                step: st.step,
-                reason,
-            })?;
+            .map_err(|reason| StepError::Observation { step: st.step, reason })?;
         monitor.observe(values);
         Ok::<(), StepError>(())
     };

@@ -17,7 +17,7 @@ pub enum InvariantKind {
     Constraint,
 }
 
-/// One implicit step `R(x; z) = 0`, `z' = U(x; z)`, as generated from a model.
+/// One implicit step `R(x; z) = 0`, `z' = z + U(x; z)`, as generated from a model.
 /// `NZ` is the size of the state, `NX` the number of unknowns.
 pub trait StepSystem<const NZ: usize, const NX: usize> {
     /// Scheme label, e.g. `hamel(averaged)`.
@@ -26,15 +26,10 @@ pub trait StepSystem<const NZ: usize, const NX: usize> {
     fn residual(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SVector<f64, NX>;
     /// `∂R/∂x`, analytic.
     fn jacobian(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SMatrix<f64, NX, NX>;
-    /// `z' = U(x; z)` once `R(x; z) = 0`.
-    fn update(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SVector<f64, NZ>;
+    /// The increment `z' − z = U(x; z)` once `R(x; z) = 0`.
+    fn increment(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SVector<f64, NZ>;
     /// Starting guess from the state and the previous step's solution.
-    fn predict(
-        &self,
-        h: f64,
-        z: &SVector<f64, NZ>,
-        previous: &SVector<f64, NX>,
-    ) -> SVector<f64, NX>;
+    fn predict(&self, h: f64, z: &SVector<f64, NZ>, previous: &SVector<f64, NX>) -> SVector<f64, NX>;
     /// Names and kinds of the monitored quantities.
     fn invariant_info(&self) -> &'static [(&'static str, InvariantKind)];
     /// Evaluates the monitored quantities on the physical state of `z` into `out`.
@@ -47,6 +42,9 @@ pub trait StepSystem<const NZ: usize, const NX: usize> {
 pub struct State<const NZ: usize, const NX: usize> {
     /// the scheme's state (its meaning depends on the scheme: see the model's docs)
     pub z: SVector<f64, NZ>,
+    /// compensation term of `z` under compensated summation (`z + lo` is the
+    /// state to about twice working precision); zero otherwise
+    pub lo: SVector<f64, NZ>,
     /// the previous step's unknowns, used by the predictor
     pub warm: SVector<f64, NX>,
     /// number of steps taken
@@ -62,6 +60,8 @@ pub struct Stepper<'a, S, const NZ: usize, const NX: usize> {
     pub options: NewtonOptions,
     /// accumulated Newton statistics
     pub stats: NewtonStats,
+    /// add increments to the state with compensated (TwoSum) summation
+    pub compensated: bool,
 }
 
 impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S, NZ, NX> {
@@ -75,7 +75,19 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
             h,
             options: NewtonOptions::default(),
             stats: NewtonStats::default(),
+            compensated: false,
         })
+    }
+
+    /// The same stepper with compensated summation of the increments switched on or off.
+    pub fn with_compensation(mut self, on: bool) -> Self {
+        self.compensated = on;
+        self
+    }
+
+    /// The system being stepped.
+    pub fn system(&self) -> &'a S {
+        self.system
     }
 
     /// The step size.
@@ -85,16 +97,9 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
 
     /// Advances `state` by one step. On error `state` is unchanged.
     pub fn step(&mut self, state: &mut State<NZ, NX>) -> Result<(), StepError> {
-        let (x, iters) = newton::solve(
-            self.system,
-            self.h,
-            &state.z,
-            &state.warm,
-            state.step,
-            &self.options,
-        )?;
-        let z = self.system.update(self.h, &state.z, &x);
-        if z.iter().any(|v| !v.is_finite()) {
+        let (x, iters) = newton::solve(self.system, self.h, &state.z, &state.warm, state.step, &self.options)?;
+        let dz = self.system.increment(self.h, &state.z, &x);
+        if dz.iter().any(|v| !v.is_finite()) {
             return Err(StepError::NonFinite {
                 step: state.step,
                 iterations: iters,
@@ -102,7 +107,19 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
             });
         }
         self.stats.record(iters);
-        state.z = z;
+        if self.compensated {
+            for j in 0..NZ {
+                // TwoSum: s + e = z + t exactly.
+                let t = dz[j] + state.lo[j];
+                let s = state.z[j] + t;
+                let bp = s - state.z[j];
+                let e = (state.z[j] - (s - bp)) + (t - bp);
+                state.z[j] = s;
+                state.lo[j] = e;
+            }
+        } else {
+            state.z += dz;
+        }
         state.warm = x;
         state.step += 1;
         Ok(())

@@ -150,9 +150,7 @@ fn item(p: Pair<Rule>) -> PResult<Item> {
         Rule::velocities => Item::Velocities(decls(p)),
         Rule::frame => Item::Frame(p.into_inner().map(binding).collect::<PResult<_>>()?),
         Rule::let_item => Item::Let(binding(p)?),
-        Rule::lagrangian => {
-            Item::Lagrangian(expr(p.into_inner().next().expect("grammar: lagrangian"))?)
-        }
+        Rule::lagrangian => Item::Lagrangian(expr(p.into_inner().next().expect("grammar: lagrangian"))?),
         Rule::constraint => Item::Constraint(equation(p)?),
         Rule::holonomic => Item::Holonomic(equation(p)?),
         Rule::invariant => Item::Invariant(binding(p)?),
@@ -255,14 +253,11 @@ mod tests {
 
     #[test]
     fn parses_items_and_precedence() {
-        let src =
-            "model m { parameters { a = 2 }\n coordinates { q }\n lagrangian = -a*q'^2/2 + q[0] }";
+        let src = "model m { parameters { a = 2 }\n coordinates { q }\n lagrangian = -a*q'^2/2 + q[0] }";
         let ast = parse("m.hamel", src).unwrap();
         assert_eq!(ast.name.text, "m");
         assert_eq!(ast.items.len(), 3);
-        let Item::Lagrangian(e) = &ast.items[2].0 else {
-            panic!()
-        };
+        let Item::Lagrangian(e) = &ast.items[2].0 else { panic!() };
         // top level is `+`
         let ExprKind::Binary(BinOp::Add, l, _) = &e.kind else {
             panic!("{e:?}")

@@ -66,10 +66,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     });
     let init_names: Vec<&str> = sys.initials.iter().map(|(n, _, _)| n.as_str()).collect();
     let nin = init_names.len();
-    let init_fns: Vec<Ident> = init_names
-        .iter()
-        .map(|n| format_ident!("initial_{}", n))
-        .collect();
+    let init_fns: Vec<Ident> = init_names.iter().map(|n| format_ident!("initial_{}", n)).collect();
     let observe = if nk == 0 {
         quote!(let y = [0.0f64; 0];)
     } else {
@@ -142,7 +139,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     let mut z = [0.0f64; #nz];
                     let mut x = [0.0f64; #nx];
                     __gen::init_state(&p, &q, &v, &mut z, &mut x);
-                    let state = __rt::State { z: __na::SVector::from(z), warm: __na::SVector::from(x), step: 0 };
+                    let state = __rt::State { z: __na::SVector::from(z), lo: __na::SVector::zeros(), warm: __na::SVector::from(x), step: 0 };
                     self.physical(&state)?;
                     Ok(state)
                 }
@@ -223,9 +220,9 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 }
 
                 #[inline]
-                fn update(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> __na::SVector<f64, #nz> {
+                fn increment(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> __na::SVector<f64, #nz> {
                     let mut out = [0.0f64; #nz];
-                    __gen::update(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut out);
+                    __gen::increment(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut out);
                     __na::SVector::from(out)
                 }
 
@@ -241,7 +238,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 }
 
                 fn invariants_into(&self, z: &__na::SVector<f64, #nz>, out: &mut [f64]) -> Result<(), String> {
-                    let state = __rt::State { z: *z, warm: __na::SVector::zeros(), step: 0 };
+                    let state = __rt::State { z: *z, lo: __na::SVector::zeros(), warm: __na::SVector::zeros(), step: 0 };
                     let vals = self.invariants(&state).map_err(|e| e.to_string())?;
                     out[..#ni].copy_from_slice(&vals);
                     Ok(())

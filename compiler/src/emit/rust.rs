@@ -164,9 +164,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         ops: nops,
         parts: nparts,
     };
-    let owner: Vec<usize> = (0..nops)
-        .map(|i| if nparts == 1 { 0 } else { i / CHUNK })
-        .collect();
+    let owner: Vec<usize> = (0..nops).map(|i| if nparts == 1 { 0 } else { i / CHUNK }).collect();
 
     if nparts == 1 {
         let names = Names {
@@ -221,11 +219,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
             quote!(#id: &[f64; #n])
         })
         .collect();
-    let in_names: Vec<Ident> = f
-        .inputs
-        .iter()
-        .map(|(a, _)| format_ident!("{}", a))
-        .collect();
+    let in_names: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a)).collect();
     let mut parts = Vec::new();
     let mut calls = Vec::new();
     for c in 0..nparts {

@@ -114,11 +114,7 @@ impl Frame {
 }
 
 /// Constant matrices `A_a` with `Ψ(q)[:, a] = A_a q`, if the frame has that form.
-fn linear_action(
-    g: &mut Graph,
-    psi: &[Vec<Id>],
-    q: &[Id],
-) -> Result<Option<Vec<Vec<Vec<Id>>>>, FrameError> {
+fn linear_action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Option<Vec<Vec<Vec<Id>>>>, FrameError> {
     let (n, m) = (q.len(), psi.first().map_or(0, Vec::len));
     let mut mats: Vec<Vec<f64>> = Vec::with_capacity(m); // A_a flattened row-major
     for a in 0..m {
@@ -150,11 +146,7 @@ fn linear_action(
     // Solve [A_a, A_b] = -c^c_ab A_c in the span of the A_c (least squares via normal equations).
     let nn = n * n;
     let gram: Vec<Vec<f64>> = (0..m)
-        .map(|i| {
-            (0..m)
-                .map(|j| (0..nn).map(|k| mats[i][k] * mats[j][k]).sum())
-                .collect()
-        })
+        .map(|i| (0..m).map(|j| (0..nn).map(|k| mats[i][k] * mats[j][k]).sum()).collect())
         .collect();
     let zero = g.constant(0.0);
     let mut c = vec![vec![vec![zero; m]; m]; m];
@@ -164,10 +156,7 @@ fn linear_action(
                 .flat_map(|i| (0..n).map(move |j| (i, j)))
                 .map(|(i, j)| {
                     (0..n)
-                        .map(|k| {
-                            mats[a][i * n + k] * mats[b][k * n + j]
-                                - mats[b][i * n + k] * mats[a][k * n + j]
-                        })
+                        .map(|k| mats[a][i * n + k] * mats[b][k * n + j] - mats[b][i * n + k] * mats[a][k * n + j])
                         .sum()
                 })
                 .collect();
@@ -178,7 +167,9 @@ fn linear_action(
                 .map(|i| -(0..nn).map(|k| mats[i][k] * comm[k]).sum::<f64>())
                 .collect();
             let coef = solve_dense(gram.clone(), rhs).ok_or_else(|| {
-                FrameError("the frame's matrices A_a are linearly dependent; choose independent quasi-velocities".into())
+                FrameError(
+                    "the frame's matrices A_a are linearly dependent; choose independent quasi-velocities".into(),
+                )
             })?;
             for (k, &x) in comm.iter().enumerate() {
                 let back: f64 = -(0..m).map(|cc| coef[cc] * mats[cc][k]).sum::<f64>();
@@ -201,9 +192,7 @@ fn linear_action(
 /// `c(q) = Ψ(q)⁻¹ [u_a, u_b](q)` for a square frame.
 fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id>>>, FrameError> {
     let n = q.len();
-    let cols: Vec<Vec<Id>> = (0..n)
-        .map(|a| (0..n).map(|i| psi[i][a]).collect())
-        .collect();
+    let cols: Vec<Vec<Id>> = (0..n).map(|a| (0..n).map(|i| psi[i][a]).collect()).collect();
     let dcols: Vec<Vec<Vec<Id>>> = cols.iter().map(|u| jacobian(g, u, q)).collect();
     let mut pairs = Vec::new();
     let mut rhs: Vec<Vec<Id>> = vec![Vec::new(); n];

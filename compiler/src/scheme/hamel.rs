@@ -43,10 +43,7 @@ fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
 }
 
 fn slots(syms: &[Id], names: impl Iterator<Item = String>) -> Vec<Slot> {
-    syms.iter()
-        .zip(names)
-        .map(|(&sym, name)| Slot { name, sym })
-        .collect()
+    syms.iter().zip(names).map(|(&sym, name)| Slot { name, sym }).collect()
 }
 
 /// Splits velocity constraints into eliminated components and general rows.
@@ -203,10 +200,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             update = up;
 
             // Node velocity from π: [M_KK A_Kᵀ; A_K 0] [ξ_K; μ] = [π − b_K; 0] at q_k.
-            let hess: Vec<Vec<Id>> = kept
-                .iter()
-                .map(|&a| gradient(&mut g, mech.p[a], &v))
-                .collect();
+            let hess: Vec<Vec<Id>> = kept.iter().map(|&a| gradient(&mut g, mech.p[a], &v)).collect();
             for row in &hess {
                 if row.iter().any(|&e| g.depends_on(e, &v)) {
                     return Err(SchemeError(
@@ -389,8 +383,16 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         graph: Graph::new(),
     };
     sys.graph = g;
-    sys.finish_jacobian();
-    Ok(sys)
+    // q_{k+1} becomes the state's q in both kinematics, and ξ_{k,k+1} the
+    // state's ξ in the averaged one; multipliers have no state counterpart.
+    let base: Vec<Option<usize>> = (0..n + nk + nc)
+        .map(|i| match kin {
+            _ if i < n => Some(i),
+            Kinematics::Averaged if i < n + nk => Some(i),
+            _ => None,
+        })
+        .collect();
+    Ok(sys.into_increment_form(&base))
 }
 
 /// `a − b₀ − b₁ − …`

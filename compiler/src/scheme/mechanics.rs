@@ -29,9 +29,7 @@ impl Mechanics {
         let bracket = frame.co_bracket(g, &v, &p);
         let force = (0..v.len())
             .map(|a| {
-                let mut t: Vec<Id> = (0..q.len())
-                    .map(|i| g.mul2(frame.psi[i][a], dldq[i]))
-                    .collect();
+                let mut t: Vec<Id> = (0..q.len()).map(|i| g.mul2(frame.psi[i][a], dldq[i])).collect();
                 t.push(bracket[a]);
                 g.add(&t)
             })

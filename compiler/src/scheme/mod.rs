@@ -45,9 +45,7 @@ impl Scheme {
                     )))
                 }
             })),
-            other => Err(SchemeError(format!(
-                "unknown scheme `{other}` (available: hamel)"
-            ))),
+            other => Err(SchemeError(format!("unknown scheme `{other}` (available: hamel)"))),
         }
     }
 

@@ -2,9 +2,15 @@
 //!
 //! Every scheme turns a model into a [`StepSystem`]: a state `z`, unknowns
 //! `x`, parameters `θ` and step size `h`, with the residual `R(x; z)`, its
-//! analytic Jacobian `∂R/∂x`, the explicit update `z' = U(x; z)`, a predictor
-//! `x₀(z, x_prev)`, and the maps between `z` and the physical state `(q, ξ)`
-//! on which invariants are evaluated. Back-ends see only [`Function`]s.
+//! analytic Jacobian `∂R/∂x`, the explicit increment `z' − z = U(x; z)`, a
+//! predictor `x₀(z, x_prev)`, and the maps between `z` and the physical state
+//! `(q, ξ)` on which invariants are evaluated. Back-ends see only [`Function`]s.
+//!
+//! Schemes are derived with absolute unknowns and then put in increment form
+//! ([`StepSystem::into_increment_form`]): an unknown that becomes a state
+//! component is replaced by its increment, so that differences such as
+//! `q_{k+1} − q_k` cancel symbolically instead of in floating point, and the
+//! runtime can add increments to the state with compensated summation.
 
 use crate::sym::{jacobian, Function, Graph, Id};
 
@@ -62,7 +68,7 @@ pub struct StepSystem {
     pub residual: Vec<Id>,
     /// `∂R/∂x`, row-major
     pub jacobian: Vec<Vec<Id>>,
-    /// `z'(x; z, θ, h)`
+    /// `z' − z` as a function of `(x; z, θ, h)`
     pub update: Vec<Id>,
     /// `x₀(z, x_prev; θ, h)`
     pub predictor: Vec<Id>,
@@ -98,6 +104,65 @@ impl StepSystem {
         self.jacobian = jacobian(&mut self.graph, &self.residual, &x);
     }
 
+    /// Rewrites the system in increment form. `base[i] = Some(j)` says that
+    /// unknown `i` becomes state component `j` (`z'_j = x_i`); it is replaced by
+    /// `d_i = x_i − z_j`. Other unknowns are kept as they are. Before the call
+    /// `update` holds `z'`, after it `z' − z`.
+    pub fn into_increment_form(mut self, base: &[Option<usize>]) -> StepSystem {
+        let g = &mut self.graph;
+        let z: Vec<Id> = self.state.iter().map(|s| s.sym).collect();
+        let d: Vec<Id> = (0..self.unknowns.len()).map(|i| g.symbol(&format!("__d{i}"))).collect();
+        let wd: Vec<Id> = (0..self.unknowns.len())
+            .map(|i| g.symbol(&format!("__wd{i}")))
+            .collect();
+        let mut map_x = std::collections::HashMap::new();
+        let mut map_w = std::collections::HashMap::new();
+        for (i, slot) in self.unknowns.iter().enumerate() {
+            match base[i] {
+                Some(j) => {
+                    let v = g.add2(z[j], d[i]);
+                    map_x.insert(slot.sym, v);
+                    // The previous step's x_i is the current z_j.
+                    map_w.insert(self.previous[i], z[j]);
+                }
+                None => {
+                    map_x.insert(slot.sym, d[i]);
+                    map_w.insert(self.previous[i], wd[i]);
+                }
+            }
+        }
+        self.residual = g.substitute_all(&self.residual, &map_x);
+        let next = g.substitute_all(&self.update, &map_x);
+        self.update = next.iter().zip(&z).map(|(&n, &zj)| g.sub(n, zj)).collect();
+        let pred = g.substitute_all(&self.predictor, &map_w);
+        self.predictor = pred
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| match base[i] {
+                Some(j) => g.sub(p, z[j]),
+                None => p,
+            })
+            .collect();
+        self.init_warm = self
+            .init_warm
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| match base[i] {
+                Some(j) => g.sub(w, self.init_state[j]),
+                None => w,
+            })
+            .collect();
+        for (i, slot) in self.unknowns.iter_mut().enumerate() {
+            slot.sym = d[i];
+            if base[i].is_some() {
+                slot.name = format!("Δ{}", slot.name.trim_end_matches('+'));
+            }
+        }
+        self.previous = wd;
+        self.finish_jacobian();
+        self
+    }
+
     fn syms(slots: &[Slot]) -> Vec<Id> {
         slots.iter().map(|s| s.sym).collect()
     }
@@ -110,12 +175,7 @@ impl StepSystem {
         let x = Self::syms(&self.unknowns);
         let q = Self::syms(&self.phys_q);
         let v = Self::syms(&self.phys_v);
-        let inp = |items: &[(&str, &Vec<Id>)]| {
-            items
-                .iter()
-                .map(|(n, s)| (n.to_string(), (*s).clone()))
-                .collect()
-        };
+        let inp = |items: &[(&str, &Vec<Id>)]| items.iter().map(|(n, s)| (n.to_string(), (*s).clone())).collect();
         let hv = vec![self.h];
         let flat_jac: Vec<Id> = self.jacobian.iter().flatten().copied().collect();
         let flat_obs: Vec<Id> = self.obs_matrix.iter().flatten().copied().collect();
@@ -131,9 +191,9 @@ impl StepSystem {
                 outputs: vec![("j".into(), flat_jac)],
             },
             Function {
-                name: "update".into(),
+                name: "increment".into(),
                 inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
-                outputs: vec![("z_next".into(), self.update.clone())],
+                outputs: vec![("dz".into(), self.update.clone())],
             },
             Function {
                 name: "predict".into(),
@@ -148,10 +208,7 @@ impl StepSystem {
             Function {
                 name: "physical".into(),
                 inputs: inp(&[("p", &p), ("z", &z), ("y", &self.obs_solution)]),
-                outputs: vec![
-                    ("q".into(), self.obs_q.clone()),
-                    ("v".into(), self.obs_v.clone()),
-                ],
+                outputs: vec![("q".into(), self.obs_q.clone()), ("v".into(), self.obs_v.clone())],
             },
             Function {
                 name: "invariants".into(),

@@ -43,12 +43,7 @@ impl Differentiator {
                         continue;
                     }
                     let mut prod: Vec<Id> = Vec::with_capacity(fs.len());
-                    prod.extend(
-                        fs.iter()
-                            .enumerate()
-                            .filter(|&(j, _)| j != i)
-                            .map(|(_, &f)| f),
-                    );
+                    prod.extend(fs.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &f)| f));
                     prod.push(di);
                     terms.push(g.mul(&prod));
                 }
@@ -103,9 +98,7 @@ impl Differentiator {
 
 /// Gradient of `e` with respect to each symbol of `vars`.
 pub fn gradient(g: &mut Graph, e: Id, vars: &[Id]) -> Vec<Id> {
-    vars.iter()
-        .map(|&v| Differentiator::new(v).diff(g, e))
-        .collect()
+    vars.iter().map(|&v| Differentiator::new(v).diff(g, e)).collect()
 }
 
 /// Dense Jacobian `∂fs[i]/∂vars[j]` (rows: functions), one memo per variable.
@@ -115,9 +108,7 @@ pub fn jacobian(g: &mut Graph, fs: &[Id], vars: &[Id]) -> Vec<Vec<Id>> {
         let mut d = Differentiator::new(v);
         cols.push(fs.iter().map(|&f| d.diff(g, f)).collect());
     }
-    (0..fs.len())
-        .map(|i| cols.iter().map(|c| c[i]).collect())
-        .collect()
+    (0..fs.len()).map(|i| cols.iter().map(|c| c[i]).collect()).collect()
 }
 
 #[cfg(test)]

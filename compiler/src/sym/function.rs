@@ -19,16 +19,8 @@ impl Function {
     /// Linearizes the function into a straight-line program whose inputs are
     /// the concatenated argument arrays and outputs the concatenated results.
     pub fn tape(&self, g: &mut Graph) -> Result<Tape, UnboundSymbol> {
-        let ins: Vec<Id> = self
-            .inputs
-            .iter()
-            .flat_map(|(_, s)| s.iter().copied())
-            .collect();
-        let outs: Vec<Id> = self
-            .outputs
-            .iter()
-            .flat_map(|(_, e)| e.iter().copied())
-            .collect();
+        let ins: Vec<Id> = self.inputs.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+        let outs: Vec<Id> = self.outputs.iter().flat_map(|(_, e)| e.iter().copied()).collect();
         Tape::build(g, &ins, &outs)
     }
 }

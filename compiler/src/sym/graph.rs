@@ -88,12 +88,7 @@ pub struct Graph {
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Graph({} nodes, {} symbols)",
-            self.nodes.len(),
-            self.symbols.len()
-        )
+        write!(f, "Graph({} nodes, {} symbols)", self.nodes.len(), self.symbols.len())
     }
 }
 
@@ -257,11 +252,7 @@ impl Graph {
         for rest in order {
             let c = coeffs[&rest];
             if c != 0.0 {
-                let term = if c == 1.0 {
-                    rest
-                } else {
-                    self.scale_raw(c, rest)
-                };
+                let term = if c == 1.0 { rest } else { self.scale_raw(c, rest) };
                 out.push(term);
             }
         }
@@ -434,18 +425,10 @@ impl Graph {
     /// [`Graph::substitute`] over many roots sharing one memo.
     pub fn substitute_all(&mut self, roots: &[Id], map: &HashMap<Id, Id>) -> Vec<Id> {
         let mut memo = HashMap::new();
-        roots
-            .iter()
-            .map(|&r| self.substitute_memo(r, map, &mut memo))
-            .collect()
+        roots.iter().map(|&r| self.substitute_memo(r, map, &mut memo)).collect()
     }
 
-    fn substitute_memo(
-        &mut self,
-        root: Id,
-        map: &HashMap<Id, Id>,
-        memo: &mut HashMap<Id, Id>,
-    ) -> Id {
+    fn substitute_memo(&mut self, root: Id, map: &HashMap<Id, Id>, memo: &mut HashMap<Id, Id>) -> Id {
         if let Some(&r) = memo.get(&root) {
             return r;
         }
@@ -453,17 +436,11 @@ impl Graph {
             Node::Const(_) => root,
             Node::Sym(_) => map.get(&root).copied().unwrap_or(root),
             Node::Add(ts) => {
-                let ts: Vec<Id> = ts
-                    .iter()
-                    .map(|&t| self.substitute_memo(t, map, memo))
-                    .collect();
+                let ts: Vec<Id> = ts.iter().map(|&t| self.substitute_memo(t, map, memo)).collect();
                 self.add(&ts)
             }
             Node::Mul(fs) => {
-                let fs: Vec<Id> = fs
-                    .iter()
-                    .map(|&f| self.substitute_memo(f, map, memo))
-                    .collect();
+                let fs: Vec<Id> = fs.iter().map(|&f| self.substitute_memo(f, map, memo)).collect();
                 self.mul(&fs)
             }
             Node::Pow(b, e) => {
@@ -541,10 +518,7 @@ impl Graph {
             Node::Const(bits) => f64::from_bits(*bits),
             Node::Sym(s) => value_of(*s),
             Node::Add(ts) => ts.iter().map(|&t| self.eval_memo(t, value_of, memo)).sum(),
-            Node::Mul(fs) => fs
-                .iter()
-                .map(|&f| self.eval_memo(f, value_of, memo))
-                .product(),
+            Node::Mul(fs) => fs.iter().map(|&f| self.eval_memo(f, value_of, memo)).product(),
             Node::Pow(b, e) => {
                 let b = self.eval_memo(*b, value_of, memo);
                 let e = self.eval_memo(*e, value_of, memo);

@@ -134,9 +134,7 @@ impl Builder<'_> {
     /// For a term `-c * m` (c > 0), the node `c * m`.
     fn negated(&mut self, t: Id) -> Option<Id> {
         match self.g.node(t).clone() {
-            Node::Const(bits) if f64::from_bits(bits) < 0.0 => {
-                Some(self.g.constant(-f64::from_bits(bits)))
-            }
+            Node::Const(bits) if f64::from_bits(bits) < 0.0 => Some(self.g.constant(-f64::from_bits(bits))),
             Node::Mul(fs) => {
                 let c = self.g.as_const(fs[0])?;
                 if c >= 0.0 {
@@ -172,10 +170,7 @@ impl Tape {
             memo: HashMap::new(),
             ops: Vec::new(),
         };
-        let outs = outputs
-            .iter()
-            .map(|&o| b.operand(o))
-            .collect::<Result<Vec<_>, _>>()?;
+        let outs = outputs.iter().map(|&o| b.operand(o)).collect::<Result<Vec<_>, _>>()?;
         Ok(Tape {
             n_inputs: inputs.len(),
             ops: b.ops,
@@ -194,8 +189,7 @@ impl Tape {
         for op in &self.ops {
             let x = match op {
                 Op::Sum { pos, neg } => {
-                    pos.iter().map(|o| v(o, temps)).sum::<f64>()
-                        - neg.iter().map(|o| v(o, temps)).sum::<f64>()
+                    pos.iter().map(|o| v(o, temps)).sum::<f64>() - neg.iter().map(|o| v(o, temps)).sum::<f64>()
                 }
                 Op::Product { num, den } => {
                     let n: f64 = num.iter().map(|o| v(o, temps)).product();
@@ -243,11 +237,7 @@ mod tests {
         let outs = [a, b, c];
         let t = Tape::build(&mut g, &[x, y], &outs).unwrap();
         // sin(x y) appears in all three outputs but is computed once
-        let sins = t
-            .ops
-            .iter()
-            .filter(|o| matches!(o, Op::Call(Func::Sin, _)))
-            .count();
+        let sins = t.ops.iter().filter(|o| matches!(o, Op::Call(Func::Sin, _))).count();
         assert_eq!(sins, 1);
         let vals = t.eval(&[0.4, 2.5]);
         for (k, &o) in outs.iter().enumerate() {
@@ -262,9 +252,6 @@ mod tests {
         let x = g.symbol("x");
         let y = g.symbol("y");
         let e = g.add2(x, y);
-        assert_eq!(
-            Tape::build(&mut g, &[x], &[e]).unwrap_err(),
-            UnboundSymbol("y".into())
-        );
+        assert_eq!(Tape::build(&mut g, &[x], &[e]).unwrap_err(), UnboundSymbol("y".into()));
     }
 }
