@@ -81,7 +81,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
                 residual: rn,
             });
         }
-        let mut j = sys.jacobian(h, z, &x);
+        let j = sys.jacobian(h, z, &x);
         if j.iter().any(|v| !v.is_finite()) {
             return Err(StepError::NonFinite {
                 step,
@@ -90,7 +90,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
             });
         }
         let mut dx = r;
-        if lu::solve_in_place(&mut j, &mut dx).is_err() {
+        if lu::solve_in_place(&j, &mut dx).is_err() {
             return Err(StepError::Singular {
                 step,
                 iterations: it,

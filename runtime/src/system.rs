@@ -4,6 +4,7 @@
 use nalgebra::{SMatrix, SVector};
 
 use crate::error::StepError;
+use crate::lu::Lu;
 use crate::newton::{self, NewtonOptions, NewtonStats};
 
 /// What an invariant measures, and so how its error is reported.
@@ -28,6 +29,17 @@ pub trait StepSystem<const NZ: usize, const NX: usize> {
     fn jacobian(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SMatrix<f64, NX, NX>;
     /// The increment `z' − z = U(x; z)` once `R(x; z) = 0`.
     fn increment(&self, h: f64, z: &SVector<f64, NZ>, x: &SVector<f64, NX>) -> SVector<f64, NZ>;
+    /// `(∂R/∂z, ∂U/∂z, ∂U/∂x)` at `(z, x)`, for [`Stepper::step_with_sensitivity`];
+    /// `None` where the system does not provide them (generated systems always do).
+    #[allow(clippy::type_complexity)]
+    fn sensitivity_parts(
+        &self,
+        _h: f64,
+        _z: &SVector<f64, NZ>,
+        _x: &SVector<f64, NX>,
+    ) -> Option<(SMatrix<f64, NX, NZ>, SMatrix<f64, NZ, NZ>, SMatrix<f64, NZ, NX>)> {
+        None
+    }
     /// Starting guess from the state and the previous step's solution.
     fn predict(&self, h: f64, z: &SVector<f64, NZ>, previous: &SVector<f64, NX>) -> SVector<f64, NX>;
     /// Names and kinds of the monitored quantities.
@@ -93,6 +105,36 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
     /// The step size.
     pub fn h(&self) -> f64 {
         self.h
+    }
+
+    /// Advances `state` by one step and returns the step-map sensitivity
+    /// `∂z_{k+1}/∂z_k` (implicit function theorem on the solved residual).
+    pub fn step_with_sensitivity(&mut self, state: &mut State<NZ, NX>) -> Result<SMatrix<f64, NZ, NZ>, StepError> {
+        let before = *state;
+        self.step(state)?;
+        let x = state.warm;
+        let Some((rz, uz, ux)) = self.system.sensitivity_parts(self.h, &before.z, &x) else {
+            *state = before;
+            return Err(StepError::InvalidInput(format!(
+                "{} provides no step-map sensitivities",
+                S::SCHEME
+            )));
+        };
+        let before = before.z;
+        let j = self.system.jacobian(self.h, &before, &x);
+        let lu = Lu::factor(&j).map_err(|_| StepError::Singular {
+            step: state.step - 1,
+            iterations: 0,
+            residual: self.system.residual(self.h, &before, &x).norm(),
+        })?;
+        // dx/dz = −J⁻¹ ∂R/∂z, column by column.
+        let mut dxdz = SMatrix::<f64, NX, NZ>::zeros();
+        for c in 0..NZ {
+            let mut col: SVector<f64, NX> = -rz.column(c);
+            lu.solve(&mut col);
+            dxdz.set_column(c, &col);
+        }
+        Ok(SMatrix::<f64, NZ, NZ>::identity() + uz + ux * dxdz)
     }
 
     /// Advances `state` by one step. On error `state` is unchanged.

@@ -74,9 +74,9 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             let mut k = [0.0f64; #nk * #nk];
             let mut b = [0.0f64; #nk];
             __gen::observe_system(&p, z, &mut k, &mut b);
-            let mut km = __na::SMatrix::<f64, #nk, #nk>::from_row_slice(&k);
+            let km = __na::SMatrix::<f64, #nk, #nk>::from_row_slice(&k);
             let mut bv = __na::SVector::<f64, #nk>::from(b);
-            __rt::lu::solve_in_place(&mut km, &mut bv).map_err(|_| __rt::StepError::Observation {
+            __rt::lu::solve_in_place(&km, &mut bv).map_err(|_| __rt::StepError::Observation {
                 step,
                 reason: "the mass matrix is singular here (a singularity of the model's coordinates?)".to_string(),
             })?;
@@ -231,6 +231,23 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     let mut out = [0.0f64; #nx];
                     __gen::predict(&self.__params(), &[h], &z.data.0[0], &w.data.0[0], &mut out);
                     __na::SVector::from(out)
+                }
+
+                fn sensitivity_parts(
+                    &self,
+                    h: f64,
+                    z: &__na::SVector<f64, #nz>,
+                    x: &__na::SVector<f64, #nx>,
+                ) -> Option<(__na::SMatrix<f64, #nx, #nz>, __na::SMatrix<f64, #nz, #nz>, __na::SMatrix<f64, #nz, #nx>)> {
+                    let mut rz = [0.0f64; #nx * #nz];
+                    let mut uz = [0.0f64; #nz * #nz];
+                    let mut ux = [0.0f64; #nz * #nx];
+                    __gen::sensitivity_parts(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut rz, &mut uz, &mut ux);
+                    Some((
+                        __na::SMatrix::<f64, #nx, #nz>::from_row_slice(&rz),
+                        __na::SMatrix::<f64, #nz, #nz>::from_row_slice(&uz),
+                        __na::SMatrix::<f64, #nz, #nx>::from_row_slice(&ux),
+                    ))
                 }
 
                 fn invariant_info(&self) -> &'static [(&'static str, __rt::InvariantKind)] {

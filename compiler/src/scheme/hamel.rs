@@ -349,6 +349,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         previous: w,
         residual,
         jacobian: vec![],
+        sensitivity: None,
         update,
         predictor,
         phys_q: model

@@ -72,6 +72,8 @@ pub struct StepSystem {
     pub update: Vec<Id>,
     /// `x₀(z, x_prev; θ, h)`
     pub predictor: Vec<Id>,
+    /// `∂R/∂z`, `∂U/∂z`, `∂U/∂x` (row-major), for the step-map sensitivity
+    pub sensitivity: Option<[Vec<Vec<Id>>; 3]>,
     /// physical coordinates `q` (symbols, used by invariants and initial data)
     pub phys_q: Vec<Slot>,
     /// physical velocities `ξ`
@@ -98,10 +100,16 @@ pub struct StepSystem {
 }
 
 impl StepSystem {
-    /// Fills in the Jacobian from the residual.
+    /// Fills in the Jacobian from the residual, and the partial derivatives of
+    /// residual and increment that the step-map sensitivity needs.
     pub fn finish_jacobian(&mut self) {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
+        let z: Vec<Id> = self.state.iter().map(|s| s.sym).collect();
         self.jacobian = jacobian(&mut self.graph, &self.residual, &x);
+        let rz = jacobian(&mut self.graph, &self.residual, &z);
+        let uz = jacobian(&mut self.graph, &self.update, &z);
+        let ux = jacobian(&mut self.graph, &self.update, &x);
+        self.sensitivity = Some([rz, uz, ux]);
     }
 
     /// Rewrites the system in increment form. `base[i] = Some(j)` says that
@@ -224,6 +232,18 @@ impl StepSystem {
                 ],
             },
         ];
+        if let Some([rz, uz, ux]) = &self.sensitivity {
+            let flat = |m: &Vec<Vec<Id>>| m.iter().flatten().copied().collect::<Vec<Id>>();
+            fs.push(Function {
+                name: "sensitivity_parts".into(),
+                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                outputs: vec![
+                    ("rz".into(), flat(rz)),
+                    ("uz".into(), flat(uz)),
+                    ("ux".into(), flat(ux)),
+                ],
+            });
+        }
         for (name, iq, iv) in &self.initials {
             fs.push(Function {
                 name: format!("initial_{name}"),
