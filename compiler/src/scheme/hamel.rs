@@ -16,7 +16,7 @@ use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
-use super::step::{Invariant, InvariantKind, Slot, StepSystem};
+use super::step::{symbols, Draft, StepSystem};
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -36,14 +36,6 @@ impl Kinematics {
             Kinematics::Averaged => "averaged",
         }
     }
-}
-
-fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
-    (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
-}
-
-fn slots(syms: &[Id], names: impl Iterator<Item = String>) -> Vec<Slot> {
-    syms.iter().zip(names).map(|(&sym, name)| Slot { name, sym }).collect()
 }
 
 /// Splits velocity constraints into eliminated components and general rows.
@@ -290,100 +282,16 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     init_warm.extend(kept.iter().map(|&a| v[a]));
     init_warm.extend(std::iter::repeat_n(zero, nc));
 
-    let mut invariants = vec![Invariant {
-        name: "energy".into(),
-        kind: InvariantKind::Energy,
-        expr: mech.energy,
-    }];
-    invariants.extend(model.invariants.iter().map(|i| Invariant {
-        name: i.name.clone(),
-        kind: InvariantKind::Monitored,
-        expr: i.expr,
-    }));
-    invariants.extend(
-        model
-            .velocity_constraints
-            .iter()
-            .chain(&model.holonomic)
-            .map(|c| Invariant {
-                name: c.name.clone(),
-                kind: InvariantKind::Constraint,
-                expr: c.expr,
-            }),
-    );
-
     let qn = |i: usize| model.coords[i].name.clone();
     let vn = |a: usize| model.vels[a].name.clone();
-    let state_names: Vec<String> = (0..n)
-        .map(qn)
-        .chain(kept.iter().map(|&a| match kin {
-            Kinematics::Midpoint => format!("pi({})", vn(a)),
-            Kinematics::Averaged => vn(a),
-        }))
-        .collect();
-    let unknown_names: Vec<String> = (0..n)
+    let state_names = (0..n).map(qn).chain(kept.iter().map(|&a| match kin {
+        Kinematics::Midpoint => format!("pi({})", vn(a)),
+        Kinematics::Averaged => vn(a),
+    }));
+    let unknown_names = (0..n)
         .map(|i| format!("{}+", qn(i)))
         .chain(kept.iter().map(|&a| format!("{}+", vn(a))))
-        .chain((0..nc).map(|j| format!("nu{j}")))
-        .collect();
-
-    let mut sys = StepSystem {
-        model: model.name.clone(),
-        scheme: format!("hamel({})", kin.name()),
-        params: model
-            .params
-            .iter()
-            .map(|p| {
-                (
-                    Slot {
-                        name: p.name.clone(),
-                        sym: p.sym,
-                    },
-                    p.default,
-                )
-            })
-            .collect(),
-        h,
-        state: slots(&z, state_names.into_iter()),
-        unknowns: slots(&x, unknown_names.into_iter()),
-        previous: w,
-        residual,
-        jacobian: vec![],
-        sensitivity: None,
-        update,
-        predictor,
-        phys_q: model
-            .coords
-            .iter()
-            .map(|s| Slot {
-                name: s.name.clone(),
-                sym: s.sym,
-            })
-            .collect(),
-        phys_v: model
-            .vels
-            .iter()
-            .map(|s| Slot {
-                name: s.name.clone(),
-                sym: s.sym,
-            })
-            .collect(),
-        init_state,
-        init_warm,
-        obs_matrix,
-        obs_rhs,
-        obs_solution,
-        obs_q: q0.to_vec(),
-        obs_v,
-        invariants,
-        initials: model
-            .initials
-            .iter()
-            .map(|i| (i.name.clone(), i.q.clone(), i.v.clone()))
-            .collect(),
-        graph: Graph::new(),
-    };
-    sys.graph = g;
+        .chain((0..nc).map(|j| format!("nu{j}")));
     // q_{k+1} becomes the state's q in both kinematics, and ξ_{k,k+1} the
     // state's ξ in the averaged one; multipliers have no state counterpart.
     let base: Vec<Option<usize>> = (0..n + nk + nc)
@@ -393,7 +301,25 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             _ => None,
         })
         .collect();
-    Ok(sys.into_increment_form(&base))
+    let draft = Draft {
+        scheme: format!("hamel({})", kin.name()),
+        h,
+        state: z.iter().copied().zip(state_names).collect(),
+        unknowns: x.iter().copied().zip(unknown_names).collect(),
+        previous: w,
+        residual,
+        next: update,
+        predictor,
+        init_state,
+        init_warm,
+        obs_matrix,
+        obs_rhs,
+        obs_solution,
+        obs_q: q0.to_vec(),
+        obs_v,
+        base,
+    };
+    Ok(draft.assemble(&model, g, mech.energy))
 }
 
 /// `a − b₀ − b₁ − …`

@@ -1,10 +1,13 @@
 //! Schemes: each turns a [`Model`](crate::model::Model) into a
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
+pub mod constrained;
 pub mod frame;
 pub mod hamel;
 pub mod mechanics;
+pub mod rattle;
 pub mod step;
+pub mod stormer_verlet;
 
 pub use frame::{Frame, FrameKind};
 pub use hamel::Kinematics;
@@ -29,6 +32,10 @@ impl std::error::Error for SchemeError {}
 pub enum Scheme {
     /// discrete Hamel integrator (theory §2) with the given kinematics
     Hamel(Kinematics),
+    /// generalized Störmer–Verlet (theory §3), index-reduced with holonomic constraints
+    StormerVerlet,
+    /// RATTLE (theory §4)
+    Rattle,
 }
 
 impl Scheme {
@@ -45,7 +52,14 @@ impl Scheme {
                     )))
                 }
             })),
-            other => Err(SchemeError(format!("unknown scheme `{other}` (available: hamel)"))),
+            "stormer_verlet" | "rattle" if kinematics.is_some() => Err(SchemeError(format!(
+                "`kinematics` applies to the hamel scheme only, not to `{scheme}`"
+            ))),
+            "stormer_verlet" => Ok(Scheme::StormerVerlet),
+            "rattle" => Ok(Scheme::Rattle),
+            other => Err(SchemeError(format!(
+                "unknown scheme `{other}` (available: hamel, stormer_verlet, rattle)"
+            ))),
         }
     }
 
@@ -53,6 +67,8 @@ impl Scheme {
     pub fn derive(self, model: &Model) -> Result<StepSystem, SchemeError> {
         match self {
             Scheme::Hamel(k) => hamel::derive(model, k),
+            Scheme::StormerVerlet => stormer_verlet::derive(model),
+            Scheme::Rattle => rattle::derive(model),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! `q_{k+1} − q_k` cancel symbolically instead of in floating point, and the
 //! runtime can add increments to the state with compensated summation.
 
+use crate::model::Model;
 use crate::sym::{jacobian, Function, Graph, Id};
 
 /// What an invariant measures: how tools report its error.
@@ -253,4 +254,145 @@ impl StepSystem {
         }
         fs
     }
+}
+
+/// The scheme-specific part of a step system, in absolute unknowns; see
+/// [`Draft::assemble`]. Symbols are created by the scheme in the model's graph.
+pub struct Draft {
+    /// scheme label
+    pub scheme: String,
+    /// step size symbol
+    pub h: Id,
+    /// state symbols and names
+    pub state: Vec<(Id, String)>,
+    /// unknown symbols and names
+    pub unknowns: Vec<(Id, String)>,
+    /// previous-solution symbols (one per unknown)
+    pub previous: Vec<Id>,
+    /// residual
+    pub residual: Vec<Id>,
+    /// `z'` (absolute)
+    pub next: Vec<Id>,
+    /// predictor (absolute unknowns)
+    pub predictor: Vec<Id>,
+    /// `z(q, ξ)`
+    pub init_state: Vec<Id>,
+    /// `x(q, ξ)`
+    pub init_warm: Vec<Id>,
+    /// observation matrix `K(z)` (empty: none)
+    pub obs_matrix: Vec<Vec<Id>>,
+    /// observation right-hand side
+    pub obs_rhs: Vec<Id>,
+    /// observation solution symbols
+    pub obs_solution: Vec<Id>,
+    /// `q(z)`
+    pub obs_q: Vec<Id>,
+    /// `ξ(z, y)`
+    pub obs_v: Vec<Id>,
+    /// unknown `i` becomes state component `base[i]` (see [`StepSystem::into_increment_form`])
+    pub base: Vec<Option<usize>>,
+}
+
+impl Draft {
+    /// Completes the step system: parameters, physical symbols, invariants
+    /// (energy first, then the model's, then constraint residuals), initial
+    /// states, Jacobians, increment form.
+    pub fn assemble(self, model: &Model, graph: Graph, energy: Id) -> StepSystem {
+        let slot = |(sym, name): (Id, String)| Slot { name, sym };
+        let mut invariants = vec![Invariant {
+            name: "energy".into(),
+            kind: InvariantKind::Energy,
+            expr: energy,
+        }];
+        invariants.extend(model.invariants.iter().map(|i| Invariant {
+            name: i.name.clone(),
+            kind: InvariantKind::Monitored,
+            expr: i.expr,
+        }));
+        invariants.extend(
+            model
+                .velocity_constraints
+                .iter()
+                .chain(&model.holonomic)
+                .map(|c| Invariant {
+                    name: c.name.clone(),
+                    kind: InvariantKind::Constraint,
+                    expr: c.expr,
+                }),
+        );
+        let sys = StepSystem {
+            model: model.name.clone(),
+            scheme: self.scheme,
+            graph,
+            params: model
+                .params
+                .iter()
+                .map(|p| {
+                    (
+                        Slot {
+                            name: p.name.clone(),
+                            sym: p.sym,
+                        },
+                        p.default,
+                    )
+                })
+                .collect(),
+            h: self.h,
+            state: self.state.into_iter().map(slot).collect(),
+            unknowns: self.unknowns.into_iter().map(slot).collect(),
+            previous: self.previous,
+            residual: self.residual,
+            jacobian: vec![],
+            update: self.next,
+            predictor: self.predictor,
+            sensitivity: None,
+            phys_q: model
+                .coords
+                .iter()
+                .map(|s| Slot {
+                    name: s.name.clone(),
+                    sym: s.sym,
+                })
+                .collect(),
+            phys_v: model
+                .vels
+                .iter()
+                .map(|s| Slot {
+                    name: s.name.clone(),
+                    sym: s.sym,
+                })
+                .collect(),
+            init_state: self.init_state,
+            init_warm: self.init_warm,
+            obs_matrix: self.obs_matrix,
+            obs_rhs: self.obs_rhs,
+            obs_solution: self.obs_solution,
+            obs_q: self.obs_q,
+            obs_v: self.obs_v,
+            invariants,
+            initials: model
+                .initials
+                .iter()
+                .map(|i| (i.name.clone(), i.q.clone(), i.v.clone()))
+                .collect(),
+        };
+        sys.into_increment_form(&self.base)
+    }
+}
+
+/// Fresh symbols `prefix0`, `prefix1`, … (scheme-internal names start with `__`,
+/// which model files cannot use).
+pub(crate) fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
+    (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
+}
+
+/// Evaluates model expressions at other arguments: `q → qs`, `v → vs`.
+pub(crate) fn at(g: &mut Graph, exprs: &[Id], q: &[Id], qs: &[Id], v: &[Id], vs: &[Id]) -> Vec<Id> {
+    let map: std::collections::HashMap<Id, Id> = q
+        .iter()
+        .copied()
+        .zip(qs.iter().copied())
+        .chain(v.iter().copied().zip(vs.iter().copied()))
+        .collect();
+    g.substitute_all(exprs, &map)
 }

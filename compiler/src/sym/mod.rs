@@ -7,6 +7,7 @@ pub mod function;
 pub mod graph;
 pub mod linsolve;
 pub mod tape;
+pub mod vector;
 
 pub use diff::{gradient, jacobian, Differentiator};
 pub use function::Function;

@@ -1,0 +1,98 @@
+//! What the constrained schemes (Störmer–Verlet with index reduction, RATTLE,
+//! energy–momentum) need of a model: generalized coordinates, a constant mass
+//! matrix, a potential and holonomic constraints with their derivatives.
+
+use crate::model::Model;
+use crate::sym::{gradient, jacobian, linsolve, Id};
+
+use super::SchemeError;
+
+/// `L = ½ q̇ᵀ M q̇ − V(q)` with constant `M`, and constraints `g(q) = 0`.
+pub struct ConstantMass {
+    /// `M⁻¹` (expressions of parameters)
+    pub m_inv: Vec<Vec<Id>>,
+    /// `M`
+    pub m: Vec<Vec<Id>>,
+    /// `∇V(q)`
+    pub grad_v: Vec<Id>,
+    /// `g(q)`
+    pub g: Vec<Id>,
+    /// `G(q) = ∂g/∂q`, one row per constraint
+    pub gq: Vec<Vec<Id>>,
+    /// Hessians `∇²g_i(q)`
+    pub hess_g: Vec<Vec<Vec<Id>>>,
+}
+
+/// Checks the model's form for scheme `name` and extracts its parts.
+pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<ConstantMass, SchemeError> {
+    let file = model.file.clone();
+    if model.frame.is_some() {
+        return Err(SchemeError(format!(
+            "{name} needs a model in generalized coordinates (no `frame` block); {file} defines a Hamel frame"
+        )));
+    }
+    if !model.velocity_constraints.is_empty() {
+        return Err(SchemeError(format!(
+            "{name} does not handle velocity constraints; {file} has some"
+        )));
+    }
+    if need_constraints && model.holonomic.is_empty() {
+        return Err(SchemeError(format!(
+            "{name} needs holonomic constraints (`holonomic g(q) = 0`); {file} has none"
+        )));
+    }
+    let q = model.q_syms();
+    let v = model.v_syms();
+    let l = model.lagrangian;
+    let g = &mut model.graph;
+    let p = gradient(g, l, &v);
+    let m = jacobian(g, &p, &v);
+    let moving: Vec<Id> = q.iter().chain(&v).copied().collect();
+    for (i, row) in m.iter().enumerate() {
+        for (j, &e) in row.iter().enumerate() {
+            if g.depends_on(e, &moving) {
+                let dep = if g.depends_on(e, &v) {
+                    "the velocities"
+                } else {
+                    "the coordinates"
+                };
+                return Err(SchemeError(format!(
+                    "{name} needs a constant mass matrix; the mass matrix of {file} depends on {dep} (entry [{i}][{j}] = {})",
+                    g.display(e)
+                )));
+            }
+        }
+    }
+    let zero = g.constant(0.0);
+    let zeros = vec![zero; v.len()];
+    let map: std::collections::HashMap<Id, Id> = v.iter().copied().zip(zeros.iter().copied()).collect();
+    for &pa in &p {
+        let b = g.substitute(pa, &map);
+        if !g.is_const(b, 0.0) {
+            return Err(SchemeError(format!(
+                "{name} needs L = ½ q̇ᵀ M q̇ − V(q); the Lagrangian of {file} has terms linear in the velocities"
+            )));
+        }
+    }
+    let l0 = g.substitute(l, &map);
+    let pot = g.neg(l0);
+    let grad_v = gradient(g, pot, &q);
+    let one = g.constant(1.0);
+    let n = q.len();
+    let eye: Vec<Vec<Id>> = (0..n)
+        .map(|i| (0..n).map(|j| if i == j { one } else { zero }).collect())
+        .collect();
+    let m_inv = linsolve::solve(g, &m, &eye)
+        .ok_or_else(|| SchemeError(format!("{name}: the mass matrix of {file} is singular")))?;
+    let gs: Vec<Id> = model.holonomic.iter().map(|c| c.expr).collect();
+    let gq = jacobian(g, &gs, &q);
+    let hess_g = gq.iter().map(|row| jacobian(g, row, &q)).collect();
+    Ok(ConstantMass {
+        m_inv,
+        m,
+        grad_v,
+        g: gs,
+        gq,
+        hess_g,
+    })
+}

@@ -1,0 +1,82 @@
+//! RATTLE (theory §4, HLW VII (1.26)) for models with holonomic constraints and
+//! a constant mass matrix. The positions and momenta are explicit in the
+//! multipliers, so Newton runs on `(λ, μ)` only: `g(q_{n+1}(λ)) = 0` with the
+//! analytic Jacobian, and the linear velocity condition for `μ`.
+
+use crate::model::Model;
+use crate::sym::vector::{axpy, matvec, matvec_t};
+use crate::sym::{Graph, Id};
+
+use super::constrained::analyse;
+use super::mechanics::Mechanics;
+use super::step::{at, symbols, Draft, StepSystem};
+use super::{Frame, SchemeError};
+
+/// Derives RATTLE for `model`.
+pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
+    let mut model = model.clone();
+    let cm = analyse(&mut model, "rattle", true)?;
+    let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+    let mech = Mechanics::of(&mut model, &frame);
+    let mut g = std::mem::take(&mut model.graph);
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let (n, c) = (q.len(), cm.g.len());
+    let h = g.symbol("__h");
+    let mhh = g.scale(-0.5, h);
+    let z = symbols(&mut g, "__z", 2 * n);
+    let x = symbols(&mut g, "__x", 2 * c);
+    let w = symbols(&mut g, "__w", 2 * c);
+    let (q0, p0) = z.split_at(n);
+    let (lam, mu) = x.split_at(c);
+    // ∇V(q) + G(q)ᵀ λ
+    let force = |g: &mut Graph, qs: &[Id], l: &[Id]| -> Vec<Id> {
+        let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+        let gl = matvec_t(g, &gq, l);
+        grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
+    };
+    let f0 = force(&mut g, q0, lam);
+    let ph = axpy(&mut g, p0, mhh, &f0);
+    let vh = matvec(&mut g, &cm.m_inv, &ph);
+    let q1 = axpy(&mut g, q0, h, &vh);
+    let f1 = force(&mut g, &q1, mu);
+    let p1 = axpy(&mut g, &ph, mhh, &f1);
+    let mut residual = at(&mut g, &cm.g, &q, &q1, &v, &v);
+    let gq1: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &q1, &v, &v)).collect();
+    let v1 = matvec(&mut g, &cm.m_inv, &p1);
+    residual.extend(matvec(&mut g, &gq1, &v1));
+    let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
+    let zero = g.constant(0.0);
+    let mv = matvec(&mut g, &cm.m, &v);
+    let init_state: Vec<Id> = q.iter().copied().chain(mv).collect();
+    let obs_v = matvec(&mut g, &cm.m_inv, p0);
+    let state_names: Vec<String> = model
+        .coords
+        .iter()
+        .map(|c| c.name.clone())
+        .chain(model.coords.iter().map(|c| format!("p({})", c.name)))
+        .collect();
+    let unknown_names: Vec<String> = (0..c)
+        .map(|i| format!("lambda{i}"))
+        .chain((0..c).map(|i| format!("mu{i}")))
+        .collect();
+    let draft = Draft {
+        scheme: "rattle".into(),
+        h,
+        state: z.iter().copied().zip(state_names).collect(),
+        unknowns: x.iter().copied().zip(unknown_names).collect(),
+        previous: w.clone(),
+        residual,
+        next,
+        predictor: w,
+        init_state,
+        init_warm: vec![zero; 2 * c],
+        obs_matrix: vec![],
+        obs_rhs: vec![],
+        obs_solution: vec![],
+        obs_q: q0.to_vec(),
+        obs_v,
+        base: vec![None; 2 * c],
+    };
+    Ok(draft.assemble(&model, g, mech.energy))
+}

@@ -1,0 +1,251 @@
+//! Generalized Störmer–Verlet (theory §3, HLW VI (3.4)) for models in
+//! generalized coordinates, and its index-reduced form for models with
+//! holonomic constraints and a constant mass matrix (ZLB12 §5).
+//!
+//! The general form needs `v(q, p)`, the inverse of the Legendre map. Rather
+//! than inverting it symbolically, the stage velocities are extra unknowns with
+//! the equations `∂L/∂q̇(q, v) = p`: a generated linear (for quadratic `L`)
+//! solve inside the same Newton iteration, valid for any regular Lagrangian.
+
+use crate::model::Model;
+use crate::sym::vector::{axpy, dot, matmul, matvec, matvec_t, transpose};
+use crate::sym::{gradient, jacobian, Graph, Id};
+
+use super::constrained::{analyse, ConstantMass};
+use super::mechanics::Mechanics;
+use super::step::{at, symbols, Draft, StepSystem};
+use super::{Frame, SchemeError};
+
+/// Derives Störmer–Verlet for `model`: the index-reduced form if it has
+/// holonomic constraints, the general form otherwise.
+pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
+    let mut model = model.clone();
+    if model.frame.is_some() {
+        return Err(SchemeError(format!(
+            "stormer_verlet needs a model in generalized coordinates (no `frame` block); {} defines a Hamel frame",
+            model.file
+        )));
+    }
+    if !model.velocity_constraints.is_empty() {
+        return Err(SchemeError(format!(
+            "stormer_verlet does not handle velocity constraints; {} has some",
+            model.file
+        )));
+    }
+    let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+    let mech = Mechanics::of(&mut model, &frame);
+    if model.holonomic.is_empty() {
+        Ok(general(model, mech))
+    } else {
+        let cm = analyse(&mut model, "stormer_verlet (index-reduced)", true)?;
+        Ok(index_reduced(model, mech, cm))
+    }
+}
+
+fn half_h(g: &mut Graph, h: Id) -> Id {
+    let half = g.constant(0.5);
+    g.mul2(half, h)
+}
+
+/// Observation for `L` quadratic in q̇: `M(q) v = p − b(q)`.
+fn legendre_observation(
+    g: &mut Graph,
+    model: &Model,
+    mech: &Mechanics,
+    zq: &[Id],
+    zp: &[Id],
+) -> (Vec<Vec<Id>>, Vec<Id>) {
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let m = jacobian(g, &mech.p, &v);
+    let zero = g.constant(0.0);
+    let zeros = vec![zero; v.len()];
+    let mq = m.iter().map(|row| at(g, row, &q, zq, &v, &zeros)).collect();
+    let b = at(g, &mech.p, &q, zq, &v, &zeros);
+    let rhs = zp.iter().zip(&b).map(|(&p, &b)| g.sub(p, b)).collect();
+    (mq, rhs)
+}
+
+fn general(model: Model, mech: Mechanics) -> StepSystem {
+    let mut model = model;
+    let mut g = std::mem::take(&mut model.graph);
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let n = q.len();
+    let h = g.symbol("__h");
+    let hh = half_h(&mut g, h);
+    let z = symbols(&mut g, "__z", 2 * n);
+    let x = symbols(&mut g, "__x", 4 * n);
+    let w = symbols(&mut g, "__w", 4 * n);
+    let (q0, p0) = z.split_at(n);
+    let (ph, rest) = x.split_at(n);
+    let (va, rest) = rest.split_at(n);
+    let (q1, vb) = rest.split_at(n);
+    let wvb = &w[3 * n..];
+    let l = model.lagrangian;
+    let dldq = gradient(&mut g, l, &q);
+    let dlq_a = at(&mut g, &dldq, &q, q0, &v, va);
+    let dlq_b = at(&mut g, &dldq, &q, q1, &v, vb);
+    let p_a = at(&mut g, &mech.p, &q, q0, &v, va);
+    let p_b = at(&mut g, &mech.p, &q, q1, &v, vb);
+    let mut residual = Vec::with_capacity(4 * n);
+    // p½ = p_n + (h/2) ∂L/∂q(q_n, v_a)
+    let r1 = axpy(&mut g, p0, hh, &dlq_a);
+    residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
+    // ∂L/∂q̇(q_n, v_a) = p½
+    residual.extend(p_a.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
+    // q_{n+1} = q_n + (h/2)(v_a + v_b)
+    let vs: Vec<Id> = va.iter().zip(vb).map(|(&a, &b)| g.add2(a, b)).collect();
+    let r3 = axpy(&mut g, q0, hh, &vs);
+    residual.extend(q1.iter().zip(&r3).map(|(&a, &b)| g.sub(a, b)));
+    // ∂L/∂q̇(q_{n+1}, v_b) = p½
+    residual.extend(p_b.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
+    let p1 = axpy(&mut g, ph, hh, &dlq_b);
+    let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
+    let predictor: Vec<Id> = p0
+        .iter()
+        .copied()
+        .chain(wvb.iter().copied())
+        .chain(axpy(&mut g, q0, h, wvb))
+        .chain(wvb.iter().copied())
+        .collect();
+    let p_init = mech.p.clone();
+    let init_state: Vec<Id> = q.iter().copied().chain(p_init.iter().copied()).collect();
+    let init_warm: Vec<Id> = p_init.iter().chain(&v).chain(&q).chain(&v).copied().collect();
+    let (obs_matrix, obs_rhs) = legendre_observation(&mut g, &model, &mech, q0, p0);
+    let y = symbols(&mut g, "__y", n);
+    let names = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
+    let state_names: Vec<String> = names(&|c| c.to_string())
+        .into_iter()
+        .chain(names(&|c| format!("p({c})")))
+        .collect();
+    let unknown_names: Vec<String> = names(&|c| format!("p½({c})"))
+        .into_iter()
+        .chain(names(&|c| format!("{c}'(a)")))
+        .chain(names(&|c| format!("{c}+")))
+        .chain(names(&|c| format!("{c}'(b)")))
+        .collect();
+    let base = (0..4 * n)
+        .map(|i| (2 * n..3 * n).contains(&i).then(|| i - 2 * n))
+        .collect();
+    let draft = Draft {
+        scheme: "stormer_verlet".into(),
+        h,
+        state: z.iter().copied().zip(state_names).collect(),
+        unknowns: x.iter().copied().zip(unknown_names).collect(),
+        previous: w,
+        residual,
+        next,
+        predictor,
+        init_state,
+        init_warm,
+        obs_matrix,
+        obs_rhs,
+        obs_solution: y.clone(),
+        obs_q: q0.to_vec(),
+        obs_v: y,
+        base,
+    };
+    draft.assemble(&model, g, mech.energy)
+}
+
+/// `(G M⁻¹ Gᵀ) λ + G M⁻¹ ∇V − ∂²g(v, v)` at `qs` (zero for the hidden multiplier).
+fn hidden_multiplier_residual(
+    g: &mut Graph,
+    model: &Model,
+    cm: &ConstantMass,
+    qs: &[Id],
+    vel: &[Id],
+    lam: &[Id],
+) -> Vec<Id> {
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+    let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+    let gm = matmul(g, &gq, &cm.m_inv);
+    let gmgt = matmul(g, &gm, &transpose(&gq));
+    let a = matvec(g, &gmgt, lam);
+    let b = matvec(g, &gm, &grad_v);
+    (0..cm.g.len())
+        .map(|i| {
+            let hess: Vec<Vec<Id>> = cm.hess_g[i].iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+            let hv = matvec(g, &hess, vel);
+            let curv = dot(g, vel, &hv);
+            let s = g.add2(a[i], b[i]);
+            g.sub(s, curv)
+        })
+        .collect()
+}
+
+fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem {
+    let mut model = model;
+    let mut g = std::mem::take(&mut model.graph);
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let (n, c) = (q.len(), cm.g.len());
+    let h = g.symbol("__h");
+    let hh = half_h(&mut g, h);
+    let z = symbols(&mut g, "__z", 2 * n);
+    let x = symbols(&mut g, "__x", n + 2 * c);
+    let w = symbols(&mut g, "__w", n + 2 * c);
+    let (q0, p0) = z.split_at(n);
+    let (ph, rest) = x.split_at(n);
+    let (la, lb) = rest.split_at(c);
+    let vh = matvec(&mut g, &cm.m_inv, ph);
+    let q1 = axpy(&mut g, q0, h, &vh);
+    // f_p(q, λ) = −∇V(q) − G(q)ᵀ λ
+    let fp = |g: &mut Graph, qs: &[Id], lam: &[Id]| -> Vec<Id> {
+        let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+        let gl = matvec_t(g, &gq, lam);
+        grad_v
+            .iter()
+            .zip(&gl)
+            .map(|(&a, &b)| {
+                let s = g.add2(a, b);
+                g.neg(s)
+            })
+            .collect()
+    };
+    let fa = fp(&mut g, q0, la);
+    let fb = fp(&mut g, &q1, lb);
+    let mut residual = Vec::with_capacity(n + 2 * c);
+    let r1 = axpy(&mut g, p0, hh, &fa);
+    residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
+    residual.extend(hidden_multiplier_residual(&mut g, &model, &cm, q0, &vh, la));
+    residual.extend(hidden_multiplier_residual(&mut g, &model, &cm, &q1, &vh, lb));
+    let p1 = axpy(&mut g, ph, hh, &fb);
+    let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
+    let wlb = &w[n + c..];
+    let predictor: Vec<Id> = p0.iter().chain(wlb).chain(wlb).copied().collect();
+    let mv = matvec(&mut g, &cm.m, &v);
+    let zero = g.constant(0.0);
+    let init_state: Vec<Id> = q.iter().copied().chain(mv.iter().copied()).collect();
+    let init_warm: Vec<Id> = mv.iter().copied().chain(std::iter::repeat_n(zero, 2 * c)).collect();
+    let obs_v = matvec(&mut g, &cm.m_inv, p0);
+    let names = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
+    let state_names: Vec<String> = names(&|c| c.to_string())
+        .into_iter()
+        .chain(names(&|c| format!("p({c})")))
+        .collect();
+    let unknown_names: Vec<String> = names(&|c| format!("p½({c})"))
+        .into_iter()
+        .chain((0..c).map(|i| format!("lambda{i}(n)")))
+        .chain((0..c).map(|i| format!("lambda{i}(n+1)")))
+        .collect();
+    let draft = Draft {
+        scheme: "stormer_verlet(index-reduced)".into(),
+        h,
+        state: z.iter().copied().zip(state_names).collect(),
+        unknowns: x.iter().copied().zip(unknown_names).collect(),
+        previous: w,
+        residual,
+        next,
+        predictor,
+        init_state,
+        init_warm,
+        obs_matrix: vec![],
+        obs_rhs: vec![],
+        obs_solution: vec![],
+        obs_q: q0.to_vec(),
+        obs_v,
+        base: vec![None; n + 2 * c],
+    };
+    draft.assemble(&model, g, mech.energy)
+}
