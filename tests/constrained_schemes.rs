@@ -132,3 +132,41 @@ fn stormer_verlet_in_angles_has_bounded_energy_error() {
     println!("stormer_verlet (angles) energy errors {errs:?}, ratio {ratio:.3}");
     assert!((3.5..=4.5).contains(&ratio));
 }
+
+/// Largest energy error in the first and in the last tenth of a run.
+fn early_and_late_energy_error<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
+    sys: &S,
+    start: State<NZ, NX>,
+    h: f64,
+    steps: u64,
+) -> (f64, f64) {
+    let mut s = start;
+    let e0 = {
+        let mut v = [0.0; 8];
+        sys.invariants_into(&s.z, &mut v).unwrap();
+        v[0]
+    };
+    let (mut early, mut late) = (0.0f64, 0.0f64);
+    let mut v = [0.0; 8];
+    simulate(sys, &mut s, h, steps, |st| {
+        sys.invariants_into(&st.z, &mut v).unwrap();
+        let e = ((v[0] - e0) / e0).abs();
+        if st.step <= steps / 10 {
+            early = early.max(e);
+        } else if st.step >= steps - steps / 10 {
+            late = late.max(e);
+        }
+    })
+    .unwrap();
+    (early, late)
+}
+
+#[test]
+fn no_secular_energy_drift_over_100k_steps() {
+    let sa = SvAngles::with_defaults();
+    let sc = SvCartesian::with_defaults();
+    let (ea, la) = early_and_late_energy_error(&sa, sa.initial("swing").unwrap(), 0.05, 100_000);
+    let (ec, lc) = early_and_late_energy_error(&sc, sc.initial("published").unwrap(), 0.2, 100_000);
+    println!("energy error, first vs last 10^4 of 10^5 steps: angles {ea:.3e} / {la:.3e}; cartesian {ec:.3e} / {lc:.3e}");
+    assert!(la < 1.2 * ea && lc < 1.2 * ec, "bounded, oscillating: no growth");
+}
