@@ -57,7 +57,10 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     let mut s = start;
     let run = simulate(sys, &mut s, H, STEPS, |_| {})?;
     let m = &run.monitor;
-    let get = |n: &str| m.get(n).unwrap_or_else(|| panic!("{name}: model has no `{n}` invariant"));
+    let get = |n: &str| {
+        m.get(n)
+            .unwrap_or_else(|| panic!("{name}: model has no `{n}` invariant"))
+    };
     let len = get("length");
     let constraint = (len.max - length_scale).abs().max((len.min - length_scale).abs()) / length_scale;
     let mut best = f64::INFINITY;
@@ -83,7 +86,11 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (hm, sv, ra) = (Hamel::with_defaults(), StormerVerlet::with_defaults(), Rattle::with_defaults());
+    let (hm, sv, ra) = (
+        Hamel::with_defaults(),
+        StormerVerlet::with_defaults(),
+        Rattle::with_defaults(),
+    );
     let rows = [
         measure("hamel", &hm, hm.initial("published")?, 1.0)?,
         measure("stormer_verlet", &sv, sv.initial("published")?, sv.r)?,

@@ -167,6 +167,8 @@ fn no_secular_energy_drift_over_100k_steps() {
     let sc = SvCartesian::with_defaults();
     let (ea, la) = early_and_late_energy_error(&sa, sa.initial("swing").unwrap(), 0.05, 100_000);
     let (ec, lc) = early_and_late_energy_error(&sc, sc.initial("published").unwrap(), 0.2, 100_000);
-    println!("energy error, first vs last 10^4 of 10^5 steps: angles {ea:.3e} / {la:.3e}; cartesian {ec:.3e} / {lc:.3e}");
+    println!(
+        "energy error, first vs last 10^4 of 10^5 steps: angles {ea:.3e} / {la:.3e}; cartesian {ec:.3e} / {lc:.3e}"
+    );
     assert!(la < 1.2 * ea && lc < 1.2 * ec, "bounded, oscillating: no growth");
 }

@@ -112,6 +112,8 @@ fn stormer_verlet_and_rattle_sensitivities_match_finite_differences() {
     let er = check(&r, r.initial("published").unwrap(), 0.2);
     let es = check(&s, s.initial("published").unwrap(), 0.2);
     let ea = check(&a, a.initial("swing").unwrap(), 0.1);
-    println!("sensitivity vs FD: rattle {er:.2e}, stormer_verlet (index-reduced) {es:.2e}, stormer_verlet (angles) {ea:.2e}");
+    println!(
+        "sensitivity vs FD: rattle {er:.2e}, stormer_verlet (index-reduced) {es:.2e}, stormer_verlet (angles) {ea:.2e}"
+    );
     assert!(er < 1e-6 && es < 1e-6 && ea < 1e-6);
 }

@@ -182,7 +182,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let sys = scheme.derive(&model).map_err(|e| {
         syn::Error::new(
             attr.scheme.as_ref().map_or(attr.model.span(), LitStr::span),
-            format!("{rel}: {e}"),
+            e.to_string(),
         )
     })?;
     let abs = path.canonicalize().unwrap_or(path).display().to_string();

@@ -1,0 +1,53 @@
+//! A scheme rejects a model it cannot handle, saying why.
+
+use hamel_compiler::scheme::Scheme;
+
+fn derive_err(scheme: &str, kin: Option<&str>, src: &str) -> String {
+    let model = hamel_compiler::load("models/x.hamel", src).unwrap();
+    Scheme::from_names(scheme, kin).unwrap().derive(&model).unwrap_err().0
+}
+
+const BODY: &str = "model s { parameters { m = 1 } coordinates { gamma: vec3 } velocities { xi: vec3 }
+    frame { gamma' = cross(gamma, xi) } lagrangian = 0.5 * m * dot(xi, xi) - gamma[2] }";
+const ANGLES_WITH_CONSTRAINT: &str = "model a { coordinates { th, ph } lagrangian = th'^2 + sin(th)^2 * ph'^2
+    holonomic th^2 + ph^2 = 1 }";
+const FREE: &str = "model f { coordinates { x: vec3 } lagrangian = 0.5 * dot(x', x') - x[2] }";
+const GYRO: &str =
+    "model y { coordinates { x: vec3 } lagrangian = 0.5 * dot(x', x') + x[0] * x'[1] holonomic norm2(x) = 1 }";
+
+#[test]
+fn rattle_and_stormer_verlet_need_generalized_coordinates() {
+    let e = derive_err("rattle", None, BODY);
+    assert!(
+        e.contains("rattle needs a model in generalized coordinates") && e.contains("models/x.hamel"),
+        "{e}"
+    );
+    let e = derive_err("stormer_verlet", None, BODY);
+    assert!(
+        e.contains("stormer_verlet needs a model in generalized coordinates"),
+        "{e}"
+    );
+}
+
+#[test]
+fn rattle_needs_constraints_and_a_constant_mass_matrix() {
+    let e = derive_err("rattle", None, FREE);
+    assert!(e.contains("needs holonomic constraints"), "{e}");
+    let e = derive_err("rattle", None, ANGLES_WITH_CONSTRAINT);
+    assert!(
+        e.contains("rattle needs a constant mass matrix; the mass matrix of models/x.hamel depends on the coordinates"),
+        "{e}"
+    );
+    let e = derive_err("rattle", None, GYRO);
+    assert!(e.contains("linear in the velocities"), "{e}");
+}
+
+#[test]
+fn unknown_names_are_listed() {
+    let e = Scheme::from_names("rk4", None).unwrap_err().0;
+    assert!(e.contains("available: hamel, stormer_verlet, rattle"), "{e}");
+    let e = Scheme::from_names("hamel", Some("leapfrog")).unwrap_err().0;
+    assert!(e.contains("`midpoint` or `averaged`"), "{e}");
+    let e = Scheme::from_names("rattle", Some("midpoint")).unwrap_err().0;
+    assert!(e.contains("hamel scheme only"), "{e}");
+}
