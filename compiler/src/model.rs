@@ -4,7 +4,7 @@
 //! becomes an expression in one [`Graph`]. Errors are collected, not stopped
 //! at: a user sees every unknown name of a file in one go.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::{Diagnostic, Diagnostics, Span};
 use crate::dsl::ast::*;
@@ -33,8 +33,10 @@ pub struct Group {
 /// A parameter with its default value.
 #[derive(Clone, Debug)]
 pub struct Param {
-    /// name (also the struct field name in the derive)
+    /// name as in the model file, e.g. `m` or `m[2]`
     pub name: String,
+    /// the struct field of the derive: the name, with `m[2]` written `m_2`
+    pub field: String,
     /// its symbol node
     pub sym: Id,
     /// value from the model file
@@ -92,6 +94,8 @@ pub struct Model {
     pub invariants: Vec<Labelled>,
     /// named initial states
     pub initials: Vec<InitialState>,
+    /// the sizes of indexed families in force (`size N = ...`, possibly overridden)
+    pub sizes: Vec<(String, i64)>,
 }
 
 impl Model {
@@ -125,6 +129,9 @@ enum Kind {
     Let,
 }
 
+/// Loop bodies repeat at most this many times (a guard against runaway sizes).
+const MAX_RANGE: i64 = 10_000;
+
 struct Lowerer<'a> {
     file: &'a str,
     src: &'a str,
@@ -132,12 +139,18 @@ struct Lowerer<'a> {
     scope: HashMap<String, (Val, Kind, Span)>,
     errors: Vec<Diagnostic>,
     identity_frame: bool,
+    /// sizes and loop variables in force
+    ienv: HashMap<String, i64>,
+    /// names declared as indexed families (`e[i]`)
+    families: HashSet<String>,
+    /// the sizes alone
+    sizes: HashMap<String, i64>,
 }
 
 type LResult<T> = Result<T, ()>;
 
 const FUNCTIONS: &[&str] = &[
-    "sin", "cos", "tan", "exp", "ln", "sqrt", "dot", "cross", "norm", "norm2",
+    "sin", "cos", "tan", "exp", "ln", "sqrt", "dot", "cross", "norm", "norm2", "sum",
 ];
 
 impl Lowerer<'_> {
@@ -145,26 +158,82 @@ impl Lowerer<'_> {
         self.errors.push(Diagnostic::new(self.file, self.src, span, msg));
     }
 
-    fn declare(&mut self, name: &Name, val: Val, kind: Kind) {
-        if FUNCTIONS.contains(&name.text.as_str()) {
+    /// Evaluates an integer expression (numbers, sizes, loop variables, `+ - *`).
+    fn eval_int(&mut self, e: &Expr) -> LResult<i64> {
+        let bad = |lw: &mut Self| {
+            lw.error(
+                e.span,
+                "expected an integer expression (whole numbers, sizes and loop variables with + - *)",
+            );
+            Err(())
+        };
+        match &e.kind {
+            ExprKind::Number(x) if x.fract() == 0.0 && x.abs() < 1e15 => Ok(*x as i64),
+            ExprKind::Name(n) => match self.ienv.get(n) {
+                Some(&v) => Ok(v),
+                None if self.scope.contains_key(n) => bad(self),
+                None => {
+                    self.error(e.span, format!("unknown size or loop variable `{n}`"));
+                    Err(())
+                }
+            },
+            ExprKind::Neg(a) => Ok(-self.eval_int(a)?),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
+                let (a, b) = (self.eval_int(a)?, self.eval_int(b)?);
+                Ok(match op {
+                    BinOp::Add => a + b,
+                    BinOp::Sub => a - b,
+                    _ => a * b,
+                })
+            }
+            _ => bad(self),
+        }
+    }
+
+    /// The full name of a declared or referenced name: `e[i]` with `i = 2` is `e[2]`.
+    fn resolve(&mut self, n: &Name) -> LResult<String> {
+        match &n.index {
+            None => Ok(n.text.clone()),
+            Some(ix) => {
+                let k = self.eval_int(ix)?;
+                let (base, prime) = match n.text.strip_suffix('\'') {
+                    Some(b) => (b, "'"),
+                    None => (n.text.as_str(), ""),
+                };
+                self.families.insert(base.to_string());
+                Ok(format!("{base}[{k}]{prime}"))
+            }
+        }
+    }
+
+    fn declare(&mut self, name: &str, span: Span, val: Val, kind: Kind) {
+        let base = name.split('[').next().unwrap_or(name);
+        if FUNCTIONS.contains(&base) {
             self.error(
-                name.span,
-                format!("`{}` is a built-in function and cannot be used as a name", name.text),
+                span,
+                format!("`{base}` is a built-in function and cannot be used as a name"),
             );
             return;
         }
-        if let Some((_, _, prev)) = self.scope.get(&name.text) {
+        if self.ienv.contains_key(base) {
+            self.error(
+                span,
+                format!("`{base}` is a size or loop variable and cannot be declared"),
+            );
+            return;
+        }
+        if let Some((_, _, prev)) = self.scope.get(name) {
             let prev = Diagnostic::new(self.file, self.src, *prev, "");
             self.error(
-                name.span,
+                span,
                 format!(
-                    "duplicate name `{}` (first declared at line {}, column {})",
-                    name.text, prev.line, prev.column
+                    "duplicate name `{name}` (first declared at line {}, column {})",
+                    prev.line, prev.column
                 ),
             );
             return;
         }
-        self.scope.insert(name.text.clone(), (val, kind, name.span));
+        self.scope.insert(name.to_string(), (val, kind, span));
     }
 
     fn scalar(&mut self, e: &Expr) -> LResult<Id> {
@@ -188,23 +257,32 @@ impl Lowerer<'_> {
     }
 
     fn lookup(&mut self, name: &str, span: Span) -> LResult<Val> {
-        match self.scope.get(name) {
-            Some((v, _, _)) => Ok(*v),
-            None => {
-                let hint = if name.ends_with('\'') {
-                    if self.identity_frame {
-                        format!("`{name}` is not the velocity of a declared coordinate")
-                    } else {
-                        "`q'` may only be used in models without a frame block; use the declared velocities".to_string()
-                    }
-                } else if FUNCTIONS.contains(&name) {
-                    format!("`{name}` is a function; call it as `{name}(...)`")
-                } else {
-                    format!("unknown name `{name}`")
-                };
-                self.error(span, hint);
-                Err(())
+        if let Some((v, _, _)) = self.scope.get(name) {
+            return Ok(*v);
+        }
+        if let Some(&k) = self.ienv.get(name) {
+            return Ok(Val::S(self.g.constant(k as f64)));
+        }
+        let hint = if name.ends_with('\'') {
+            if self.identity_frame {
+                format!("`{name}` is not the velocity of a declared coordinate")
+            } else {
+                "`q'` may only be used in models without a frame block; use the declared velocities".to_string()
             }
+        } else if FUNCTIONS.contains(&name) {
+            format!("`{name}` is a function; call it as `{name}(...)`")
+        } else {
+            format!("unknown name `{name}`")
+        };
+        self.error(span, hint);
+        Err(())
+    }
+
+    /// `n[k]` for a family `n`, as a full name.
+    fn family_member(&mut self, inner: &Expr, idx: &Expr) -> Option<LResult<String>> {
+        match &inner.kind {
+            ExprKind::Name(n) if self.families.contains(n) => Some(self.eval_int(idx).map(|k| format!("{n}[{k}]"))),
+            _ => None,
         }
     }
 
@@ -214,25 +292,46 @@ impl Lowerer<'_> {
             ExprKind::Name(n) => self.lookup(n, e.span),
             ExprKind::Prime(inner) => match &inner.kind {
                 ExprKind::Name(n) => self.lookup(&format!("{n}'"), e.span),
+                ExprKind::Index(base, idx) => match self.family_member(base, idx) {
+                    Some(name) => {
+                        let name = name?;
+                        self.lookup(&format!("{name}'"), e.span)
+                    }
+                    None => {
+                        self.error(
+                            e.span,
+                            "`'` applies to a coordinate's name only (write `x'[0]`, not `x[0]'`)",
+                        );
+                        Err(())
+                    }
+                },
                 _ => {
                     self.error(e.span, "`'` applies to a coordinate's name only");
                     Err(())
                 }
             },
-            ExprKind::Index(inner, i) => match self.expr(inner)? {
-                Val::V(v) if *i < 3 => Ok(Val::S(v[*i])),
-                Val::V(_) => {
-                    self.error(
-                        e.span,
-                        format!("index {i} out of range: a vec3 has components [0], [1], [2]"),
-                    );
-                    Err(())
+            ExprKind::Index(inner, idx) => {
+                if let Some(name) = self.family_member(inner, idx) {
+                    let name = name?;
+                    return self.lookup(&name, e.span);
                 }
-                Val::S(_) => {
-                    self.error(e.span, "only 3-vectors can be indexed");
-                    Err(())
+                let v = self.expr(inner)?;
+                let i = self.eval_int(idx)?;
+                match v {
+                    Val::V(v) if (0..3).contains(&i) => Ok(Val::S(v[i as usize])),
+                    Val::V(_) => {
+                        self.error(
+                            e.span,
+                            format!("index {i} out of range: a vec3 has components [0], [1], [2]"),
+                        );
+                        Err(())
+                    }
+                    Val::S(_) => {
+                        self.error(e.span, "only 3-vectors and indexed families can be indexed");
+                        Err(())
+                    }
                 }
-            },
+            }
             ExprKind::Neg(a) => Ok(match self.expr(a)? {
                 Val::S(s) => Val::S(self.g.neg(s)),
                 Val::V(v) => Val::V(v.map(|c| self.g.neg(c))),
@@ -255,6 +354,65 @@ impl Lowerer<'_> {
                 Ok(Val::V([c[0], c[1], c[2]]))
             }
             ExprKind::Call(f, args) => self.call(f, args, e.span),
+            ExprKind::Sum { var, from, to, body } => {
+                let (a, b) = (self.eval_int(from)?, self.eval_int(to)?);
+                if b - a >= MAX_RANGE {
+                    self.error(
+                        e.span,
+                        format!("sum over {} terms exceeds the limit of {MAX_RANGE}", b - a + 1),
+                    );
+                    return Err(());
+                }
+                let saved = self.ienv.insert(var.text.clone(), a);
+                let mut terms: Vec<Val> = Vec::new();
+                let mut ok = true;
+                for k in a..=b {
+                    self.ienv.insert(var.text.clone(), k);
+                    match self.expr(body) {
+                        Ok(v) => terms.push(v),
+                        Err(()) => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                match saved {
+                    Some(v) => self.ienv.insert(var.text.clone(), v),
+                    None => self.ienv.remove(&var.text),
+                };
+                if !ok {
+                    return Err(());
+                }
+                match terms.first() {
+                    None => Ok(Val::S(self.g.constant(0.0))),
+                    Some(Val::S(_)) => {
+                        let mut ids = Vec::with_capacity(terms.len());
+                        for t in terms {
+                            match t {
+                                Val::S(s) => ids.push(s),
+                                Val::V(_) => {
+                                    self.error(body.span, "the terms of a sum mix scalars and vectors");
+                                    return Err(());
+                                }
+                            }
+                        }
+                        Ok(Val::S(self.g.add(&ids)))
+                    }
+                    Some(Val::V(_)) => {
+                        let mut comps: [Vec<Id>; 3] = Default::default();
+                        for t in terms {
+                            match t {
+                                Val::V(v) => (0..3).for_each(|i| comps[i].push(v[i])),
+                                Val::S(_) => {
+                                    self.error(body.span, "the terms of a sum mix scalars and vectors");
+                                    return Err(());
+                                }
+                            }
+                        }
+                        Ok(Val::V([0, 1, 2].map(|i| self.g.add(&comps[i]))))
+                    }
+                }
+            }
         }
     }
 
@@ -271,13 +429,7 @@ impl Lowerer<'_> {
             (BinOp::Mul, Val::S(s), Val::V(v)) | (BinOp::Mul, Val::V(v), Val::S(s)) => Val::V(v.map(|c| g.mul2(s, c))),
             (BinOp::Div, Val::V(v), Val::S(s)) => Val::V(v.map(|c| g.div(c, s))),
             (op, a, b) => {
-                let kind = |v: Val| {
-                    if matches!(v, Val::S(_)) {
-                        "scalar"
-                    } else {
-                        "vec3"
-                    }
-                };
+                let kind = |v: Val| if matches!(v, Val::S(_)) { "scalar" } else { "vec3" };
                 let sym = match op {
                     BinOp::Add => "+",
                     BinOp::Sub => "-",
@@ -369,46 +521,128 @@ impl Lowerer<'_> {
     }
 }
 
+/// An item with the loop variables in force where it stands.
+struct Placed<'a> {
+    item: &'a Item,
+    span: Span,
+    env: Vec<(String, i64)>,
+}
+
+fn unroll<'a>(lw: &mut Lowerer, items: &'a [(Item, Span)], env: &[(String, i64)], out: &mut Vec<Placed<'a>>) {
+    for (item, span) in items {
+        match item {
+            Item::For {
+                var,
+                from,
+                to,
+                items: body,
+            } => {
+                set_env(lw, env);
+                let (Ok(a), Ok(b)) = (lw.eval_int(from), lw.eval_int(to)) else {
+                    continue;
+                };
+                if b - a >= MAX_RANGE {
+                    lw.error(
+                        *span,
+                        format!("loop over {} values exceeds the limit of {MAX_RANGE}", b - a + 1),
+                    );
+                    continue;
+                }
+                for k in a..=b {
+                    let mut inner = env.to_vec();
+                    inner.push((var.text.clone(), k));
+                    unroll(lw, body, &inner, out);
+                }
+            }
+            Item::Size(b) if !env.is_empty() => {
+                lw.error(
+                    b.name.span,
+                    "`size` must stand at the top level of a model, not inside `for`",
+                );
+            }
+            _ => out.push(Placed {
+                item,
+                span: *span,
+                env: env.to_vec(),
+            }),
+        }
+    }
+}
+
+/// Makes the loop variables `env` (on top of the sizes) the integer environment.
+fn set_env(lw: &mut Lowerer, env: &[(String, i64)]) {
+    lw.ienv = lw.sizes.clone();
+    for (k, v) in env {
+        lw.ienv.insert(k.clone(), *v);
+    }
+}
+
 fn declare_groups(lw: &mut Lowerer, decls: &[Decl], kind: Kind, out: &mut Vec<Scalar>, groups: &mut Vec<Group>) {
     for d in decls {
-        let offset = out.len();
-        let val = match d.ty {
-            Ty::Scalar => {
-                let s = lw.g.symbol(&d.name.text);
-                out.push(Scalar {
-                    name: d.name.text.clone(),
-                    sym: s,
-                });
-                Val::S(s)
-            }
-            Ty::Vec3 => {
-                let c = [0, 1, 2].map(|i| {
-                    let n = format!("{}[{i}]", d.name.text);
-                    let s = lw.g.symbol(&n);
-                    out.push(Scalar { name: n, sym: s });
-                    s
-                });
-                Val::V(c)
-            }
-        };
-        groups.push(Group {
-            name: d.name.text.clone(),
-            ty: d.ty,
-            offset,
-        });
-        lw.declare(&d.name, val, kind);
+        let Ok(name) = lw.resolve(&d.name) else { continue };
+        declare_group(lw, &name, d.name.span, d.ty, kind, out, groups);
     }
+}
+
+fn declare_group(
+    lw: &mut Lowerer,
+    name: &str,
+    span: Span,
+    ty: Ty,
+    kind: Kind,
+    out: &mut Vec<Scalar>,
+    groups: &mut Vec<Group>,
+) {
+    let offset = out.len();
+    let val = match ty {
+        Ty::Scalar => {
+            let s = lw.g.symbol(name);
+            out.push(Scalar {
+                name: name.to_string(),
+                sym: s,
+            });
+            Val::S(s)
+        }
+        Ty::Vec3 => {
+            let c = [0, 1, 2].map(|i| {
+                let n = format!("{name}[{i}]");
+                let s = lw.g.symbol(&n);
+                out.push(Scalar { name: n, sym: s });
+                s
+            });
+            Val::V(c)
+        }
+    };
+    groups.push(Group {
+        name: name.to_string(),
+        ty,
+        offset,
+    });
+    lw.declare(name, span, val, kind);
 }
 
 /// Parses and lowers a model file's text.
 pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
+    load_with_sizes(file, src, &[])
+}
+
+/// [`load`] with sizes of indexed families overridden (e.g. `N = 8` from a derive).
+pub fn load_with_sizes(file: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, Diagnostics> {
     let ast = crate::dsl::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
-    lower(file, src, &ast)
+    lower(file, src, &ast, sizes)
+}
+
+/// The struct field that holds parameter `name` (`m[2]` → `m_2`).
+fn field_name(name: &str) -> String {
+    name.replace("][", "_").replace('[', "_").replace(']', "")
 }
 
 /// Lowers a parsed model, collecting every error it finds.
-pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics> {
-    let has_frame = ast.items.iter().any(|(i, _)| matches!(i, Item::Frame(_)));
+pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i64)]) -> Result<Model, Diagnostics> {
+    let has_frame = ast
+        .items
+        .iter()
+        .any(|(i, _)| contains(i, &|i| matches!(i, Item::Frame(_))));
     let mut lw = Lowerer {
         file,
         src,
@@ -416,45 +650,90 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
         scope: HashMap::new(),
         errors: vec![],
         identity_frame: !has_frame,
+        ienv: HashMap::new(),
+        families: HashSet::new(),
+        sizes: HashMap::new(),
     };
 
-    // Declarations first, so items may come in any order.
-    let mut params = Vec::new();
-    let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);
-    let mut counts: HashMap<&str, (usize, Span)> = HashMap::new();
-    for (item, span) in &ast.items {
-        let key = match item {
-            Item::Parameters(_) => "parameters",
-            Item::Coordinates(_) => "coordinates",
-            Item::Velocities(_) => "velocities",
-            Item::Frame(_) => "frame",
-            Item::Lagrangian(_) => "lagrangian",
-            _ => continue,
-        };
-        let e = counts.entry(key).or_insert((0, *span));
-        e.0 += 1;
-        if e.0 == 2 {
-            lw.error(
-                Span::new(span.start, span.start + key.len()),
-                format!("`{key}` may appear only once"),
-            );
+    // Sizes first: they may be used anywhere.
+    let mut sizes: Vec<(String, i64)> = Vec::new();
+    for (item, _) in &ast.items {
+        if let Item::Size(b) = item {
+            let v = match size_overrides.iter().find(|(n, _)| *n == b.name.text) {
+                Some((_, v)) => Some(*v),
+                None => lw.eval_int(&b.value).ok(),
+            };
+            if let Some(v) = v {
+                if !(0..=MAX_RANGE).contains(&v) {
+                    lw.error(
+                        b.value.span,
+                        format!("size `{}` = {v} is outside 0..={MAX_RANGE}", b.name.text),
+                    );
+                }
+                if sizes.iter().any(|(n, _)| *n == b.name.text) {
+                    lw.error(b.name.span, format!("duplicate size `{}`", b.name.text));
+                }
+                lw.ienv.insert(b.name.text.clone(), v);
+                sizes.push((b.name.text.clone(), v));
+            }
         }
     }
-    for (item, _) in &ast.items {
-        match item {
+    for (n, _) in size_overrides {
+        if !sizes.iter().any(|(s, _)| s == n) {
+            lw.errors.push(Diagnostic::new(
+                file,
+                src,
+                ast.name.span,
+                format!("model `{}` has no size `{n}` to set", ast.name.text),
+            ));
+        }
+    }
+    let size_env: HashMap<String, i64> = lw.ienv.clone();
+    lw.sizes = size_env.clone();
+    let mut placed = Vec::new();
+    unroll(&mut lw, &ast.items, &[], &mut placed);
+    let enter = |lw: &mut Lowerer, p: &Placed| {
+        lw.ienv = size_env.clone();
+        for (k, v) in &p.env {
+            lw.ienv.insert(k.clone(), *v);
+        }
+    };
+
+    let mut params = Vec::new();
+    let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);
+    let lagrangians: Vec<&Placed> = placed
+        .iter()
+        .filter(|p| matches!(p.item, Item::Lagrangian(_)))
+        .collect();
+    if lagrangians.len() > 1 {
+        let sp = lagrangians[1].span;
+        lw.error(
+            Span::new(sp.start, sp.start + "lagrangian".len()),
+            "`lagrangian` may appear only once",
+        );
+    }
+    for p in &placed {
+        enter(&mut lw, p);
+        match p.item {
             Item::Parameters(ps) => {
-                for p in ps {
-                    let default = lw.scalar(&p.value).ok().map(|e| {
-                        let v = lw.g.eval(e, &|_| f64::NAN);
-                        (e, v)
-                    });
+                for b in ps {
+                    let Ok(name) = lw.resolve(&b.name) else { continue };
+                    let default = lw.scalar(&b.value).ok().map(|e| lw.g.eval(e, &|_| f64::NAN));
                     match default {
-                        Some((_, v)) if v.is_finite() => {
-                            let sym = lw.g.symbol(&p.name.text);
-                            lw.declare(&p.name, Val::S(sym), Kind::Param);
-                            params.push(Param { name: p.name.text.clone(), sym, default: v });
+                        Some(v) if v.is_finite() => {
+                            let sym = lw.g.symbol(&name);
+                            lw.declare(&name, b.name.span, Val::S(sym), Kind::Param);
+                            params.push(Param {
+                                field: field_name(&name),
+                                name,
+                                sym,
+                                default: v,
+                            });
                         }
-                        Some(_) => lw.error(p.value.span, "a parameter's default must be a finite number (it may use earlier parameters only through numbers)"),
+                        Some(_) => lw.error(
+                            b.value.span,
+                            "a parameter's default must be a finite number (expressions of numbers and sizes)",
+                        ),
                         None => {}
                     }
                 }
@@ -464,7 +743,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
             _ => {}
         }
     }
-    if coords.is_empty() {
+    if coords.is_empty() && lw.errors.is_empty() {
         lw.error(
             ast.name.span,
             format!("model `{}` declares no coordinates", ast.name.text),
@@ -477,12 +756,16 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
         }
         // Identity frame: the velocity of `q` is `q'`.
         for grp in coord_groups.clone() {
-            let name = Name {
-                text: format!("{}'", grp.name),
-                span: Span::default(),
-            };
-            let decl = Decl { name, ty: grp.ty };
-            declare_groups(&mut lw, &[decl], Kind::Vel, &mut vels, &mut vel_groups);
+            let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
+            declare_group(
+                &mut lw,
+                &format!("{}'", grp.name),
+                sp,
+                grp.ty,
+                Kind::Vel,
+                &mut vels,
+                &mut vel_groups,
+            );
         }
     } else if vels.is_empty() {
         lw.error(
@@ -492,10 +775,12 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
     }
 
     // `let` bindings, in order.
-    for (item, _) in &ast.items {
-        if let Item::Let(b) = item {
+    for p in &placed {
+        if let Item::Let(b) = p.item {
+            enter(&mut lw, p);
+            let Ok(name) = lw.resolve(&b.name) else { continue };
             if let Ok(v) = lw.expr(&b.value) {
-                lw.declare(&b.name, v, Kind::Let);
+                lw.declare(&name, b.name.span, v, Kind::Let);
             }
         }
     }
@@ -505,26 +790,20 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
     let mut frame: Option<Vec<Option<Id>>> = has_frame.then(|| vec![None; coords.len()]);
     let mut lagrangian = None;
     let (mut vcons, mut hcons, mut invariants, mut initials) = (vec![], vec![], vec![], vec![]);
-    for (item, span) in &ast.items {
-        match item {
+    for p in &placed {
+        enter(&mut lw, p);
+        match p.item {
             Item::Frame(eqs) => {
                 for eq in eqs {
-                    let Some((Val::S(_) | Val::V(_), Kind::Coord, _)) = lw.scope.get(&eq.name.text).copied() else {
-                        let msg = format!(
-                            "`{}'`: a frame equation's left side must be a declared coordinate",
-                            eq.name.text
+                    let Ok(name) = lw.resolve(&eq.name) else { continue };
+                    let Some(grp) = coord_groups.iter().find(|g| g.name == name).cloned() else {
+                        lw.error(
+                            eq.name.span,
+                            format!("`{name}'`: a frame equation's left side must be a declared coordinate"),
                         );
-                        lw.error(eq.name.span, msg);
                         continue;
                     };
-                    let grp = coord_groups
-                        .iter()
-                        .find(|g| g.name == eq.name.text)
-                        .cloned()
-                        .expect("declared coordinate");
-                    let Ok(rhs) = lw.expr(&eq.value) else {
-                        continue;
-                    };
+                    let Ok(rhs) = lw.expr(&eq.value) else { continue };
                     let rhs = Lowerer::flatten(rhs);
                     if rhs.len() != grp.ty.components() {
                         lw.error(
@@ -563,7 +842,8 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                     lagrangian = Some(l);
                 }
             }
-            Item::Constraint(eq) => {
+            Item::Constraint(eq) | Item::Holonomic(eq) => {
+                let velocity = matches!(p.item, Item::Constraint(_));
                 let (l, r) = (lw.expr(&eq.lhs), lw.expr(&eq.rhs));
                 let (Ok(l), Ok(r)) = (l, r) else { continue };
                 let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
@@ -573,53 +853,41 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
                 }
                 for (k, (a, b)) in l.iter().zip(&r).enumerate() {
                     let c = lw.g.sub(*a, *b);
-                    if !lw.g.depends_on(c, &v_syms) || !check_linear(&mut lw.g, c, &v_syms) {
-                        lw.error(eq.span, "a velocity constraint must be linear and homogeneous in the velocities (A(q) ξ = 0); use `holonomic` for a position constraint");
-                        break;
+                    let comp = if l.len() > 1 { format!("[{k}]") } else { String::new() };
+                    if velocity {
+                        if !lw.g.depends_on(c, &v_syms) || !check_linear(&mut lw.g, c, &v_syms) {
+                            lw.error(eq.span, "a velocity constraint must be linear and homogeneous in the velocities (A(q) ξ = 0); use `holonomic` for a position constraint");
+                            break;
+                        }
+                        vcons.push(Labelled {
+                            name: format!("constraint {}{comp}", vcons.len() + 1),
+                            expr: c,
+                        });
+                    } else {
+                        if lw.g.depends_on(c, &v_syms) {
+                            lw.error(eq.span, "a holonomic constraint may depend on the coordinates only; use `constraint` for velocities");
+                            break;
+                        }
+                        if !lw.g.depends_on(c, &q_syms) {
+                            lw.error(eq.span, "this holonomic constraint does not depend on the coordinates");
+                            break;
+                        }
+                        hcons.push(Labelled {
+                            name: format!("holonomic {}{comp}", hcons.len() + 1),
+                            expr: c,
+                        });
                     }
-                    let label = format!(
-                        "constraint {}{}",
-                        vcons.len() + 1,
-                        if l.len() > 1 { format!("[{k}]") } else { String::new() }
-                    );
-                    vcons.push(Labelled { name: label, expr: c });
-                }
-            }
-            Item::Holonomic(eq) => {
-                let (l, r) = (lw.expr(&eq.lhs), lw.expr(&eq.rhs));
-                let (Ok(l), Ok(r)) = (l, r) else { continue };
-                let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
-                if l.len() != r.len() {
-                    lw.error(eq.span, "the two sides of the constraint have different shapes");
-                    continue;
-                }
-                for (a, b) in l.iter().zip(&r) {
-                    let c = lw.g.sub(*a, *b);
-                    if lw.g.depends_on(c, &v_syms) {
-                        lw.error(eq.span, "a holonomic constraint may depend on the coordinates only; use `constraint` for velocities");
-                        break;
-                    }
-                    if !lw.g.depends_on(c, &q_syms) {
-                        lw.error(eq.span, "this holonomic constraint does not depend on the coordinates");
-                        break;
-                    }
-                    hcons.push(Labelled {
-                        name: format!("holonomic {}", hcons.len() + 1),
-                        expr: c,
-                    });
                 }
             }
             Item::Invariant(b) => {
+                let Ok(name) = lw.resolve(&b.name) else { continue };
                 if let Ok(v) = lw.expr(&b.value) {
                     match v {
-                        Val::S(s) => invariants.push(Labelled {
-                            name: b.name.text.clone(),
-                            expr: s,
-                        }),
+                        Val::S(s) => invariants.push(Labelled { name, expr: s }),
                         Val::V(v) => {
                             for (k, c) in v.iter().enumerate() {
                                 invariants.push(Labelled {
-                                    name: format!("{}[{k}]", b.name.text),
+                                    name: format!("{name}[{k}]"),
                                     expr: *c,
                                 });
                             }
@@ -647,15 +915,14 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
             }
             _ => {}
         }
-        let _ = span;
     }
 
     let frame = match frame {
         None => None,
         Some(fr) => {
             for grp in &coord_groups {
-                if fr[grp.offset].is_none() && !lw.errors.iter().any(|e| e.message.contains(&format!("`{}`", grp.name)))
-                {
+                let named = format!("`{}`", grp.name);
+                if fr[grp.offset].is_none() && !lw.errors.iter().any(|e| e.message.contains(&named)) {
                     let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
                     lw.error(
                         sp,
@@ -669,7 +936,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
             fr.into_iter().collect::<Option<Vec<Id>>>()
         }
     };
-    if lagrangian.is_none() && !ast.items.iter().any(|(i, _)| matches!(i, Item::Lagrangian(_))) {
+    if lagrangian.is_none() && lagrangians.is_empty() {
         lw.error(
             ast.name.span,
             format!("model `{}` has no `lagrangian = ...`", ast.name.text),
@@ -693,7 +960,47 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst) -> Result<Model, Diagnostics
         holonomic: hcons,
         invariants,
         initials,
+        sizes,
     })
+}
+
+/// True when `item` or an item nested in it satisfies `pred`.
+fn contains(item: &Item, pred: &dyn Fn(&Item) -> bool) -> bool {
+    match item {
+        Item::For { items, .. } => items.iter().any(|(i, _)| contains(i, pred)),
+        other => pred(other),
+    }
+}
+
+fn flatten_initial<'a>(
+    lw: &mut Lowerer,
+    entries: &'a [InitEntry],
+    env: &[(String, i64)],
+    out: &mut Vec<(&'a InitEntry, Vec<(String, i64)>)>,
+) {
+    for e in entries {
+        match e {
+            InitEntry::For { var, from, to, entries } => {
+                set_env(lw, env);
+                let (Ok(a), Ok(b)) = (lw.eval_int(from), lw.eval_int(to)) else {
+                    continue;
+                };
+                if b - a >= MAX_RANGE {
+                    lw.error(
+                        from.span,
+                        format!("loop over {} values exceeds the limit of {MAX_RANGE}", b - a + 1),
+                    );
+                    continue;
+                }
+                for k in a..=b {
+                    let mut inner = env.to_vec();
+                    inner.push((var.text.clone(), k));
+                    flatten_initial(lw, entries, &inner, out);
+                }
+            }
+            other => out.push((other, env.to_vec())),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -710,21 +1017,40 @@ fn lower_initial(
     let mut q: Vec<Option<Id>> = vec![None; coords.len()];
     let mut v: Vec<Option<Id>> = vec![None; vels.len()];
     let mut ok = true;
-    for b in &init.values {
-        let target = coord_groups
-            .iter()
-            .find(|g| g.name == b.name.text)
-            .map(|g| (g, true))
-            .or_else(|| vel_groups.iter().find(|g| g.name == b.name.text).map(|g| (g, false)));
-        let Some((grp, is_q)) = target else {
-            lw.error(
-                b.name.span,
-                format!("`{}` is not a coordinate or velocity of this model", b.name.text),
-            );
+    let mut locals: Vec<String> = Vec::new();
+    let mut flat: Vec<(&InitEntry, Vec<(String, i64)>)> = Vec::new();
+    flatten_initial(lw, &init.entries, &[], &mut flat);
+    for (entry, env) in flat {
+        set_env(lw, &env);
+        let (is_let, b) = match entry {
+            InitEntry::Let(b) => (true, b),
+            InitEntry::Assign(b) => (false, b),
+            InitEntry::For { .. } => unreachable!("flattened"),
+        };
+        let Ok(name) = lw.resolve(&b.name) else {
             ok = false;
             continue;
         };
         let Ok(val) = lw.expr(&b.value) else {
+            ok = false;
+            continue;
+        };
+        if is_let {
+            lw.scope.remove(&name);
+            lw.declare(&name, b.name.span, val, Kind::Let);
+            locals.push(name);
+            continue;
+        }
+        let target = coord_groups
+            .iter()
+            .find(|g| g.name == name)
+            .map(|g| (g, true))
+            .or_else(|| vel_groups.iter().find(|g| g.name == name).map(|g| (g, false)));
+        let Some((grp, is_q)) = target else {
+            lw.error(
+                b.name.span,
+                format!("`{name}` is not a coordinate or velocity of this model"),
+            );
             ok = false;
             continue;
         };
@@ -756,8 +1082,14 @@ fn lower_initial(
             *slot = Some(c);
         }
     }
-    for grp in coord_groups.iter().chain(vel_groups) {
-        let is_q = coord_groups.iter().any(|g| std::ptr::eq(g, grp));
+    for name in locals {
+        lw.scope.remove(&name);
+    }
+    for (grp, is_q) in coord_groups
+        .iter()
+        .map(|g| (g, true))
+        .chain(vel_groups.iter().map(|g| (g, false)))
+    {
         let set = if is_q {
             q[grp.offset].is_some()
         } else {

@@ -26,7 +26,22 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 #[proc_macro_derive(Integrator, attributes(hamel))]
 pub fn derive_integrator(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    match expand(&input) {
+    // A bug in the compiler must surface as a located error, not as a macro panic.
+    let result = std::panic::catch_unwind(|| expand(&input)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(syn::Error::new(
+            input.ident.span(),
+            format!(
+                "internal error in hamel while deriving `{}` (please report it): {what}",
+                input.ident
+            ),
+        ))
+    });
+    match result {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -36,12 +51,15 @@ struct Attr {
     model: LitStr,
     scheme: Option<LitStr>,
     kinematics: Option<LitStr>,
+    /// sizes of indexed families, e.g. `N = 8`
+    sizes: Vec<(String, i64)>,
 }
 
 fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
     let mut model = None;
     let mut scheme = None;
     let mut kinematics = None;
+    let mut sizes = Vec::new();
     let mut found = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
         found = true;
@@ -52,6 +70,14 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
                 &mut scheme
             } else if meta.path.is_ident("kinematics") {
                 &mut kinematics
+            } else if let Some(name) = meta.path.get_ident() {
+                // Any other `NAME = <integer>` sets a size of the model (`size N = ...`).
+                let value = meta.value()?;
+                let lit: syn::LitInt = value.parse().map_err(|_| {
+                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, or a model size such as `N = 8`)")
+                })?;
+                sizes.push((name.to_string(), lit.base10_parse::<i64>()?));
+                return Ok(());
             } else {
                 return Err(meta.error("unknown hamel attribute (expected `model`, `scheme` or `kinematics`)"));
             };
@@ -75,6 +101,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
         model,
         scheme,
         kinematics,
+        sizes,
     })
 }
 
@@ -115,7 +142,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         let msg = format!("cannot read model file `{rel}` (paths are relative to the crate's Cargo.toml): {e}");
         syn::Error::new(attr.model.span(), msg)
     })?;
-    let model = hamel_compiler::load(&rel, &src).map_err(|ds| {
+    let model = hamel_compiler::model::load_with_sizes(&rel, &src, &attr.sizes).map_err(|ds| {
         let mut all: Option<syn::Error> = None;
         for d in &ds.0 {
             let e = syn::Error::new(attr.model.span(), d.located());
@@ -135,8 +162,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     };
     for f in &fields {
         let name = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
-        if model.param(&name).is_none() {
-            let known: Vec<&str> = model.params.iter().map(|p| p.name.as_str()).collect();
+        if !model.params.iter().any(|p| p.field == name) {
+            let known: Vec<&str> = model.params.iter().map(|p| p.field.as_str()).collect();
             push(syn::Error::new_spanned(
                 f.ident.as_ref(),
                 format!(
@@ -155,12 +182,12 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
     }
     for p in &model.params {
-        if !fields.iter().any(|f| f.ident.as_ref().is_some_and(|i| i == &p.name)) {
+        if !fields.iter().any(|f| f.ident.as_ref().is_some_and(|i| i == &p.field)) {
             push(syn::Error::new(
                 input.ident.span(),
                 format!(
                     "missing field `{}: f64` for parameter `{}` of model `{}` ({rel})",
-                    p.name, p.name, model.name
+                    p.field, p.name, model.name
                 ),
             ));
         }

@@ -2,13 +2,16 @@
 
 use crate::diagnostic::Span;
 
-/// A name with its place in the file.
+/// A name with its place in the file; in declarations it may carry a family
+/// index, as in `e[i]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Name {
     /// the identifier
     pub text: String,
     /// where it was written
     pub span: Span,
+    /// family index (an integer expression), for `name[index]`
+    pub index: Option<Box<Expr>>,
 }
 
 /// Binary operators.
@@ -44,8 +47,19 @@ pub enum ExprKind {
     Name(String),
     /// `e'`: the time derivative of a coordinate (identity frame only)
     Prime(Box<Expr>),
-    /// `e[i]`: component of a vector
-    Index(Box<Expr>, usize),
+    /// `e[i]`: component of a vector, or member of an indexed family
+    Index(Box<Expr>, Box<Expr>),
+    /// `sum(i in a..=b: e)`
+    Sum {
+        /// the summation index
+        var: Name,
+        /// first value
+        from: Box<Expr>,
+        /// last value (inclusive)
+        to: Box<Expr>,
+        /// the summand
+        body: Box<Expr>,
+    },
     /// `-e`
     Neg(Box<Expr>),
     /// `a op b`
@@ -109,13 +123,46 @@ pub struct Equation {
 pub struct Initial {
     /// its name
     pub name: Name,
-    /// values of coordinates and velocities
-    pub values: Vec<Binding>,
+    /// its entries, in order
+    pub entries: Vec<InitEntry>,
+}
+
+/// An entry of an initial state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InitEntry {
+    /// `q = value` (a coordinate or velocity)
+    Assign(Binding),
+    /// `let name = value`, local to the initial state
+    Let(Binding),
+    /// `for i in a..=b { entries }`
+    For {
+        /// loop variable
+        var: Name,
+        /// first value
+        from: Expr,
+        /// last value (inclusive)
+        to: Expr,
+        /// repeated entries
+        entries: Vec<InitEntry>,
+    },
 }
 
 /// One item of a model body, in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
+    /// `size N = 3`: an integer constant that a derive may override
+    Size(Binding),
+    /// `for i in a..=b { items }`
+    For {
+        /// the loop variable
+        var: Name,
+        /// first value
+        from: Expr,
+        /// last value (inclusive)
+        to: Expr,
+        /// the items repeated
+        items: Vec<(Item, Span)>,
+    },
     /// `parameters { m = 1.0, ... }`
     Parameters(Vec<Binding>),
     /// `coordinates { gamma: vec3 }`

@@ -24,7 +24,23 @@ fn name(p: Pair<Rule>) -> Name {
     Name {
         span: span(&p),
         text: p.as_str().to_string(),
+        index: None,
     }
+}
+
+/// `ident` or `ident[expr]`.
+fn iname(p: Pair<Rule>) -> PResult<Name> {
+    if p.as_rule() == Rule::ident {
+        return Ok(name(p));
+    }
+    let sp = span(&p);
+    let mut it = p.into_inner();
+    let mut n = name(it.next().expect("grammar: iname ident"));
+    if let Some(e) = it.next() {
+        n.index = Some(Box::new(expr(e)?));
+        n.span = sp;
+    }
+    Ok(n)
 }
 
 fn describe(rule: &Rule) -> Option<&'static str> {
@@ -34,6 +50,8 @@ fn describe(rule: &Rule) -> Option<&'static str> {
         Rule::ident => "a name",
         Rule::number => "a number",
         Rule::integer => "an index",
+        Rule::iname => "a name",
+        Rule::init_for => "`for`",
         Rule::expr => "an expression",
         Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::pow => "an operator",
         Rule::index => "`[`",
@@ -48,7 +66,9 @@ fn describe(rule: &Rule) -> Option<&'static str> {
         | Rule::constraint
         | Rule::holonomic
         | Rule::invariant
-        | Rule::initial => "an item (parameters, coordinates, velocities, frame, let, lagrangian, constraint, holonomic, invariant, initial)",
+        | Rule::initial
+        | Rule::size
+        | Rule::for_block => "an item (parameters, coordinates, velocities, frame, let, lagrangian, constraint, holonomic, invariant, initial, size, for)",
         Rule::param | Rule::assign => "`name = value`",
         Rule::decl => "a declaration `name` or `name: vec3`",
         Rule::frame_eq => "a frame equation `q' = ...`",
@@ -112,7 +132,7 @@ type PResult<T> = Result<T, (Span, String)>;
 
 fn binding(p: Pair<Rule>) -> PResult<Binding> {
     let mut it = p.into_inner().peekable();
-    let mut n = name(it.next().expect("grammar: binding name"));
+    let mut n = iname(it.next().expect("grammar: binding name"))?;
     if let Some(pr) = it.next_if(|q| q.as_rule() == Rule::prime) {
         n.text.push('\'');
         n.span.end = span(&pr).end;
@@ -129,16 +149,16 @@ fn equation(p: Pair<Rule>) -> PResult<Equation> {
     Ok(Equation { lhs, rhs, span: sp })
 }
 
-fn decls(p: Pair<Rule>) -> Vec<Decl> {
+fn decls(p: Pair<Rule>) -> PResult<Vec<Decl>> {
     p.into_inner()
         .map(|d| {
             let mut it = d.into_inner();
-            let n = name(it.next().expect("grammar: decl name"));
+            let n = iname(it.next().expect("grammar: decl name"))?;
             let ty = match it.next().map(|t| t.as_str().to_string()) {
                 Some(t) if t == "vec3" => Ty::Vec3,
                 _ => Ty::Scalar,
             };
-            Decl { name: n, ty }
+            Ok(Decl { name: n, ty })
         })
         .collect()
 }
@@ -146,8 +166,22 @@ fn decls(p: Pair<Rule>) -> Vec<Decl> {
 fn item(p: Pair<Rule>) -> PResult<Item> {
     Ok(match p.as_rule() {
         Rule::parameters => Item::Parameters(p.into_inner().map(binding).collect::<PResult<_>>()?),
-        Rule::coordinates => Item::Coordinates(decls(p)),
-        Rule::velocities => Item::Velocities(decls(p)),
+        Rule::coordinates => Item::Coordinates(decls(p)?),
+        Rule::velocities => Item::Velocities(decls(p)?),
+        Rule::size => Item::Size(binding(p)?),
+        Rule::for_block => {
+            let mut it = p.into_inner();
+            let var = name(it.next().expect("grammar: for variable"));
+            let from = expr(it.next().expect("grammar: for start"))?;
+            let to = expr(it.next().expect("grammar: for end"))?;
+            let items = it
+                .map(|q| {
+                    let sp = span(&q);
+                    item(q).map(|i| (i, sp))
+                })
+                .collect::<PResult<_>>()?;
+            Item::For { var, from, to, items }
+        }
         Rule::frame => Item::Frame(p.into_inner().map(binding).collect::<PResult<_>>()?),
         Rule::let_item => Item::Let(binding(p)?),
         Rule::lagrangian => Item::Lagrangian(expr(p.into_inner().next().expect("grammar: lagrangian"))?),
@@ -157,10 +191,25 @@ fn item(p: Pair<Rule>) -> PResult<Item> {
         Rule::initial => {
             let mut it = p.into_inner();
             let n = name(it.next().expect("grammar: initial name"));
-            let values = it.map(binding).collect::<PResult<_>>()?;
-            Item::Initial(Initial { name: n, values })
+            let entries = it.map(init_entry).collect::<PResult<_>>()?;
+            Item::Initial(Initial { name: n, entries })
         }
         r => unreachable!("grammar: unexpected item {r:?}"),
+    })
+}
+
+fn init_entry(p: Pair<Rule>) -> PResult<InitEntry> {
+    Ok(match p.as_rule() {
+        Rule::let_item => InitEntry::Let(binding(p)?),
+        Rule::init_for => {
+            let mut it = p.into_inner();
+            let var = name(it.next().expect("grammar: for variable"));
+            let from = expr(it.next().expect("grammar: for start"))?;
+            let to = expr(it.next().expect("grammar: for end"))?;
+            let entries = it.map(init_entry).collect::<PResult<_>>()?;
+            InitEntry::For { var, from, to, entries }
+        }
+        _ => InitEntry::Assign(binding(p)?),
     })
 }
 
@@ -197,12 +246,8 @@ fn climb(pp: &PrattParser<Rule>, pairs: Pairs<Rule>) -> PResult<Expr> {
             let sp = join(lhs.span, span(&op));
             let kind = match op.as_rule() {
                 Rule::index => {
-                    let i = op.into_inner().next().expect("grammar: index");
-                    let n = i
-                        .as_str()
-                        .parse::<usize>()
-                        .map_err(|_| (span(&i), "index too large".to_string()))?;
-                    ExprKind::Index(Box::new(lhs), n)
+                    let i = expr(op.into_inner().next().expect("grammar: index"))?;
+                    ExprKind::Index(Box::new(lhs), Box::new(i))
                 }
                 _ => ExprKind::Prime(Box::new(lhs)),
             };
@@ -237,6 +282,14 @@ fn primary(p: Pair<Rule>) -> PResult<Expr> {
         Rule::ident => ExprKind::Name(p.as_str().to_string()),
         Rule::expr => return expr(p),
         Rule::tuple => ExprKind::Tuple(p.into_inner().map(expr).collect::<PResult<_>>()?),
+        Rule::sum => {
+            let mut it = p.into_inner();
+            let var = name(it.next().expect("grammar: sum variable"));
+            let from = Box::new(expr(it.next().expect("grammar: sum start"))?);
+            let to = Box::new(expr(it.next().expect("grammar: sum end"))?);
+            let body = Box::new(expr(it.next().expect("grammar: sum body"))?);
+            ExprKind::Sum { var, from, to, body }
+        }
         Rule::call => {
             let mut it = p.into_inner();
             let f = name(it.next().expect("grammar: call name"));

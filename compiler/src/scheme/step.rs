@@ -55,7 +55,7 @@ pub struct StepSystem {
     pub scheme: String,
     /// all expressions
     pub graph: Graph,
-    /// parameters θ, with defaults
+    /// parameters θ (named by their struct fields), with defaults
     pub params: Vec<(Slot, f64)>,
     /// step size symbol
     pub h: Id,
