@@ -1017,7 +1017,7 @@ fn lower_initial(
     let mut q: Vec<Option<Id>> = vec![None; coords.len()];
     let mut v: Vec<Option<Id>> = vec![None; vels.len()];
     let mut ok = true;
-    let mut locals: Vec<String> = Vec::new();
+    let mut locals: Vec<(String, Option<(Val, Kind, Span)>)> = Vec::new();
     let mut flat: Vec<(&InitEntry, Vec<(String, i64)>)> = Vec::new();
     flatten_initial(lw, &init.entries, &[], &mut flat);
     for (entry, env) in flat {
@@ -1036,9 +1036,10 @@ fn lower_initial(
             continue;
         };
         if is_let {
-            lw.scope.remove(&name);
+            // Local names shadow the model's for the rest of this initial state.
+            let shadowed = lw.scope.remove(&name);
             lw.declare(&name, b.name.span, val, Kind::Let);
-            locals.push(name);
+            locals.push((name, shadowed));
             continue;
         }
         let target = coord_groups
@@ -1082,8 +1083,11 @@ fn lower_initial(
             *slot = Some(c);
         }
     }
-    for name in locals {
+    for (name, shadowed) in locals.into_iter().rev() {
         lw.scope.remove(&name);
+        if let Some(prev) = shadowed {
+            lw.scope.insert(name, prev);
+        }
     }
     for (grp, is_q) in coord_groups
         .iter()

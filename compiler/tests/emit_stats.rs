@@ -42,3 +42,43 @@ fn double_pendulum_sizes() {
         }
     }
 }
+
+#[test]
+fn every_model_file_loads_and_derives_every_applicable_scheme() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "hamel") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let model = hamel_compiler::load(&name, &src).unwrap_or_else(|e| panic!("{e}"));
+        let mut derived = Vec::new();
+        for (s, k) in [
+            ("hamel", Some("averaged")),
+            ("hamel", Some("midpoint")),
+            ("stormer_verlet", None),
+            ("rattle", None),
+            ("energy_momentum", None),
+        ] {
+            if let Ok(sys) = Scheme::from_names(s, k).unwrap().derive(&model) {
+                derived.push(format!(
+                    "{} ({}x{})",
+                    sys.scheme,
+                    sys.unknowns.len(),
+                    sys.unknowns.len()
+                ));
+            }
+        }
+        println!(
+            "{name}: {} initial state(s); {}",
+            model.initials.len(),
+            derived.join(", ")
+        );
+        assert!(!derived.is_empty());
+        count += 1;
+    }
+    assert!(count >= 7);
+}

@@ -45,7 +45,10 @@ fn rattle_needs_constraints_and_a_constant_mass_matrix() {
 #[test]
 fn unknown_names_are_listed() {
     let e = Scheme::from_names("rk4", None).unwrap_err().0;
-    assert!(e.contains("available: hamel, stormer_verlet, rattle"), "{e}");
+    assert!(
+        e.contains("available: hamel, stormer_verlet, rattle, energy_momentum"),
+        "{e}"
+    );
     let e = Scheme::from_names("hamel", Some("leapfrog")).unwrap_err().0;
     assert!(e.contains("`midpoint` or `averaged`"), "{e}");
     let e = Scheme::from_names("rattle", Some("midpoint")).unwrap_err().0;

@@ -18,8 +18,10 @@ pub struct NewtonOptions {
     pub max_iterations: usize,
     /// relative tolerance of the stopping rule (machine epsilon by default)
     pub tolerance: f64,
-    /// how far above `tolerance·‖x‖` a stalled update may sit and still count as converged
-    pub stall_factor: f64,
+    /// a stalled iteration (updates no longer decreasing) counts as converged when its
+    /// update is below `stall_tolerance · max(‖x‖, ‖z‖)`: the round-off floor of badly
+    /// scaled unknowns, such as multipliers at small step sizes, lies well above `ε‖x‖`
+    pub stall_tolerance: f64,
 }
 
 impl Default for NewtonOptions {
@@ -27,7 +29,7 @@ impl Default for NewtonOptions {
         Self {
             max_iterations: 30,
             tolerance: f64::EPSILON,
-            stall_factor: 1e4,
+            stall_tolerance: 1e-8,
         }
     }
 }
@@ -115,7 +117,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
             if theta < 1.0 && theta / (1.0 - theta) * dn <= scale {
                 return Ok((x, it));
             }
-            if theta >= 1.0 && dn <= opt.stall_factor * scale {
+            if theta >= 1.0 && dn <= opt.stall_tolerance * x.norm().max(z.norm()) {
                 return Ok((x, it));
             }
         }

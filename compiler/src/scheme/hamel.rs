@@ -78,6 +78,12 @@ fn classify(model: &mut Model) -> Constraints {
 /// Derives the discrete Hamel step for `model`.
 pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
+    if !model.holonomic.is_empty() {
+        return Err(SchemeError(format!(
+            "the hamel scheme imposes velocity constraints only; {} has holonomic constraints (use rattle or energy_momentum, or coordinates in which they hold, such as directors with a frame)",
+            model.file
+        )));
+    }
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);

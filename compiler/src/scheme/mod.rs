@@ -2,6 +2,7 @@
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
 pub mod constrained;
+pub mod energy_momentum;
 pub mod frame;
 pub mod hamel;
 pub mod mechanics;
@@ -36,6 +37,8 @@ pub enum Scheme {
     StormerVerlet,
     /// RATTLE (theory §4)
     Rattle,
+    /// energy–momentum integrator (theory §5)
+    EnergyMomentum,
 }
 
 impl Scheme {
@@ -57,8 +60,9 @@ impl Scheme {
             ))),
             "stormer_verlet" => Ok(Scheme::StormerVerlet),
             "rattle" => Ok(Scheme::Rattle),
+            "energy_momentum" => Ok(Scheme::EnergyMomentum),
             other => Err(SchemeError(format!(
-                "unknown scheme `{other}` (available: hamel, stormer_verlet, rattle)"
+                "unknown scheme `{other}` (available: hamel, stormer_verlet, rattle, energy_momentum)"
             ))),
         }
     }
@@ -69,6 +73,7 @@ impl Scheme {
             Scheme::Hamel(k) => hamel::derive(model, k),
             Scheme::StormerVerlet => stormer_verlet::derive(model),
             Scheme::Rattle => rattle::derive(model),
+            Scheme::EnergyMomentum => energy_momentum::derive(model),
         }
     }
 }

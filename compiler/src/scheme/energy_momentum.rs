@@ -1,0 +1,122 @@
+//! The energy–momentum integrator (theory §5; Wendlandt 1995, Gonzalez's
+//! discrete gradient) for models with holonomic constraints and a constant
+//! mass matrix:
+//!
+//! ```text
+//! q_{n+1} − q_n = h M⁻¹ (p_n + p_{n+1})/2
+//! p_{n+1} − p_n = −h [∇̄V(q_n, q_{n+1}) + Ḡ(q_n, q_{n+1})ᵀ λ]
+//! g(q_{n+1})    = 0
+//! ```
+//!
+//! For a potential and constraints at most quadratic in `q` the discrete
+//! gradient is exactly the gradient at the midpoint, which is what is generated;
+//! other models are rejected (the general correction term needs a branch at
+//! `q_{n+1} = q_n` that the expression language does not have).
+
+use crate::model::Model;
+use crate::sym::vector::{axpy, matvec, matvec_t};
+use crate::sym::{jacobian, Id};
+
+use super::constrained::analyse;
+use super::mechanics::Mechanics;
+use super::step::{at, symbols, Draft, StepSystem};
+use super::{Frame, SchemeError};
+
+/// Derives the energy–momentum step for `model`.
+pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
+    let mut model = model.clone();
+    let cm = analyse(&mut model, "energy_momentum", true)?;
+    let (q, v) = (model.q_syms(), model.v_syms());
+    {
+        let g = &mut model.graph;
+        let hv = jacobian(g, &cm.grad_v, &q);
+        let quadratic_v = hv.iter().flatten().all(|&e| !g.depends_on(e, &q));
+        let quadratic_g = cm.hess_g.iter().flatten().flatten().all(|&e| !g.depends_on(e, &q));
+        if !quadratic_v || !quadratic_g {
+            return Err(SchemeError(format!(
+                "energy_momentum currently needs a potential and constraints at most quadratic in the coordinates; {} has {}",
+                model.file,
+                if quadratic_v { "a constraint of higher degree" } else { "a potential of higher degree" }
+            )));
+        }
+    }
+    let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+    let mech = Mechanics::of(&mut model, &frame);
+    let mut g = std::mem::take(&mut model.graph);
+    let (n, c) = (q.len(), cm.g.len());
+    let h = g.symbol("__h");
+    let half = g.constant(0.5);
+    let hh = g.mul2(half, h);
+    let mh = g.neg(h);
+    let z = symbols(&mut g, "__z", 2 * n);
+    let x = symbols(&mut g, "__x", 2 * n + c);
+    let w = symbols(&mut g, "__w", 2 * n + c);
+    let (q0, p0) = z.split_at(n);
+    let (q1, rest) = x.split_at(n);
+    let (p1, lam) = rest.split_at(n);
+    let qbar: Vec<Id> = q0
+        .iter()
+        .zip(q1)
+        .map(|(&a, &b)| {
+            let s = g.add2(a, b);
+            g.mul2(half, s)
+        })
+        .collect();
+    let psum: Vec<Id> = p0.iter().zip(p1).map(|(&a, &b)| g.add2(a, b)).collect();
+    let vbar = matvec(&mut g, &cm.m_inv, &psum);
+    let mut residual = Vec::with_capacity(2 * n + c);
+    let r1 = axpy(&mut g, q0, hh, &vbar);
+    residual.extend(q1.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
+    let grad_v = at(&mut g, &cm.grad_v, &q, &qbar, &v, &v);
+    let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &qbar, &v, &v)).collect();
+    let gl = matvec_t(&mut g, &gq, lam);
+    let force: Vec<Id> = grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect();
+    let r2 = axpy(&mut g, p0, mh, &force);
+    residual.extend(p1.iter().zip(&r2).map(|(&a, &b)| g.sub(a, b)));
+    residual.extend(at(&mut g, &cm.g, &q, q1, &v, &v));
+    let next: Vec<Id> = q1.iter().chain(p1).copied().collect();
+    let v0 = matvec(&mut g, &cm.m_inv, p0);
+    let mut predictor = axpy(&mut g, q0, h, &v0);
+    predictor.extend_from_slice(p0);
+    predictor.extend_from_slice(&w[2 * n..]);
+    let mv = matvec(&mut g, &cm.m, &v);
+    let zero = g.constant(0.0);
+    let init_state: Vec<Id> = q.iter().chain(&mv).copied().collect();
+    let init_warm: Vec<Id> = q
+        .iter()
+        .chain(&mv)
+        .copied()
+        .chain(std::iter::repeat_n(zero, c))
+        .collect();
+    let obs_v = matvec(&mut g, &cm.m_inv, p0);
+    let coord = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
+    let state_names: Vec<String> = coord(&|c| c.to_string())
+        .into_iter()
+        .chain(coord(&|c| format!("p({c})")))
+        .collect();
+    let unknown_names: Vec<String> = coord(&|c| format!("{c}+"))
+        .into_iter()
+        .chain(coord(&|c| format!("p({c})+")))
+        .chain((0..c).map(|i| format!("lambda{i}")))
+        .collect();
+    let base = (0..2 * n + c).map(|i| (i < 2 * n).then_some(i)).collect();
+    let draft = Draft {
+        scheme: "energy_momentum".into(),
+        h,
+        state: z.iter().copied().zip(state_names).collect(),
+        unknowns: x.iter().copied().zip(unknown_names).collect(),
+        previous: w,
+        residual,
+        next,
+        predictor,
+        init_state,
+        init_warm,
+        obs_matrix: vec![],
+        obs_rhs: vec![],
+        obs_solution: vec![],
+        obs_q: q0.to_vec(),
+        obs_v,
+        base,
+    };
+    Ok(draft.assemble(&model, g, mech.energy))
+}
