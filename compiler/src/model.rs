@@ -136,7 +136,7 @@ struct Lowerer<'a> {
     file: &'a str,
     src: &'a str,
     g: Graph,
-    scope: HashMap<String, (Val, Kind, Span)>,
+    scope: HashMap<String, Binding3>,
     errors: Vec<Diagnostic>,
     identity_frame: bool,
     /// sizes and loop variables in force
@@ -148,6 +148,9 @@ struct Lowerer<'a> {
 }
 
 type LResult<T> = Result<T, ()>;
+
+/// What a name is bound to in scope: its value, kind and declaration place.
+type Binding3 = (Val, Kind, Span);
 
 const FUNCTIONS: &[&str] = &[
     "sin", "cos", "tan", "exp", "ln", "sqrt", "dot", "cross", "norm", "norm2", "sum",
@@ -1017,7 +1020,7 @@ fn lower_initial(
     let mut q: Vec<Option<Id>> = vec![None; coords.len()];
     let mut v: Vec<Option<Id>> = vec![None; vels.len()];
     let mut ok = true;
-    let mut locals: Vec<(String, Option<(Val, Kind, Span)>)> = Vec::new();
+    let mut locals: Vec<(String, Option<Binding3>)> = Vec::new();
     let mut flat: Vec<(&InitEntry, Vec<(String, i64)>)> = Vec::new();
     flatten_initial(lw, &init.entries, &[], &mut flat);
     for (entry, env) in flat {
