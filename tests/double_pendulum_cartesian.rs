@@ -103,8 +103,8 @@ fn all_schemes_converge_at_second_order_to_one_reference() {
     };
     let em_pos = |h| positions_cartesian(&em, em.initial("pattern_I").unwrap(), h, t);
     let ra_pos = |h| positions_cartesian(&ra, ra.initial("pattern_I").unwrap(), h, t);
-    let runs: [(&str, &dyn Fn(f64) -> [f64; 6]); 3] =
-        [("energy_momentum", &em_pos), ("rattle", &ra_pos), ("hamel", &hamel_pos)];
+    type Positions<'a> = &'a dyn Fn(f64) -> [f64; 6];
+    let runs: [(&str, Positions); 3] = [("energy_momentum", &em_pos), ("rattle", &ra_pos), ("hamel", &hamel_pos)];
     for (name, f) in runs {
         let e: Vec<f64> = [0.02, 0.01, 0.005].iter().map(|&h| err(f(h))).collect();
         let r: Vec<f64> = e.windows(2).map(|w| w[0] / w[1]).collect();
