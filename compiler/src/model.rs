@@ -1133,7 +1133,7 @@ pub fn check_linear(g: &mut Graph, e: Id, vars: &[Id]) -> bool {
         }
     }
     let zero = g.constant(0.0);
-    let map: HashMap<Id, Id> = vars.iter().map(|&v| (v, zero)).collect();
+    let map: crate::sym::SubstMap = vars.iter().map(|&v| (v, zero)).collect();
     let at0 = g.substitute(e, &map);
     g.is_const(at0, 0.0)
 }

@@ -65,7 +65,7 @@ pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<
     }
     let zero = g.constant(0.0);
     let zeros = vec![zero; v.len()];
-    let map: std::collections::HashMap<Id, Id> = v.iter().copied().zip(zeros.iter().copied()).collect();
+    let map: crate::sym::SubstMap = v.iter().copied().zip(zeros.iter().copied()).collect();
     for &pa in &p {
         let b = g.substitute(pa, &map);
         if !g.is_const(b, 0.0) {

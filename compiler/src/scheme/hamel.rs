@@ -9,8 +9,6 @@
 //! symbolically (that unknown and that momentum row are dropped); all others get
 //! a multiplier `ν`.
 
-use std::collections::HashMap;
-
 use crate::model::Model;
 use crate::sym::{gradient, Graph, Id};
 
@@ -112,7 +110,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     };
     // Evaluates model expressions at (q, ξ) = (qs, vs).
     let at = |g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]| -> Vec<Id> {
-        let map: HashMap<Id, Id> = q
+        let map: crate::sym::SubstMap = q
             .iter()
             .copied()
             .zip(qs.iter().copied())

@@ -124,8 +124,8 @@ impl StepSystem {
         let wd: Vec<Id> = (0..self.unknowns.len())
             .map(|i| g.symbol(&format!("__wd{i}")))
             .collect();
-        let mut map_x = std::collections::HashMap::new();
-        let mut map_w = std::collections::HashMap::new();
+        let mut map_x = crate::sym::SubstMap::default();
+        let mut map_w = crate::sym::SubstMap::default();
         for (i, slot) in self.unknowns.iter().enumerate() {
             match base[i] {
                 Some(j) => {
@@ -388,7 +388,7 @@ pub(crate) fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
 
 /// Evaluates model expressions at other arguments: `q → qs`, `v → vs`.
 pub(crate) fn at(g: &mut Graph, exprs: &[Id], q: &[Id], qs: &[Id], v: &[Id], vs: &[Id]) -> Vec<Id> {
-    let map: std::collections::HashMap<Id, Id> = q
+    let map: crate::sym::SubstMap = q
         .iter()
         .copied()
         .zip(qs.iter().copied())

@@ -3,7 +3,7 @@
 //! Derivatives are built with the same simplifying constructors, and memoized
 //! per node, so the derivative of a shared sub-expression is built once.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::graph::{Func, Graph, Id, Node};
 
@@ -19,7 +19,7 @@ impl Differentiator {
     pub fn new(var: Id) -> Self {
         Self {
             var,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
         }
     }
 

@@ -6,7 +6,10 @@
 //! share one [`Id`]: common-subexpression elimination comes by construction and
 //! expressions never swell into trees.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
+
+/// A substitution: symbol node → replacement expression.
+pub type SubstMap = HashMap<Id, Id>;
 
 /// Handle of a node in a [`Graph`]. Ids are ordered by creation, so a child
 /// always has a smaller id than its parent.
@@ -233,7 +236,7 @@ impl Graph {
         }
         let mut constant = 0.0;
         let mut order: Vec<Id> = Vec::new();
-        let mut coeffs: HashMap<Id, f64> = HashMap::new();
+        let mut coeffs: HashMap<Id, f64> = HashMap::default();
         for t in flat {
             if let Some(c) = self.as_const(t) {
                 constant += c;
@@ -292,7 +295,7 @@ impl Graph {
         }
         let mut constant = 1.0;
         let mut order: Vec<Id> = Vec::new();
-        let mut exps: HashMap<Id, Vec<Id>> = HashMap::new();
+        let mut exps: HashMap<Id, Vec<Id>> = HashMap::default();
         for f in flat {
             if let Some(c) = self.as_const(f) {
                 constant *= c;
@@ -418,13 +421,13 @@ impl Graph {
 
     /// Replaces symbols by expressions (`map` from symbol node to replacement).
     pub fn substitute(&mut self, root: Id, map: &HashMap<Id, Id>) -> Id {
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         self.substitute_memo(root, map, &mut memo)
     }
 
     /// [`Graph::substitute`] over many roots sharing one memo.
     pub fn substitute_all(&mut self, roots: &[Id], map: &HashMap<Id, Id>) -> Vec<Id> {
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         roots.iter().map(|&r| self.substitute_memo(r, map, &mut memo)).collect()
     }
 
@@ -504,9 +507,35 @@ impl Graph {
         n
     }
 
+    /// Number of operations if the expressions were trees (no sharing): what
+    /// CSE saves, compared with [`Graph::count_ops`]. Saturates at `u64::MAX`.
+    pub fn tree_size(&self, roots: &[Id]) -> u64 {
+        let mut memo: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut total: u64 = 0;
+        for &r in roots {
+            total = total.saturating_add(self.tree_size_of(r, &mut memo));
+        }
+        total
+    }
+
+    fn tree_size_of(&self, id: Id, memo: &mut Vec<Option<u64>>) -> u64 {
+        if let Some(v) = memo[id.index()] {
+            return v;
+        }
+        let ch = self.children(id);
+        let v = if ch.is_empty() {
+            0
+        } else {
+            ch.iter()
+                .fold(1u64, |acc, &c| acc.saturating_add(self.tree_size_of(c, memo)))
+        };
+        memo[id.index()] = Some(v);
+        v
+    }
+
     /// Evaluates `root` with symbol values from `value_of` (by symbol number).
     pub fn eval(&self, root: Id, value_of: &dyn Fn(u32) -> f64) -> f64 {
-        let mut memo: HashMap<Id, f64> = HashMap::new();
+        let mut memo: HashMap<Id, f64> = HashMap::default();
         self.eval_memo(root, value_of, &mut memo)
     }
 

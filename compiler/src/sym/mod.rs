@@ -11,5 +11,5 @@ pub mod vector;
 
 pub use diff::{gradient, jacobian, Differentiator};
 pub use function::Function;
-pub use graph::{Func, Graph, Id, Node};
+pub use graph::{Func, Graph, Id, Node, SubstMap};
 pub use tape::{Op, Operand, Tape};

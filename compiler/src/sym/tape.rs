@@ -6,7 +6,7 @@
 //! (`a - b`, `a / b`) instead of `(-1)*b` and `b^-1`, since that is what the
 //! generated code should compute.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::graph::{Func, Graph, Id, Node};
 
@@ -167,7 +167,7 @@ impl Tape {
         let mut b = Builder {
             g,
             inputs: inputs.iter().enumerate().map(|(i, &s)| (s, i)).collect(),
-            memo: HashMap::new(),
+            memo: HashMap::default(),
             ops: Vec::new(),
         };
         let outs = outputs.iter().map(|&o| b.operand(o)).collect::<Result<Vec<_>, _>>()?;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Scaling study for n-link chains (issue: chains). For each N: symbolic derivation
+# and emission time, generated size and operation counts (from the compiler),
+# release compile time of a crate that derives the chain, and time per step.
+# Usage: scripts/chain_scaling.sh [N ...]   (default: 1 2 4 8 16)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1 2 4 8 16)
+cargo build --release -q --example chain_stats
+printf '%4s %12s %10s %10s %10s %12s %12s %10s\n' N derive_ms lines ops_tree ops_dag compile_s ns_per_step newton
+for n in "${sizes[@]}"; do
+  stats=$(target/release/examples/chain_stats "$n")
+  f=examples/chain_scaling_tmp.rs
+  cat > "$f" <<RS
+use hamel::{Integrator, Stepper};
+#[derive(Integrator)]
+#[hamel(model = "models/spherical_chain.hamel", N = $n)]
+pub struct Chain { pub m: f64, pub l: f64, pub g: f64 }
+fn main() {
+    let c = Chain::with_defaults();
+    let start = c.initial("tilted").unwrap();
+    let mut best = f64::INFINITY;
+    let mut iters = 0.0;
+    for _ in 0..5 {
+        let mut s = start;
+        let mut st = Stepper::new(&c, 0.001).unwrap();
+        let t = std::time::Instant::now();
+        for _ in 0..200 { st.step(&mut s).unwrap(); }
+        best = best.min(t.elapsed().as_nanos() as f64 / 200.0);
+        iters = st.stats.mean();
+    }
+    println!("{best:.0} {iters:.2}");
+}
+RS
+  t0=$(date +%s.%N)
+  cargo build --release -q --example chain_scaling_tmp
+  t1=$(date +%s.%N)
+  run=$(target/release/examples/chain_scaling_tmp)
+  rm -f "$f"
+  read -r dms lines tree dag <<<"$stats"
+  read -r ns it <<<"$run"
+  printf '%4s %12s %10s %10s %10s %12.1f %12s %10s\n' "$n" "$dms" "$lines" "$tree" "$dag" "$(echo "$t1 - $t0" | bc)" "$ns" "$it"
+done
