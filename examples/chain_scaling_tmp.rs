@@ -1,6 +1,6 @@
 use hamel::{Integrator, Stepper};
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = 8)]
+#[hamel(model = "models/spherical_chain.hamel", N = 16)]
 pub struct Chain { pub m: f64, pub l: f64, pub g: f64 }
 fn main() {
     let c = Chain::with_defaults();
