@@ -24,11 +24,31 @@ macro_rules! dsp {
     };
 }
 
-dsp!(HamelAveraged, "models/double_spherical_pendulum.hamel", kinematics = "averaged");
-dsp!(HamelMidpoint, "models/double_spherical_pendulum.hamel", kinematics = "midpoint");
-dsp!(Rattle, "models/double_spherical_pendulum_cartesian.hamel", scheme = "rattle");
-dsp!(EnergyMomentum, "models/double_spherical_pendulum_cartesian.hamel", scheme = "energy_momentum");
-dsp!(StormerVerlet, "models/double_spherical_pendulum_cartesian.hamel", scheme = "stormer_verlet");
+dsp!(
+    HamelAveraged,
+    "models/double_spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
+dsp!(
+    HamelMidpoint,
+    "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
+dsp!(
+    Rattle,
+    "models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
+dsp!(
+    EnergyMomentum,
+    "models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "energy_momentum"
+);
+dsp!(
+    StormerVerlet,
+    "models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
 
 const H: f64 = 0.01;
 const STEPS: u64 = 3000;
@@ -56,7 +76,9 @@ fn link_error(z: &[f64], cartesian: bool) -> f64 {
         let b = (norm(z[3] - z[0], z[4] - z[1], z[5] - z[2]) - L2).abs() / L2;
         a.max(b)
     } else {
-        (norm(z[0], z[1], z[2]) - 1.0).abs().max((norm(z[3], z[4], z[5]) - 1.0).abs())
+        (norm(z[0], z[1], z[2]) - 1.0)
+            .abs()
+            .max((norm(z[3], z[4], z[5]) - 1.0).abs())
     }
 }
 
@@ -68,7 +90,9 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
 ) -> Result<Row, hamel::StepError> {
     let mut s = start;
     let mut constraint: f64 = 0.0;
-    let run = simulate(sys, &mut s, H, STEPS, |st| constraint = constraint.max(link_error(st.z.as_slice(), cartesian)))?;
+    let run = simulate(sys, &mut s, H, STEPS, |st| {
+        constraint = constraint.max(link_error(st.z.as_slice(), cartesian))
+    })?;
     let mut ns = f64::INFINITY;
     for _ in 0..3 {
         let mut s = start;
@@ -93,7 +117,11 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (ha, hm) = (HamelAveraged::with_defaults(), HamelMidpoint::with_defaults());
-    let (ra, em, sv) = (Rattle::with_defaults(), EnergyMomentum::with_defaults(), StormerVerlet::with_defaults());
+    let (ra, em, sv) = (
+        Rattle::with_defaults(),
+        EnergyMomentum::with_defaults(),
+        StormerVerlet::with_defaults(),
+    );
     let rows = [
         measure("hamel", &ha, ha.initial("pattern_I")?, false)?,
         measure("hamel_midpoint", &hm, hm.initial("pattern_I")?, false)?,
@@ -102,9 +130,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         measure("stormer_verlet", &sv, sv.initial("pattern_I")?, true)?,
     ];
     println!("Double spherical pendulum, W95 Pattern I: m1 = 2, m2 = 3.5, l1 = 4, l2 = 3, g = 9.81; h = {H}, 30 s");
-    println!("constraint = max relative link-length error; hamel runs in director form, the others in Cartesian positions");
+    println!(
+        "constraint = max relative link-length error; hamel runs in director form, the others in Cartesian positions"
+    );
     println!();
-    println!("{:<16} {:>12} {:>12} {:>12} {:>10} {:>8}", "scheme", "max |ΔE/E|", "max |ΔJ/J|", "constraint", "ns/step", "Newton");
+    println!(
+        "{:<16} {:>12} {:>12} {:>12} {:>10} {:>8}",
+        "scheme", "max |ΔE/E|", "max |ΔJ/J|", "constraint", "ns/step", "Newton"
+    );
     for r in &rows {
         println!(
             "{:<16} {:>12.2e} {:>12.2e} {:>12.2e} {:>10.0} {:>8.2}",

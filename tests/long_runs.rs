@@ -35,7 +35,11 @@ pub struct HamelMidpoint {
 }
 
 /// Max relative energy and momentum errors in the first and last tenth of the run.
-fn drift<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(sys: &S, start: State<NZ, NX>, steps: u64) -> [f64; 4] {
+fn drift<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
+    sys: &S,
+    start: State<NZ, NX>,
+    steps: u64,
+) -> [f64; 4] {
     let info = sys.invariant_info();
     let ie = info.iter().position(|(n, _)| *n == "energy").unwrap();
     let ij = info.iter().position(|(n, _)| *n == "J").unwrap();
@@ -71,7 +75,10 @@ fn no_drift_over_a_million_steps() {
         ("hamel(averaged)", drift(&a, a.initial("pattern_I").unwrap(), steps)),
         ("hamel(midpoint)", drift(&m, m.initial("pattern_I").unwrap(), steps)),
     ] {
-        println!("{name}: energy first/last 10% {:.3e} / {:.3e}; J {:.3e} / {:.3e}", d[0], d[2], d[1], d[3]);
+        println!(
+            "{name}: energy first/last 10% {:.3e} / {:.3e}; J {:.3e} / {:.3e}",
+            d[0], d[2], d[1], d[3]
+        );
         assert!(d[2] < 1.5 * d[0], "{name}: energy error grows");
     }
 }

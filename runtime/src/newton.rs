@@ -8,7 +8,7 @@
 use nalgebra::SVector;
 
 use crate::error::StepError;
-use crate::lu;
+use crate::lu::Lu;
 use crate::system::StepSystem;
 
 /// Settings of the Newton solve.
@@ -22,6 +22,10 @@ pub struct NewtonOptions {
     /// update is below `stall_tolerance · max(‖x‖, ‖z‖)`: the round-off floor of badly
     /// scaled unknowns, such as multipliers at small step sizes, lies well above `ε‖x‖`
     pub stall_tolerance: f64,
+    /// simplified Newton: factor the Jacobian once per step (at the predictor) and
+    /// reuse it, refreshing it only when the iteration contracts slowly; cheaper
+    /// iterations, linear instead of quadratic convergence
+    pub simplified: bool,
 }
 
 impl Default for NewtonOptions {
@@ -30,6 +34,7 @@ impl Default for NewtonOptions {
             max_iterations: 30,
             tolerance: f64::EPSILON,
             stall_tolerance: 1e-8,
+            simplified: false,
         }
     }
 }
@@ -73,40 +78,37 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
 ) -> Result<(SVector<f64, NX>, usize), StepError> {
     let mut x = sys.predict(h, z, previous);
     let mut last = f64::INFINITY;
+    let mut lu: Option<Lu<NX>> = None;
     for it in 1..=opt.max_iterations {
         let r = sys.residual(h, z, &x);
         let rn = r.norm();
+        let non_finite = StepError::NonFinite {
+            step,
+            iterations: it,
+            residual: rn,
+        };
         if !rn.is_finite() || x.iter().any(|v| !v.is_finite()) {
-            return Err(StepError::NonFinite {
-                step,
-                iterations: it,
-                residual: rn,
-            });
+            return Err(non_finite);
         }
-        let j = sys.jacobian(h, z, &x);
-        if j.iter().any(|v| !v.is_finite()) {
-            return Err(StepError::NonFinite {
+        // Simplified Newton keeps the first factorization of the step; it is
+        // refreshed if the iteration stops contracting fast.
+        if lu.is_none() || !opt.simplified {
+            let j = sys.jacobian(h, z, &x);
+            if j.iter().any(|v| !v.is_finite()) {
+                return Err(non_finite);
+            }
+            lu = Some(Lu::factor(&j).map_err(|_| StepError::Singular {
                 step,
                 iterations: it,
                 residual: rn,
-            });
+            })?);
         }
         let mut dx = r;
-        if lu::solve_in_place(&j, &mut dx).is_err() {
-            return Err(StepError::Singular {
-                step,
-                iterations: it,
-                residual: rn,
-            });
-        }
+        lu.as_ref().expect("factored above").solve(&mut dx);
         x -= dx;
         let dn = dx.norm();
         if !dn.is_finite() {
-            return Err(StepError::NonFinite {
-                step,
-                iterations: it,
-                residual: rn,
-            });
+            return Err(non_finite);
         }
         let scale = opt.tolerance * x.norm().max(f64::MIN_POSITIVE);
         if dn == 0.0 {
@@ -119,6 +121,9 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
             }
             if theta >= 1.0 && dn <= opt.stall_tolerance * x.norm().max(z.norm()) {
                 return Ok((x, it));
+            }
+            if opt.simplified && theta > 0.5 {
+                lu = None;
             }
         }
         last = dn;
