@@ -243,3 +243,20 @@ fn relative_equilibrium_under_every_scheme() {
         assert!((rate - 1.5955061977691825).abs() < 1e-3, "{name}: rate {rate}");
     }
 }
+
+#[test]
+fn published_pattern_three_is_rejected_not_run() {
+    // W95 prints ẋ₁ = −0.001 for Pattern III, with link 1 horizontal: no ż₁ can
+    // make that velocity tangent to the constraint (theory §7.1).
+    let m = Rattle::with_defaults();
+    let (mut q, mut v) = m.initial_conditions("pattern_III").unwrap();
+    v[0] = -0.001;
+    let e = m.initial_state(q, v).unwrap_err().to_string();
+    println!("{e}");
+    assert!(e.contains("holonomic 1 (velocity)") && e.contains("-8.000e-3"), "{e}");
+    // and a position off the sphere is rejected too
+    v[0] = 0.0;
+    q[2] -= 0.01;
+    let e = m.initial_state(q, v).unwrap_err().to_string();
+    assert!(e.contains("`holonomic 1`"), "{e}");
+}

@@ -140,7 +140,18 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     let mut x = [0.0f64; #nx];
                     __gen::init_state(&p, &q, &v, &mut z, &mut x);
                     let state = __rt::State { z: __na::SVector::from(z), lo: __na::SVector::zeros(), warm: __na::SVector::from(x), step: 0 };
-                    self.physical(&state)?;
+                    // Data off the constraints are never run silently.
+                    let values = self.invariants(&state)?;
+                    let scale = 1.0 + q.iter().chain(v.iter()).map(|x| x * x).sum::<f64>();
+                    let tolerance = 1e-9 * scale;
+                    for (k, (name, kind)) in Self::__INVARIANTS.iter().enumerate() {
+                        if *kind == __rt::InvariantKind::Constraint && !(values[k].abs() <= tolerance) {
+                            return Err(__rt::StepError::InvalidInput(format!(
+                                "the initial data violate `{}` by {:.3e} (tolerance {:.1e}); project them onto the constraints first",
+                                name, values[k], tolerance
+                            )));
+                        }
+                    }
                     Ok(state)
                 }
 

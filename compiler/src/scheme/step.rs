@@ -320,6 +320,21 @@ impl Draft {
                     expr: c.expr,
                 }),
         );
+        // The hidden velocity constraint of each holonomic one, d/dt g(q) = ∇g · q'
+        // (identity frames: the schemes that impose holonomic constraints need one).
+        let mut graph = graph;
+        if model.frame.is_none() {
+            let (q, v) = (model.q_syms(), model.v_syms());
+            for c in &model.holonomic {
+                let grad = crate::sym::gradient(&mut graph, c.expr, &q);
+                let rate = crate::sym::vector::dot(&mut graph, &grad, &v);
+                invariants.push(Invariant {
+                    name: format!("{} (velocity)", c.name),
+                    kind: InvariantKind::Constraint,
+                    expr: rate,
+                });
+            }
+        }
         let sys = StepSystem {
             model: model.name.clone(),
             scheme: self.scheme,
