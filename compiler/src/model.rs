@@ -131,6 +131,8 @@ enum Kind {
 
 /// Loop bodies repeat at most this many times (a guard against runaway sizes).
 const MAX_RANGE: i64 = 10_000;
+/// Items after unrolling all loops, at most.
+const MAX_ITEMS: usize = 200_000;
 
 struct Lowerer<'a> {
     file: &'a str,
@@ -145,7 +147,12 @@ struct Lowerer<'a> {
     families: HashSet<String>,
     /// the sizes alone
     sizes: HashMap<String, i64>,
+    /// expression nodes that may still be lowered (a bound on total work)
+    budget: u64,
 }
+
+/// Expression nodes lowered per model at most (unrolled loops and sums included).
+pub const MAX_WORK: u64 = 5_000_000;
 
 type LResult<T> = Result<T, ()>;
 
@@ -290,6 +297,14 @@ impl Lowerer<'_> {
     }
 
     fn expr(&mut self, e: &Expr) -> LResult<Val> {
+        if self.budget == 0 {
+            return Err(());
+        }
+        self.budget -= 1;
+        if self.budget == 0 {
+            self.error(e.span, format!("the model expands to more than {MAX_WORK} expression nodes (loops and sums unrolled); reduce its sizes"));
+            return Err(());
+        }
         match &e.kind {
             ExprKind::Number(x) => Ok(Val::S(self.g.constant(*x))),
             ExprKind::Name(n) => self.lookup(n, e.span),
@@ -533,6 +548,15 @@ struct Placed<'a> {
 
 fn unroll<'a>(lw: &mut Lowerer, items: &'a [(Item, Span)], env: &[(String, i64)], out: &mut Vec<Placed<'a>>) {
     for (item, span) in items {
+        if out.len() >= MAX_ITEMS {
+            if !lw.errors.iter().any(|e| e.message.contains("unrolled items")) {
+                lw.error(
+                    *span,
+                    format!("loops unroll to more than {MAX_ITEMS} items; reduce the sizes"),
+                );
+            }
+            return;
+        }
         match item {
             Item::For {
                 var,
@@ -656,6 +680,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         ienv: HashMap::new(),
         families: HashSet::new(),
         sizes: HashMap::new(),
+        budget: MAX_WORK,
     };
 
     // Sizes first: they may be used anywhere.

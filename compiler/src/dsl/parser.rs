@@ -104,8 +104,50 @@ fn syntax_error(file: &str, src: &str, e: pest::error::Error<Rule>) -> Diagnosti
     Diagnostic::new(file, src, Span::new(start, end), msg)
 }
 
+/// Deepest bracket nesting accepted (deeper input would exhaust the parser's stack).
+pub const MAX_NESTING: usize = 200;
+/// Most operators accepted in one model file (a guard against runaway input).
+pub const MAX_OPERATORS: usize = 50_000;
+
+/// Rejects input whose shape alone would make the recursive parser or the
+/// syntax tree overflow the stack.
+fn check_size(file: &str, src: &str) -> Result<(), Diagnostic> {
+    let mut depth = 0usize;
+    let mut ops = 0usize;
+    for (i, c) in src.char_indices() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Diagnostic::new(
+                        file,
+                        src,
+                        Span::new(i, i + 1),
+                        format!("brackets nested more than {MAX_NESTING} deep"),
+                    ));
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            '+' | '-' | '*' | '/' | '^' => {
+                ops += 1;
+                if ops > MAX_OPERATORS {
+                    return Err(Diagnostic::new(
+                        file,
+                        src,
+                        Span::new(i, i + 1),
+                        format!("more than {MAX_OPERATORS} operators in one model file; use `for` and `sum` for repeated structure"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses a model file's text. `file` is used in error messages only.
 pub fn parse(file: &str, src: &str) -> Result<ModelAst, Diagnostic> {
+    check_size(file, src)?;
     let mut pairs = ModelParser::parse(Rule::file, src).map_err(|e| syntax_error(file, src, e))?;
     let model = pairs
         .next()
