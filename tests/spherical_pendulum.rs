@@ -165,3 +165,41 @@ fn unknown_initial_state_is_a_clear_error() {
         .to_string();
     assert!(e.contains("gamma[0]"), "{e}");
 }
+
+#[test]
+fn bad_parameters_and_step_sizes_are_errors_and_leave_the_state_alone() {
+    let good = Averaged::with_defaults();
+    let start = good.initial("published").unwrap();
+    let bad = Averaged {
+        m: 1.0,
+        r: f64::NAN,
+        g: 9.8,
+    };
+    let e = bad.stepper(0.2).unwrap_err().to_string();
+    assert!(e.contains("parameter `r`"), "{e}");
+    assert!(bad.initial_state([0.0, 0.0, -1.0], [0.0; 3]).is_err());
+    for h in [0.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(good.stepper(h), Err(hamel::StepError::BadStepSize(_))));
+    }
+    // A step that fails (here: a Newton iteration bound of 1) leaves the state as it was.
+    let mut stepper = good.stepper(0.2).unwrap();
+    stepper.options.max_iterations = 1;
+    let mut s = start;
+    let e = stepper.step(&mut s).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            hamel::StepError::NotConverged {
+                step: 0,
+                iterations: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(s, start);
+    // and the caller can retry, e.g. with more iterations
+    stepper.options.max_iterations = 30;
+    stepper.step(&mut s).unwrap();
+    assert_eq!(s.step, 1);
+}

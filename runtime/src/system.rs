@@ -64,7 +64,6 @@ pub struct State<const NZ: usize, const NX: usize> {
 }
 
 /// Drives a [`StepSystem`] with a fixed step size.
-#[derive(Debug)]
 pub struct Stepper<'a, S, const NZ: usize, const NX: usize> {
     system: &'a S,
     h: f64,
@@ -74,6 +73,17 @@ pub struct Stepper<'a, S, const NZ: usize, const NX: usize> {
     pub stats: NewtonStats,
     /// add increments to the state with compensated (TwoSum) summation
     pub compensated: bool,
+}
+
+impl<S, const NZ: usize, const NX: usize> std::fmt::Debug for Stepper<'_, S, NZ, NX> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stepper")
+            .field("h", &self.h)
+            .field("options", &self.options)
+            .field("stats", &self.stats)
+            .field("compensated", &self.compensated)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S, NZ, NX> {

@@ -127,6 +127,15 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     [#(self.#pfields),*]
                 }
 
+                fn __check_params(&self) -> Result<(), __rt::StepError> {
+                    for (name, value) in Self::PARAMETERS.iter().zip(self.__params()) {
+                        if !value.is_finite() {
+                            return Err(__rt::StepError::InvalidInput(format!("parameter `{name}` = {value} is not finite")));
+                        }
+                    }
+                    Ok(())
+                }
+
                 /// The scheme's state for physical coordinates `q` and velocities `ξ`.
                 /// Fails on non-finite data, or where the physical state cannot be
                 /// recovered from the scheme's state (a coordinate singularity).
@@ -135,6 +144,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                         let name = Self::COORDINATES.iter().chain(Self::VELOCITIES.iter()).nth(bad).copied().unwrap_or("?");
                         return Err(__rt::StepError::InvalidInput(format!("initial value of `{name}` is not finite")));
                     }
+                    self.__check_params()?;
                     let p = self.__params();
                     let mut z = [0.0f64; #nz];
                     let mut x = [0.0f64; #nx];
@@ -184,6 +194,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
 
                 /// A stepper with step size `h`.
                 pub fn stepper(&self, h: f64) -> Result<__rt::Stepper<'_, Self, #nz, #nx>, __rt::StepError> {
+                    self.__check_params()?;
                     __rt::Stepper::new(self, h)
                 }
 

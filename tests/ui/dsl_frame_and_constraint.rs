@@ -1,0 +1,5 @@
+#[derive(hamel::Integrator)]
+#[hamel(model = "tests/ui/models/no_frame_eq.hamel")]
+pub struct P {}
+
+fn main() {}
