@@ -2,23 +2,22 @@
 //! energy error falls as h², and the coordinate singularity at the pole gives
 //! an error, never a NaN.
 
-use hamel::{simulate, Integrator, StepError};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_angles.hamel", kinematics = "midpoint")]
-pub struct Angles {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+use hamel::{simulate, StepError};
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_angles.hamel", kinematics = "averaged")]
-pub struct AnglesAveraged {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    Angles,
+    model = "models/spherical_pendulum_angles.hamel",
+    kinematics = "midpoint"
+);
+
+pendulum!(
+    AnglesAveraged,
+    model = "models/spherical_pendulum_angles.hamel",
+    kinematics = "averaged"
+);
 
 #[test]
 fn energy_error_falls_as_h_squared() {

@@ -1,5 +1,8 @@
 //! n-link spherical chains from one model file with a size `N`.
 
+#[macro_use]
+mod common;
+
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
@@ -26,23 +29,13 @@ pub struct Chain8 {
     pub g: f64,
 }
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_director.hamel")]
-pub struct Director {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(Director, model = "models/spherical_pendulum_director.hamel");
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct Dsp {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Dsp,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
 #[test]
 fn one_link_chain_is_the_spherical_pendulum() {

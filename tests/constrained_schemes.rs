@@ -1,39 +1,34 @@
 //! Störmer–Verlet (general and index-reduced) and RATTLE, derived from the same
 //! model files as the Hamel integrator (theory §3, §4).
 
-use hamel::{simulate, Integrator, State, StepSystem};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+use hamel::{simulate, State, StepSystem};
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "stormer_verlet")]
-pub struct SvCartesian {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    Rattle,
+    model = "models/spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_angles.hamel", scheme = "stormer_verlet")]
-pub struct SvAngles {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    SvCartesian,
+    model = "models/spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct Hamel {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    SvAngles,
+    model = "models/spherical_pendulum_angles.hamel",
+    scheme = "stormer_verlet"
+);
+
+pendulum!(
+    Hamel,
+    model = "models/spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
 
 #[test]
 fn rattle_keeps_the_length_at_round_off() {

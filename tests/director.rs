@@ -3,31 +3,24 @@
 //! term. Averaged kinematics reproduces the body-frame model exactly; midpoint
 //! agrees to O(h²).
 
-use hamel::{simulate, Integrator};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_director.hamel", kinematics = "averaged")]
-pub struct DirectorAveraged {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+use hamel::simulate;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_director.hamel", kinematics = "midpoint")]
-pub struct DirectorMidpoint {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    DirectorAveraged,
+    model = "models/spherical_pendulum_director.hamel",
+    kinematics = "averaged"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct Body {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    DirectorMidpoint,
+    model = "models/spherical_pendulum_director.hamel",
+    kinematics = "midpoint"
+);
+
+pendulum!(Body, model = "models/spherical_pendulum.hamel", kinematics = "averaged");
 
 fn heights_body(steps: u64, h: f64) -> Vec<f64> {
     let m = Body::with_defaults();

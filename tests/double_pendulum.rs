@@ -2,27 +2,22 @@
 //! W95 (theory §7.1). Exercises multipliers, non-vanishing bracket terms and
 //! generated functions split into bounded parts.
 
-use hamel::{simulate, Integrator, State};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct DspAveraged {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+use hamel::{simulate, State};
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct DspMidpoint {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    DspAveraged,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
+
+double_pendulum!(
+    DspMidpoint,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [

@@ -1,40 +1,28 @@
 //! Double spherical pendulum in Cartesian positions: energy–momentum and RATTLE
 //! on W95's cases (theory §5, §7.1).
 
-use hamel::{simulate, Integrator, State, StepSystem};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(
+use hamel::{simulate, State, StepSystem};
+
+double_pendulum!(
+    Em,
     model = "models/double_spherical_pendulum_cartesian.hamel",
     scheme = "energy_momentum"
-)]
-pub struct Em {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Rattle,
+    model = "models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct Hamel {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Hamel,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
 
 fn errors<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     sys: &S,
@@ -159,18 +147,11 @@ fn relative_equilibrium_stays_put() {
     }
 }
 
-#[derive(Integrator)]
-#[hamel(
+double_pendulum!(
+    Sv,
     model = "models/double_spherical_pendulum_cartesian.hamel",
     scheme = "stormer_verlet"
-)]
-pub struct Sv {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+);
 
 /// Wobble of r₁, r₂ and mean azimuthal rate of mass 1 over 10 s; `pos` gives the
 /// two bob positions of a state.

@@ -2,37 +2,28 @@
 //! double spherical pendulum, Pattern I.
 //! `cargo test --release --test long_runs -- --ignored --nocapture`
 
-use hamel::{simulate, Integrator, State, StepSystem};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+use hamel::{simulate, State, StepSystem};
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct HamelAveraged {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Rattle,
+    model = "models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct HamelMidpoint {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    HamelAveraged,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
+
+double_pendulum!(
+    HamelMidpoint,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
 /// Max relative energy and momentum errors in the first and last tenth of the run.
 fn drift<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(

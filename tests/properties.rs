@@ -1,47 +1,31 @@
 //! Properties over random physical states (proptest): near the poles, across
 //! the equator, at high energy. Each property states the bound it asserts.
 
-use hamel::{simulate, Integrator, Stepper};
+#[macro_use]
+mod common;
+
+use hamel::{simulate, Stepper};
 use proptest::prelude::*;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct Body {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(Body, model = "models/spherical_pendulum.hamel", kinematics = "averaged");
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    Rattle,
+    model = "models/spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
 
-#[derive(Integrator)]
-#[hamel(
+double_pendulum!(
+    Em,
     model = "models/double_spherical_pendulum_cartesian.hamel",
     scheme = "energy_momentum"
-)]
-pub struct Em {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct Directors {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Directors,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [

@@ -1,34 +1,29 @@
 //! Step-map sensitivities ∂z_{k+1}/∂z_k (theory §6) against central finite
 //! differences of the full step (Newton solved to round-off).
 
+#[macro_use]
+mod common;
+
 use hamel::nalgebra::SMatrix;
-use hamel::{Integrator, State, StepSystem, Stepper};
+use hamel::{State, StepSystem, Stepper};
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
-pub struct PendulumAveraged {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    PendulumAveraged,
+    model = "models/spherical_pendulum.hamel",
+    kinematics = "averaged"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct PendulumMidpoint {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    PendulumMidpoint,
+    model = "models/spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel", kinematics = "midpoint")]
-pub struct Dsp {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+double_pendulum!(
+    Dsp,
+    model = "models/double_spherical_pendulum.hamel",
+    kinematics = "midpoint"
+);
 
 /// Worst relative difference between the analytic sensitivity and central differences.
 pub fn check<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(sys: &S, start: State<NZ, NX>, h: f64) -> f64 {
@@ -80,29 +75,23 @@ fn hamel_sensitivities_match_finite_differences() {
     assert!(ea < 1e-6 && em < 1e-6 && ed < 1e-6);
 }
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    Rattle,
+    model = "models/spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "stormer_verlet")]
-pub struct SvCartesian {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    SvCartesian,
+    model = "models/spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_angles.hamel", scheme = "stormer_verlet")]
-pub struct SvAngles {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    SvAngles,
+    model = "models/spherical_pendulum_angles.hamel",
+    scheme = "stormer_verlet"
+);
 
 #[test]
 fn stormer_verlet_and_rattle_sensitivities_match_finite_differences() {

@@ -2,23 +2,24 @@
 //! equator crossing, second order, agreement of the two kinematics, and the
 //! analytic Jacobian against finite differences.
 
-use hamel::{simulate, Integrator, State, StepSystem};
+#[macro_use]
+mod common;
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
-pub struct Averaged {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+use hamel::{simulate, State, StepSystem};
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "midpoint")]
-pub struct Midpoint {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
+pendulum!(
+    Averaged,
+    model = "models/spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "averaged"
+);
+
+pendulum!(
+    Midpoint,
+    model = "models/spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
 
 const BOUND: f64 = 1e-13;
 

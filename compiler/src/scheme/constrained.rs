@@ -5,7 +5,10 @@
 use crate::model::Model;
 use crate::sym::{gradient, jacobian, linsolve, Id};
 
+use super::step::Draft;
 use super::SchemeError;
+use crate::sym::vector::matvec;
+use crate::sym::Graph;
 
 /// `L = ½ q̇ᵀ M q̇ − V(q)` with constant `M`, and constraints `g(q) = 0`.
 pub struct ConstantMass {
@@ -95,4 +98,67 @@ pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<
         gq,
         hess_g,
     })
+}
+
+/// The scheme-specific parts of a step on the state `(q, p)` of a
+/// constant-mass model (RATTLE, Störmer–Verlet, energy–momentum).
+pub struct MomentumStep {
+    /// scheme label
+    pub scheme: &'static str,
+    /// step size symbol
+    pub h: Id,
+    /// state symbols `(q, p)`
+    pub z: Vec<Id>,
+    /// unknown symbols and names
+    pub unknowns: Vec<(Id, String)>,
+    /// previous-solution symbols
+    pub previous: Vec<Id>,
+    /// residual
+    pub residual: Vec<Id>,
+    /// `(q', p')`
+    pub next: Vec<Id>,
+    /// predictor
+    pub predictor: Vec<Id>,
+    /// first warm start, in the physical symbols
+    pub init_warm: Vec<Id>,
+    /// unknowns that become state components
+    pub base: Vec<Option<usize>>,
+}
+
+impl MomentumStep {
+    /// The draft: names `q…`, `p(q…)`, observation `ξ = M⁻¹ p`, initial state `(q, M ξ)`.
+    pub fn draft(self, g: &mut Graph, model: &Model, cm: &ConstantMass) -> Draft {
+        let n = model.coords.len();
+        let (q0, p0) = self.z.split_at(n);
+        let obs_v = matvec(g, &cm.m_inv, p0);
+        let mv = matvec(g, &cm.m, &model.v_syms());
+        let state_names = model
+            .coords
+            .iter()
+            .map(|c| c.name.clone())
+            .chain(model.coords.iter().map(|c| format!("p({})", c.name)));
+        Draft {
+            scheme: self.scheme.into(),
+            h: self.h,
+            state: self.z.iter().copied().zip(state_names).collect(),
+            unknowns: self.unknowns,
+            previous: self.previous,
+            residual: self.residual,
+            next: self.next,
+            predictor: self.predictor,
+            init_state: model.q_syms().into_iter().chain(mv).collect(),
+            init_warm: self.init_warm,
+            obs_matrix: vec![],
+            obs_rhs: vec![],
+            obs_solution: vec![],
+            obs_q: q0.to_vec(),
+            obs_v,
+            base: self.base,
+        }
+    }
+}
+
+/// Names `f(c)` for every coordinate component `c`.
+pub fn coordinate_names(model: &Model, f: impl Fn(&str) -> String) -> Vec<String> {
+    model.coords.iter().map(|c| f(&c.name)).collect()
 }

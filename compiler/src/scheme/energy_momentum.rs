@@ -14,12 +14,12 @@
 //! `q_{n+1} = q_n` that the expression language does not have).
 
 use crate::model::Model;
-use crate::sym::vector::{axpy, matvec, matvec_t};
+use crate::sym::vector::{axpy, matvec, matvec_t, midpoint};
 use crate::sym::{jacobian, Id};
 
-use super::constrained::analyse;
+use super::constrained::{analyse, coordinate_names, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, symbols, Draft, StepSystem};
+use super::step::{at, symbols, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives the energy–momentum step for `model`.
@@ -54,14 +54,7 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let (q0, p0) = z.split_at(n);
     let (q1, rest) = x.split_at(n);
     let (p1, lam) = rest.split_at(n);
-    let qbar: Vec<Id> = q0
-        .iter()
-        .zip(q1)
-        .map(|(&a, &b)| {
-            let s = g.add2(a, b);
-            g.mul2(half, s)
-        })
-        .collect();
+    let qbar = midpoint(&mut g, q0, q1);
     let psum: Vec<Id> = p0.iter().zip(p1).map(|(&a, &b)| g.add2(a, b)).collect();
     let vbar = matvec(&mut g, &cm.m_inv, &psum);
     let mut residual = Vec::with_capacity(2 * n + c);
@@ -81,42 +74,28 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     predictor.extend_from_slice(&w[2 * n..]);
     let mv = matvec(&mut g, &cm.m, &v);
     let zero = g.constant(0.0);
-    let init_state: Vec<Id> = q.iter().chain(&mv).copied().collect();
     let init_warm: Vec<Id> = q
         .iter()
         .chain(&mv)
         .copied()
         .chain(std::iter::repeat_n(zero, c))
         .collect();
-    let obs_v = matvec(&mut g, &cm.m_inv, p0);
-    let coord = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
-    let state_names: Vec<String> = coord(&|c| c.to_string())
+    let unknown_names = coordinate_names(&model, |c| format!("{c}+"))
         .into_iter()
-        .chain(coord(&|c| format!("p({c})")))
-        .collect();
-    let unknown_names: Vec<String> = coord(&|c| format!("{c}+"))
-        .into_iter()
-        .chain(coord(&|c| format!("p({c})+")))
-        .chain((0..c).map(|i| format!("lambda{i}")))
-        .collect();
-    let base = (0..2 * n + c).map(|i| (i < 2 * n).then_some(i)).collect();
-    let draft = Draft {
-        scheme: "energy_momentum".into(),
+        .chain(coordinate_names(&model, |c| format!("p({c})+")))
+        .chain((0..c).map(|i| format!("lambda{i}")));
+    let step = MomentumStep {
+        scheme: "energy_momentum",
         h,
-        state: z.iter().copied().zip(state_names).collect(),
         unknowns: x.iter().copied().zip(unknown_names).collect(),
+        z,
         previous: w,
         residual,
         next,
         predictor,
-        init_state,
         init_warm,
-        obs_matrix: vec![],
-        obs_rhs: vec![],
-        obs_solution: vec![],
-        obs_q: q0.to_vec(),
-        obs_v,
-        base,
+        base: (0..2 * n + c).map(|i| (i < 2 * n).then_some(i)).collect(),
     };
+    let draft = step.draft(&mut g, &model, &cm);
     Ok(draft.assemble(&model, g, mech.energy))
 }

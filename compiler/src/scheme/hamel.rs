@@ -10,11 +10,12 @@
 //! a multiplier `ν`.
 
 use crate::model::Model;
+use crate::sym::vector::midpoint;
 use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
-use super::step::{symbols, Draft, StepSystem};
+use super::step::{self, symbols, Draft, StepSystem};
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -109,15 +110,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         out
     };
     // Evaluates model expressions at (q, ξ) = (qs, vs).
-    let at = |g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]| -> Vec<Id> {
-        let map: crate::sym::SubstMap = q
-            .iter()
-            .copied()
-            .zip(qs.iter().copied())
-            .chain(v.iter().copied().zip(vs.iter().copied()))
-            .collect();
-        g.substitute_all(exprs, &map)
-    };
+    let at = |g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]| step::at(g, exprs, &q, qs, &v, vs);
     let psi_flat: Vec<Id> = frame.psi.iter().flatten().copied().collect();
     let rows_flat: Vec<Id> = cons.rows.iter().flatten().copied().collect();
     let mul_psi = |g: &mut Graph, psi: &[Id], xi: &[Id]| -> Vec<Id> {
@@ -137,18 +130,10 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let (q0, k0) = z.split_at(n);
     let (q1, rest) = x.split_at(n);
     let (k1, nu) = rest.split_at(nk);
-    let (wq, wrest) = w.split_at(n);
+    let wrest = &w[n..];
     let (wk, wnu) = wrest.split_at(nk);
     let xi1 = full(k1);
-    let qbar: Vec<Id> = q0
-        .iter()
-        .zip(q1)
-        .map(|(&a, &b)| {
-            let s = g.add2(a, b);
-            g.mul2(half, s)
-        })
-        .collect();
-    let _ = wq;
+    let qbar = midpoint(&mut g, q0, q1);
 
     let mut residual = Vec::with_capacity(n + nk + nc);
     let update: Vec<Id>;
@@ -236,14 +221,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         }
         Kinematics::Averaged => {
             let xi0 = full(k0);
-            let xibar: Vec<Id> = xi0
-                .iter()
-                .zip(&xi1)
-                .map(|(&a, &b)| {
-                    let s = g.add2(a, b);
-                    g.mul2(half, s)
-                })
-                .collect();
+            let xibar = midpoint(&mut g, &xi0, &xi1);
             let p1 = at(&mut g, &mech.p, q1, &xi1);
             let p0 = at(&mut g, &mech.p, q0, &xi0);
             let f1 = at(&mut g, &mech.force, q1, &xi1);

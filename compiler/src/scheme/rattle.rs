@@ -7,9 +7,9 @@ use crate::model::Model;
 use crate::sym::vector::{axpy, matvec, matvec_t};
 use crate::sym::{Graph, Id};
 
-use super::constrained::analyse;
+use super::constrained::{analyse, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, symbols, Draft, StepSystem};
+use super::step::{at, symbols, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives RATTLE for `model`.
@@ -47,36 +47,21 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     residual.extend(matvec(&mut g, &gq1, &v1));
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     let zero = g.constant(0.0);
-    let mv = matvec(&mut g, &cm.m, &v);
-    let init_state: Vec<Id> = q.iter().copied().chain(mv).collect();
-    let obs_v = matvec(&mut g, &cm.m_inv, p0);
-    let state_names: Vec<String> = model
-        .coords
-        .iter()
-        .map(|c| c.name.clone())
-        .chain(model.coords.iter().map(|c| format!("p({})", c.name)))
-        .collect();
-    let unknown_names: Vec<String> = (0..c)
+    let unknown_names = (0..c)
         .map(|i| format!("lambda{i}"))
-        .chain((0..c).map(|i| format!("mu{i}")))
-        .collect();
-    let draft = Draft {
-        scheme: "rattle".into(),
+        .chain((0..c).map(|i| format!("mu{i}")));
+    let step = MomentumStep {
+        scheme: "rattle",
         h,
-        state: z.iter().copied().zip(state_names).collect(),
         unknowns: x.iter().copied().zip(unknown_names).collect(),
+        z,
         previous: w.clone(),
         residual,
         next,
         predictor: w,
-        init_state,
         init_warm: vec![zero; 2 * c],
-        obs_matrix: vec![],
-        obs_rhs: vec![],
-        obs_solution: vec![],
-        obs_q: q0.to_vec(),
-        obs_v,
         base: vec![None; 2 * c],
     };
+    let draft = step.draft(&mut g, &model, &cm);
     Ok(draft.assemble(&model, g, mech.energy))
 }

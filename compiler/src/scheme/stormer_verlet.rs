@@ -11,7 +11,7 @@ use crate::model::Model;
 use crate::sym::vector::{axpy, dot, matmul, matvec, matvec_t, transpose};
 use crate::sym::{gradient, jacobian, Graph, Id};
 
-use super::constrained::{analyse, ConstantMass};
+use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
 use super::step::{at, symbols, Draft, StepSystem};
 use super::{Frame, SchemeError};
@@ -216,36 +216,23 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
     let predictor: Vec<Id> = p0.iter().chain(wlb).chain(wlb).copied().collect();
     let mv = matvec(&mut g, &cm.m, &v);
     let zero = g.constant(0.0);
-    let init_state: Vec<Id> = q.iter().copied().chain(mv.iter().copied()).collect();
     let init_warm: Vec<Id> = mv.iter().copied().chain(std::iter::repeat_n(zero, 2 * c)).collect();
-    let obs_v = matvec(&mut g, &cm.m_inv, p0);
-    let names = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
-    let state_names: Vec<String> = names(&|c| c.to_string())
-        .into_iter()
-        .chain(names(&|c| format!("p({c})")))
-        .collect();
-    let unknown_names: Vec<String> = names(&|c| format!("p½({c})"))
+    let unknown_names = coordinate_names(&model, |c| format!("p½({c})"))
         .into_iter()
         .chain((0..c).map(|i| format!("lambda{i}(n)")))
-        .chain((0..c).map(|i| format!("lambda{i}(n+1)")))
-        .collect();
-    let draft = Draft {
-        scheme: "stormer_verlet(index-reduced)".into(),
+        .chain((0..c).map(|i| format!("lambda{i}(n+1)")));
+    let step = MomentumStep {
+        scheme: "stormer_verlet(index-reduced)",
         h,
-        state: z.iter().copied().zip(state_names).collect(),
         unknowns: x.iter().copied().zip(unknown_names).collect(),
+        z,
         previous: w,
         residual,
         next,
         predictor,
-        init_state,
         init_warm,
-        obs_matrix: vec![],
-        obs_rhs: vec![],
-        obs_solution: vec![],
-        obs_q: q0.to_vec(),
-        obs_v,
         base: vec![None; n + 2 * c],
     };
+    let draft = step.draft(&mut g, &model, &cm);
     draft.assemble(&model, g, mech.energy)
 }

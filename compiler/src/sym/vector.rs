@@ -55,3 +55,15 @@ pub fn transpose(a: &[Vec<Id>]) -> Vec<Vec<Id>> {
     let cols = a.first().map_or(0, Vec::len);
     (0..cols).map(|j| a.iter().map(|r| r[j]).collect()).collect()
 }
+
+/// `(a + b) / 2`
+pub fn midpoint(g: &mut Graph, a: &[Id], b: &[Id]) -> Vec<Id> {
+    let half = g.constant(0.5);
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let s = g.add2(x, y);
+            g.mul2(half, s)
+        })
+        .collect()
+}

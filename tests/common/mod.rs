@@ -1,0 +1,32 @@
+//! Integrator structs shared by the integration tests: one macro per family of
+//! model parameters, so a test names the model file and scheme only.
+
+/// A struct with the single-pendulum parameters `m, r, g`.
+#[macro_export]
+macro_rules! pendulum {
+    ($name:ident, $($key:ident = $val:literal),*) => {
+        #[derive(hamel::Integrator)]
+        #[hamel($($key = $val),*)]
+        pub struct $name {
+            pub m: f64,
+            pub r: f64,
+            pub g: f64,
+        }
+    };
+}
+
+/// A struct with the double-pendulum parameters `m1, m2, l1, l2, g`.
+#[macro_export]
+macro_rules! double_pendulum {
+    ($name:ident, $($key:ident = $val:literal),*) => {
+        #[derive(hamel::Integrator)]
+        #[hamel($($key = $val),*)]
+        pub struct $name {
+            pub m1: f64,
+            pub m2: f64,
+            pub l1: f64,
+            pub l2: f64,
+            pub g: f64,
+        }
+    };
+}
