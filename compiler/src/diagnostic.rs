@@ -39,12 +39,20 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// Locates `span` in `source` (the text of `file`).
     pub fn new(file: &str, source: &str, span: Span, message: impl Into<String>) -> Self {
-        let start = span.start.min(source.len());
+        // Spans may come from byte arithmetic (an error "at" a position covers the
+        // next byte); widen them to character boundaries.
+        let mut start = span.start.min(source.len());
+        while !source.is_char_boundary(start) {
+            start -= 1;
+        }
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
         let line = source[..start].matches('\n').count() + 1;
         let column = source[line_start..start].chars().count() + 1;
-        let end = span.end.clamp(start, line_end);
+        let mut end = span.end.clamp(start, line_end);
+        while !source.is_char_boundary(end) {
+            end += 1;
+        }
         let width = source[start..end].chars().count().max(1);
         Diagnostic {
             message: message.into(),
@@ -131,6 +139,18 @@ impl std::error::Error for Diagnostics {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_inside_multibyte_characters_do_not_panic() {
+        // Regression (found by the front-end fuzzer): a syntax error right before `§`.
+        let src = "model m {\n §6 }";
+        let at = src.find('§').unwrap();
+        let d = Diagnostic::new("m.hamel", src, Span::new(at, at + 1), "syntax error");
+        assert_eq!((d.line, d.column, d.width), (2, 2, 1));
+        let d = Diagnostic::new("m.hamel", src, Span::new(at + 1, at + 2), "inside");
+        assert_eq!(d.column, 2);
+        assert!(crate::load("m.hamel", src).is_err());
+    }
 
     #[test]
     fn points_at_line_and_column() {
