@@ -1,5 +1,6 @@
-//! Compensated summation of the step increments on the published run (theory
-//! §2.3): plain float64 vs TwoSum-compensated state updates.
+//! Compensated summation on the published run (theory §2.3): plain float64 vs
+//! TwoSum-compensated state updates, with residual and increment evaluated in
+//! double-double at the compensated state.
 
 use hamel::{simulate_with, Integrator, RunSummary};
 
@@ -35,6 +36,8 @@ fn compensation_lowers_round_off_drift() {
     println!("10^4 steps plain:       energy {ep:.2e}  |‖γ‖−1| {lp:.2e}  J {jp:.2e}");
     println!("10^4 steps compensated: energy {ec:.2e}  |‖γ‖−1| {lc:.2e}  J {jc:.2e}");
     assert!(ec < ep && lc < lp);
+    assert!(ec <= 1e-15, "compensated energy error {ec:e}");
+    assert!(lc <= 1e-15, "compensated length error {lc:e}");
 }
 
 #[test]

@@ -82,3 +82,27 @@ fn every_model_file_loads_and_derives_every_applicable_scheme() {
     }
     assert!(count >= 7);
 }
+
+#[test]
+fn double_double_residual_is_emitted_for_small_bodies() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/spherical_pendulum.hamel"
+    ))
+    .unwrap();
+    let model = hamel_compiler::load("spherical_pendulum.hamel", &src).unwrap();
+    let sys = Scheme::from_names("hamel", Some("averaged"))
+        .unwrap()
+        .derive(&model)
+        .unwrap();
+    let mut g = sys.graph.clone();
+    let f = sys.functions().into_iter().find(|f| f.name == "residual").unwrap();
+    let ts = rust::function_dd(&mut g, &f, &["z".to_string()])
+        .unwrap()
+        .expect("small body");
+    let text = ts.to_string();
+    if std::env::var("HAMEL_SHOW").is_ok() {
+        println!("{text}");
+    }
+    assert!(text.contains("z_lo"), "{text}");
+}

@@ -5,6 +5,7 @@
 // Index loops mirror the indices of the equations they implement.
 #![allow(clippy::needless_range_loop)]
 
+pub mod dd;
 pub mod error;
 pub mod lu;
 pub mod monitor;

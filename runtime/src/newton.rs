@@ -68,19 +68,26 @@ impl NewtonStats {
 }
 
 /// Solves `R(x; z) = 0` from the predictor; returns the solution and the iteration count.
+/// With `lo`, the state is `z + lo` (compensated summation).
 pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     sys: &S,
     h: f64,
     z: &SVector<f64, NZ>,
+    lo: Option<&SVector<f64, NZ>>,
     previous: &SVector<f64, NX>,
     step: u64,
     opt: &NewtonOptions,
 ) -> Result<(SVector<f64, NX>, usize), StepError> {
+    // Compensated runs: the residual at z + lo, in double-double where generated.
+    let residual = |x: &SVector<f64, NX>| {
+        lo.and_then(|lo| sys.residual_compensated(h, z, lo, x))
+            .unwrap_or_else(|| sys.residual(h, z, x))
+    };
     let mut x = sys.predict(h, z, previous);
     let mut last = f64::INFINITY;
     let mut lu: Option<Lu<NX>> = None;
     for it in 1..=opt.max_iterations {
-        let r = sys.residual(h, z, &x);
+        let r = residual(&x);
         let rn = r.norm();
         let non_finite = StepError::NonFinite {
             step,
@@ -128,7 +135,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         }
         last = dn;
     }
-    let rn = sys.residual(h, z, &x).norm();
+    let rn = residual(&x).norm();
     Err(StepError::NotConverged {
         step,
         iterations: opt.max_iterations,

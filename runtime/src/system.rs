@@ -40,6 +40,28 @@ pub trait StepSystem<const NZ: usize, const NX: usize> {
     ) -> Option<(SMatrix<f64, NX, NZ>, SMatrix<f64, NZ, NZ>, SMatrix<f64, NZ, NX>)> {
         None
     }
+    /// The residual at the state `z + lo` evaluated in double-double arithmetic,
+    /// for compensated runs; `None` where not generated (bodies too large).
+    fn residual_compensated(
+        &self,
+        _h: f64,
+        _z: &SVector<f64, NZ>,
+        _lo: &SVector<f64, NZ>,
+        _x: &SVector<f64, NX>,
+    ) -> Option<SVector<f64, NX>> {
+        None
+    }
+    /// The increment at the state `z + lo` in double-double arithmetic (see
+    /// [`StepSystem::residual_compensated`]).
+    fn increment_compensated(
+        &self,
+        _h: f64,
+        _z: &SVector<f64, NZ>,
+        _lo: &SVector<f64, NZ>,
+        _x: &SVector<f64, NX>,
+    ) -> Option<SVector<f64, NZ>> {
+        None
+    }
     /// Starting guess from the state and the previous step's solution.
     fn predict(&self, h: f64, z: &SVector<f64, NZ>, previous: &SVector<f64, NX>) -> SVector<f64, NX>;
     /// Names and kinds of the monitored quantities.
@@ -149,8 +171,19 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
 
     /// Advances `state` by one step. On error `state` is unchanged.
     pub fn step(&mut self, state: &mut State<NZ, NX>) -> Result<(), StepError> {
-        let (x, iters) = newton::solve(self.system, self.h, &state.z, &state.warm, state.step, &self.options)?;
-        let dz = self.system.increment(self.h, &state.z, &x);
+        let lo = self.compensated.then_some(&state.lo);
+        let (x, iters) = newton::solve(
+            self.system,
+            self.h,
+            &state.z,
+            lo,
+            &state.warm,
+            state.step,
+            &self.options,
+        )?;
+        let dz = lo
+            .and_then(|lo| self.system.increment_compensated(self.h, &state.z, lo, &x))
+            .unwrap_or_else(|| self.system.increment(self.h, &state.z, &x));
         if dz.iter().any(|v| !v.is_finite()) {
             return Err(StepError::NonFinite {
                 step: state.step,

@@ -31,13 +31,23 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let mut g = sys.graph.clone();
     let mut fns = Vec::new();
     let mut stats = IntegratorStats::default();
+    let mut compensated = true;
     for f in sys.functions() {
-        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, &f)
-            .map_err(|u| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0))?;
+        let unbound =
+            |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
+        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, &f).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
         fns.push(ts);
+        // Compensated runs evaluate residual and increment with the state in double-double.
+        if f.name == "residual" || f.name == "increment" {
+            match rust::function_dd(&mut g, &f, &["z".to_string()]).map_err(unbound)? {
+                Some(ts) => fns.push(ts),
+                None => compensated = false,
+            }
+        }
     }
+
     let ident = target.ident;
     let path = target.model_path;
     let np = sys.params.len();
@@ -47,6 +57,37 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let nv = sys.phys_v.len();
     let ni = sys.invariants.len();
     let nk = sys.obs_solution.len();
+    let compensated_impl = if compensated {
+        quote! {
+            #[inline]
+            fn residual_compensated(
+                &self,
+                h: f64,
+                z: &__na::SVector<f64, #nz>,
+                lo: &__na::SVector<f64, #nz>,
+                x: &__na::SVector<f64, #nx>,
+            ) -> Option<__na::SVector<f64, #nx>> {
+                let mut r = [0.0f64; #nx];
+                __gen::residual_dd(&self.__params(), &[h], &z.data.0[0], &lo.data.0[0], &x.data.0[0], &mut r);
+                Some(__na::SVector::from(r))
+            }
+
+            #[inline]
+            fn increment_compensated(
+                &self,
+                h: f64,
+                z: &__na::SVector<f64, #nz>,
+                lo: &__na::SVector<f64, #nz>,
+                x: &__na::SVector<f64, #nx>,
+            ) -> Option<__na::SVector<f64, #nz>> {
+                let mut dz = [0.0f64; #nz];
+                __gen::increment_dd(&self.__params(), &[h], &z.data.0[0], &lo.data.0[0], &x.data.0[0], &mut dz);
+                Some(__na::SVector::from(dz))
+            }
+        }
+    } else {
+        quote!()
+    };
     let model = &sys.model;
     let scheme = &sys.scheme;
     let pnames: Vec<&str> = sys.params.iter().map(|(s, _)| s.name.as_str()).collect();
@@ -97,8 +138,9 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             use ::hamel::runtime as __rt;
             use ::hamel::runtime::nalgebra as __na;
 
-            #[allow(clippy::all, unused_parens, non_snake_case)]
+            #[allow(clippy::all, unused_parens, non_snake_case, unused_imports)]
             mod __gen {
+                use ::hamel::runtime::dd::Dd as __Dd;
                 #(#fns)*
             }
 
@@ -271,6 +313,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                         __na::SMatrix::<f64, #nz, #nx>::from_row_slice(&ux),
                     ))
                 }
+
+                #compensated_impl
 
                 fn invariant_info(&self) -> &'static [(&'static str, __rt::InvariantKind)] {
                     &Self::__INVARIANTS

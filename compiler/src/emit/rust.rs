@@ -39,10 +39,29 @@ struct Names<'a> {
     owner: &'a [usize],
     /// chunk being emitted (usize::MAX: the outer function)
     current: usize,
+    /// double-double mode: the arguments passed as `hi` and `hi_lo` pairs
+    dd: Option<&'a [String]>,
 }
 
 impl Names<'_> {
     fn operand(&self, o: &Operand) -> TokenStream {
+        let value = self.operand_raw(o);
+        match (self.dd, o) {
+            (Some(_), Operand::Const(_)) => quote!(__Dd::from(#value)),
+            (Some(dd), Operand::Input(i)) => {
+                let (a, k) = &self.inputs[*i];
+                if dd.iter().any(|n| a == n) {
+                    let lo = format_ident!("{}_lo", a);
+                    quote!(__Dd::new(#a[#k], #lo[#k]))
+                } else {
+                    quote!(__Dd::from(#value))
+                }
+            }
+            _ => value,
+        }
+    }
+
+    fn operand_raw(&self, o: &Operand) -> TokenStream {
         match *o {
             Operand::Const(c) => num(c),
             Operand::Input(i) => {
@@ -73,20 +92,22 @@ impl Names<'_> {
         };
         match op {
             Op::Sum { pos, neg } => {
-                let p = if pos.is_empty() {
-                    quote!(0.0f64)
+                let zero = if self.dd.is_some() {
+                    quote!(__Dd::from(0.0f64))
                 } else {
-                    join(pos, quote!(+))
+                    quote!(0.0f64)
                 };
+                let p = if pos.is_empty() { zero } else { join(pos, quote!(+)) };
                 let n: Vec<TokenStream> = neg.iter().map(|x| self.operand(x)).collect();
                 quote!(#p #(- #n)*)
             }
             Op::Product { num, den } => {
-                let n = if num.is_empty() {
-                    quote!(1.0f64)
+                let one = if self.dd.is_some() {
+                    quote!(__Dd::from(1.0f64))
                 } else {
-                    join(num, quote!(*))
+                    quote!(1.0f64)
                 };
+                let n = if num.is_empty() { one } else { join(num, quote!(*)) };
                 if den.is_empty() {
                     n
                 } else {
@@ -96,24 +117,37 @@ impl Names<'_> {
             }
             Op::Powi(a, n) => {
                 let a = self.operand(a);
-                match n {
-                    2 => quote!(#a * #a),
-                    3 => quote!(#a * #a * #a),
+                match (n, self.dd) {
+                    (2, _) => quote!(#a * #a),
+                    (3, _) => quote!(#a * #a * #a),
+                    (_, Some(_)) => quote!((#a).powi(#n)),
                     _ => quote!(f64::powi(#a, #n)),
                 }
             }
             Op::Sqrt(a) => {
                 let a = self.operand(a);
-                quote!(f64::sqrt(#a))
+                if self.dd.is_some() {
+                    quote!((#a).sqrt())
+                } else {
+                    quote!(f64::sqrt(#a))
+                }
             }
             Op::Powf(a, e) => {
                 let a = self.operand(a);
                 let e = num(*e);
-                quote!(f64::powf(#a, #e))
+                if self.dd.is_some() {
+                    quote!((#a).map(|v| f64::powf(v, #e)))
+                } else {
+                    quote!(f64::powf(#a, #e))
+                }
             }
             Op::Pow(a, b) => {
                 let (a, b) = (self.operand(a), self.operand(b));
-                quote!(f64::powf(#a, #b))
+                if self.dd.is_some() {
+                    quote!(__Dd::from(f64::powf((#a).to_f64(), (#b).to_f64())))
+                } else {
+                    quote!(f64::powf(#a, #b))
+                }
             }
             Op::Call(f, a) => {
                 let a = self.operand(a);
@@ -124,7 +158,11 @@ impl Names<'_> {
                     },
                     Span::call_site(),
                 );
-                quote!(f64::#f(#a))
+                if self.dd.is_some() {
+                    quote!((#a).map(f64::#f))
+                } else {
+                    quote!(f64::#f(#a))
+                }
             }
         }
     }
@@ -171,6 +209,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
             inputs: &inputs,
             owner: &owner,
             current: 0,
+            dd: None,
         };
         let lets = tape.ops.iter().enumerate().map(|(i, op)| {
             let t = format_ident!("t{}", i);
@@ -227,6 +266,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
             inputs: &inputs,
             owner: &owner,
             current: c,
+            dd: None,
         };
         let part = format_ident!("{}_part{}", f.name, c);
         let range = c * CHUNK..((c + 1) * CHUNK).min(nops);
@@ -252,6 +292,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         inputs: &inputs,
         owner: &owner,
         current: usize::MAX,
+        dd: None,
     };
     let assigns = outs.iter().zip(&tape.outputs).map(|((a, k), o)| {
         let v = names.operand(o);
@@ -269,4 +310,59 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         },
         stats,
     ))
+}
+
+/// Emits `pub fn <name>_dd(...)`: the same program evaluated in double-double
+/// arithmetic (type `__Dd`, which the caller brings into scope), where each
+/// argument named in `dd_args` comes as a pair `arg: &[f64; n], arg_lo: &[f64; n]`.
+/// Results are rounded to `f64`. `None` for bodies above [`CHUNK`] instructions.
+pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Option<TokenStream>, UnboundSymbol> {
+    let tape: Tape = f.tape(g)?;
+    if tape.ops.len() > CHUNK {
+        return Ok(None);
+    }
+    let name = format_ident!("{}_dd", f.name);
+    let mut inputs = Vec::new();
+    let mut params = Vec::new();
+    for (arg, syms) in &f.inputs {
+        let id = format_ident!("{}", arg);
+        let n = syms.len();
+        params.push(quote!(#id: &[f64; #n]));
+        if dd_args.contains(arg) {
+            let lo = format_ident!("{}_lo", arg);
+            params.push(quote!(#lo: &[f64; #n]));
+        }
+        inputs.extend((0..n).map(|k| (id.clone(), k)));
+    }
+    let mut outs = Vec::new();
+    for (arg, exprs) in &f.outputs {
+        let id = format_ident!("{}", arg);
+        let n = exprs.len();
+        params.push(quote!(#id: &mut [f64; #n]));
+        outs.extend((0..n).map(|k| (id.clone(), k)));
+    }
+    let owner = vec![0; tape.ops.len()];
+    let names = Names {
+        inputs: &inputs,
+        owner: &owner,
+        current: 0,
+        dd: Some(dd_args),
+    };
+    let lets = tape.ops.iter().enumerate().map(|(i, op)| {
+        let t = format_ident!("t{}", i);
+        let e = names.op(op);
+        quote!(let #t: __Dd = #e;)
+    });
+    let assigns = outs.iter().zip(&tape.outputs).map(|((a, k), o)| {
+        let v = names.operand(o);
+        quote!(#a[#k] = (#v).to_f64();)
+    });
+    Ok(Some(quote! {
+        #[inline]
+        #[allow(unused_variables, clippy::all)]
+        pub fn #name(#(#params),*) {
+            #(#lets)*
+            #(#assigns)*
+        }
+    }))
 }
