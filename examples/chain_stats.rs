@@ -17,13 +17,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sys = Scheme::from_names("hamel", None)?.derive(&model)?;
     let t_derive = t0.elapsed().as_secs_f64() * 1e3;
     let ident = proc_macro2::Ident::new("Chain", proc_macro2::Span::call_site());
-    let (tokens, stats) = emit(
-        &sys,
-        &Target {
-            ident: &ident,
-            model_path: "models/spherical_chain.hamel",
-        },
-    )?;
+    let sensitivity = std::env::var("SENS").map_or(true, |v| v != "0");
+    let target = Target {
+        ident: &ident,
+        model_path: "models/spherical_chain.hamel",
+        sensitivity,
+    };
+    let (tokens, stats) = emit(&sys, &target)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     let text = tokens.to_string();
     let lines = text.matches(';').count();

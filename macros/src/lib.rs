@@ -53,6 +53,8 @@ struct Attr {
     kinematics: Option<LitStr>,
     /// sizes of indexed families, e.g. `N = 8`
     sizes: Vec<(String, i64)>,
+    /// emit the step-map sensitivity (default true)
+    sensitivity: bool,
 }
 
 fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
@@ -60,10 +62,15 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
     let mut scheme = None;
     let mut kinematics = None;
     let mut sizes = Vec::new();
+    let mut sensitivity = true;
     let mut found = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
         found = true;
         attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("sensitivity") {
+                sensitivity = meta.value()?.parse::<syn::LitBool>()?.value;
+                return Ok(());
+            }
             let slot = if meta.path.is_ident("model") {
                 &mut model
             } else if meta.path.is_ident("scheme") {
@@ -74,7 +81,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
                 // Any other `NAME = <integer>` sets a size of the model (`size N = ...`).
                 let value = meta.value()?;
                 let lit: syn::LitInt = value.parse().map_err(|_| {
-                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, or a model size such as `N = 8`)")
+                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, `sensitivity`, or a model size such as `N = 8`)")
                 })?;
                 sizes.push((name.to_string(), lit.base10_parse::<i64>()?));
                 return Ok(());
@@ -102,6 +109,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
         scheme,
         kinematics,
         sizes,
+        sensitivity,
     })
 }
 
@@ -216,6 +224,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let target = hamel_compiler::emit::integrator::Target {
         ident: &input.ident,
         model_path: &abs,
+        sensitivity: attr.sensitivity,
     };
     let (tokens, _stats) =
         hamel_compiler::emit::integrator::emit(&sys, &target).map_err(|e| syn::Error::new(Span::call_site(), e))?;

@@ -14,6 +14,8 @@ pub struct Target<'a> {
     pub ident: &'a Ident,
     /// absolute path of the model file (tracked with `include_str!` for rebuilds)
     pub model_path: &'a str,
+    /// emit the step-map sensitivity (`Stepper::step_with_sensitivity`)
+    pub sensitivity: bool,
 }
 
 /// Totals over the emitted functions.
@@ -28,6 +30,14 @@ pub struct IntegratorStats {
 /// Emits everything for `sys` on `target`. Fails only on an internal error
 /// (an expression using a symbol that no function input provides).
 pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, IntegratorStats), String> {
+    let mut with_sensitivity;
+    let sys = if target.sensitivity && sys.sensitivity.is_none() {
+        with_sensitivity = sys.clone();
+        with_sensitivity.add_sensitivity();
+        &with_sensitivity
+    } else {
+        sys
+    };
     let mut g = sys.graph.clone();
     let mut fns = Vec::new();
     let mut stats = IntegratorStats::default();

@@ -101,12 +101,20 @@ pub struct StepSystem {
 }
 
 impl StepSystem {
-    /// Fills in the Jacobian from the residual, and the partial derivatives of
-    /// residual and increment that the step-map sensitivity needs.
+    /// Fills in the Jacobian from the residual.
     pub fn finish_jacobian(&mut self) {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
-        let z: Vec<Id> = self.state.iter().map(|s| s.sym).collect();
         self.jacobian = jacobian(&mut self.graph, &self.residual, &x);
+        self.sensitivity = None;
+    }
+
+    /// Derives the partial derivatives of residual and increment that the
+    /// step-map sensitivity needs (after which [`StepSystem::functions`] also
+    /// lists `sensitivity_parts`). Kept apart because they roughly double the
+    /// derived and emitted code.
+    pub fn add_sensitivity(&mut self) {
+        let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
+        let z: Vec<Id> = self.state.iter().map(|s| s.sym).collect();
         let rz = jacobian(&mut self.graph, &self.residual, &z);
         let uz = jacobian(&mut self.graph, &self.update, &z);
         let ux = jacobian(&mut self.graph, &self.update, &x);
