@@ -22,7 +22,7 @@ pub struct Chain2 {
 }
 
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = 8)]
+#[hamel(model = "models/spherical_chain.hamel", N = 8, sensitivity = false)]
 pub struct Chain8 {
     pub m: f64,
     pub l: f64,
@@ -95,4 +95,17 @@ fn eight_link_chain_runs_and_keeps_its_constraints() {
     );
     assert!(worst_len < 1e-13 && worst_c < 1e-12);
     assert!(m.get("energy").unwrap().max_rel_error < 1e-2);
+}
+
+#[test]
+fn sensitivity_can_be_left_out() {
+    // `sensitivity = false` emits no step-map sensitivity (half the code for chains);
+    // asking for it is an error, and the state is left as it was.
+    let c = Chain8::with_defaults();
+    let mut s = c.initial("tilted").unwrap();
+    let before = s;
+    let mut stepper = c.stepper(0.005).unwrap();
+    let e = stepper.step_with_sensitivity(&mut s).unwrap_err().to_string();
+    assert!(e.contains("provides no step-map sensitivities"), "{e}");
+    assert_eq!(s, before);
 }
