@@ -67,6 +67,29 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let nv = sys.phys_v.len();
     let ni = sys.invariants.len();
     let nk = sys.obs_solution.len();
+    let sensitivity_impl = if sys.sensitivity.is_some() {
+        quote! {
+                fn sensitivity_parts(
+                    &self,
+                    h: f64,
+                    z: &__na::SVector<f64, #nz>,
+                    x: &__na::SVector<f64, #nx>,
+                ) -> Option<(__na::SMatrix<f64, #nx, #nz>, __na::SMatrix<f64, #nz, #nz>, __na::SMatrix<f64, #nz, #nx>)> {
+                    let mut rz = [0.0f64; #nx * #nz];
+                    let mut uz = [0.0f64; #nz * #nz];
+                    let mut ux = [0.0f64; #nz * #nx];
+                    __gen::sensitivity_parts(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut rz, &mut uz, &mut ux);
+                    Some((
+                        __na::SMatrix::<f64, #nx, #nz>::from_row_slice(&rz),
+                        __na::SMatrix::<f64, #nz, #nz>::from_row_slice(&uz),
+                        __na::SMatrix::<f64, #nz, #nx>::from_row_slice(&ux),
+                    ))
+                }
+
+        }
+    } else {
+        quote!()
+    };
     let compensated_impl = if compensated {
         quote! {
             #[inline]
@@ -307,22 +330,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     __na::SVector::from(out)
                 }
 
-                fn sensitivity_parts(
-                    &self,
-                    h: f64,
-                    z: &__na::SVector<f64, #nz>,
-                    x: &__na::SVector<f64, #nx>,
-                ) -> Option<(__na::SMatrix<f64, #nx, #nz>, __na::SMatrix<f64, #nz, #nz>, __na::SMatrix<f64, #nz, #nx>)> {
-                    let mut rz = [0.0f64; #nx * #nz];
-                    let mut uz = [0.0f64; #nz * #nz];
-                    let mut ux = [0.0f64; #nz * #nx];
-                    __gen::sensitivity_parts(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut rz, &mut uz, &mut ux);
-                    Some((
-                        __na::SMatrix::<f64, #nx, #nz>::from_row_slice(&rz),
-                        __na::SMatrix::<f64, #nz, #nz>::from_row_slice(&uz),
-                        __na::SMatrix::<f64, #nz, #nx>::from_row_slice(&ux),
-                    ))
-                }
+                #sensitivity_impl
 
                 #compensated_impl
 
