@@ -92,14 +92,18 @@ impl Names<'_> {
         };
         match op {
             Op::Sum { pos, neg } => {
-                let zero = if self.dd.is_some() {
-                    quote!(__Dd::from(0.0f64))
-                } else {
-                    quote!(0.0f64)
-                };
-                let p = if pos.is_empty() { zero } else { join(pos, quote!(+)) };
                 let n: Vec<TokenStream> = neg.iter().map(|x| self.operand(x)).collect();
-                quote!(#p #(- #n)*)
+                if pos.is_empty() {
+                    // `-a - b`, not `0.0 - a - b`: IEEE forbids folding the zero away.
+                    match n.split_first() {
+                        Some((first, rest)) => quote!(-(#first) #(- #rest)*),
+                        None if self.dd.is_some() => quote!(__Dd::from(0.0f64)),
+                        None => quote!(0.0f64),
+                    }
+                } else {
+                    let p = join(pos, quote!(+));
+                    quote!(#p #(- #n)*)
+                }
             }
             Op::Product { num, den } => {
                 let one = if self.dd.is_some() {
