@@ -106,3 +106,23 @@ fn double_double_residual_is_emitted_for_small_bodies() {
     }
     assert!(text.contains("z_lo"), "{text}");
 }
+
+#[test]
+fn readme_model_examples_load() {
+    // Every `model … { … }` block of the README's model-file guide must load.
+    let readme = include_str!("../../README.md");
+    let mut count = 0;
+    for block in readme.split("```text").skip(1) {
+        let body = block.split("```").next().unwrap_or_default();
+        let Some(start) = body.find("model ") else { continue };
+        if !body[start..]
+            .trim_start_matches("model ")
+            .starts_with(|c: char| c.is_ascii_alphabetic())
+        {
+            continue;
+        }
+        hamel_compiler::load("README.md", &body[start..]).unwrap_or_else(|e| panic!("README example:\n{e}"));
+        count += 1;
+    }
+    assert!(count >= 3, "found {count} examples");
+}
