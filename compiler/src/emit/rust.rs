@@ -181,16 +181,28 @@ fn operands(op: &Op) -> Vec<Operand> {
     }
 }
 
-/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`.
-pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
-    let tape: Tape = f.tape(g)?;
-    let name = format_ident!("{}", f.name);
+/// The parameters of an emitted function and where each tape input and output lives.
+struct Signature {
+    /// (argument, index) per tape input
+    inputs: Vec<(Ident, usize)>,
+    /// `name: &[f64; n]` per input (plus `name_lo` for double-double arguments), then
+    /// `name: &mut [f64; n]` per output
+    params: Vec<TokenStream>,
+    /// (argument, index) per tape output
+    outs: Vec<(Ident, usize)>,
+}
+
+fn signature(f: &Function, dd_args: &[String]) -> Signature {
     let mut inputs = Vec::new();
     let mut params = Vec::new();
     for (arg, syms) in &f.inputs {
         let id = format_ident!("{}", arg);
         let n = syms.len();
         params.push(quote!(#id: &[f64; #n]));
+        if dd_args.contains(arg) {
+            let lo = format_ident!("{}_lo", arg);
+            params.push(quote!(#lo: &[f64; #n]));
+        }
         inputs.extend((0..n).map(|k| (id.clone(), k)));
     }
     let mut outs = Vec::new();
@@ -200,6 +212,14 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         params.push(quote!(#id: &mut [f64; #n]));
         outs.extend((0..n).map(|k| (id.clone(), k)));
     }
+    Signature { inputs, params, outs }
+}
+
+/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`.
+pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
+    let tape: Tape = f.tape(g)?;
+    let name = format_ident!("{}", f.name);
+    let Signature { inputs, params, outs } = signature(f, &[]);
     let nops = tape.ops.len();
     let nparts = nops.div_ceil(CHUNK).max(1);
     let stats = EmitStats {
@@ -326,25 +346,7 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Op
         return Ok(None);
     }
     let name = format_ident!("{}_dd", f.name);
-    let mut inputs = Vec::new();
-    let mut params = Vec::new();
-    for (arg, syms) in &f.inputs {
-        let id = format_ident!("{}", arg);
-        let n = syms.len();
-        params.push(quote!(#id: &[f64; #n]));
-        if dd_args.contains(arg) {
-            let lo = format_ident!("{}_lo", arg);
-            params.push(quote!(#lo: &[f64; #n]));
-        }
-        inputs.extend((0..n).map(|k| (id.clone(), k)));
-    }
-    let mut outs = Vec::new();
-    for (arg, exprs) in &f.outputs {
-        let id = format_ident!("{}", arg);
-        let n = exprs.len();
-        params.push(quote!(#id: &mut [f64; #n]));
-        outs.extend((0..n).map(|k| (id.clone(), k)));
-    }
+    let Signature { inputs, params, outs } = signature(f, dd_args);
     let owner = vec![0; tape.ops.len()];
     let names = Names {
         inputs: &inputs,
