@@ -27,14 +27,6 @@ enum Command {
     },
 }
 
-const SCHEMES: [(&str, Option<&str>); 5] = [
-    ("hamel", Some("averaged")),
-    ("hamel", Some("midpoint")),
-    ("stormer_verlet", None),
-    ("rattle", None),
-    ("energy_momentum", None),
-];
-
 fn parse_sizes(sizes: &[String]) -> Result<Vec<(String, i64)>, String> {
     sizes
         .iter()
@@ -77,7 +69,7 @@ fn check(path: &PathBuf, sizes: &[(String, i64)]) -> bool {
         model.holonomic.len(),
         if model.initials.is_empty() { "none".to_string() } else { model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ") }
     );
-    for (name, kin) in SCHEMES {
+    for (name, kin) in Scheme::ALL {
         let label = match kin {
             Some(k) => format!("{name}({k})"),
             None => name.to_string(),

@@ -549,7 +549,11 @@ struct Placed<'a> {
 fn unroll<'a>(lw: &mut Lowerer, items: &'a [(Item, Span)], env: &[(String, i64)], out: &mut Vec<Placed<'a>>) {
     for (item, span) in items {
         if out.len() >= MAX_ITEMS {
-            if !lw.errors.iter().any(|e| e.message.contains("unrolled items")) {
+            if !lw
+                .errors
+                .iter()
+                .any(|e| e.message.starts_with("loops unroll to more than"))
+            {
                 lw.error(
                     *span,
                     format!("loops unroll to more than {MAX_ITEMS} items; reduce the sizes"),
@@ -716,16 +720,14 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             ));
         }
     }
-    let size_env: HashMap<String, i64> = lw.ienv.clone();
-    lw.sizes = size_env.clone();
+    lw.sizes = lw.ienv.clone();
     let mut placed = Vec::new();
     unroll(&mut lw, &ast.items, &[], &mut placed);
-    let enter = |lw: &mut Lowerer, p: &Placed| {
-        lw.ienv = size_env.clone();
-        for (k, v) in &p.env {
-            lw.ienv.insert(k.clone(), *v);
-        }
-    };
+    if !lw.errors.is_empty() {
+        // Sizes or loops are wrong: everything after would only repeat the damage.
+        return Err(Diagnostics(lw.errors));
+    }
+    let enter = |lw: &mut Lowerer, p: &Placed| set_env(lw, &p.env);
 
     let mut params = Vec::new();
     let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);

@@ -39,6 +39,11 @@ fn double_pendulum_sizes() {
         for f in sys.functions() {
             let (_, st) = rust::function(&mut g, &f).unwrap();
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
+            // Bodies are split into parts of at most CHUNK instructions.
+            assert_eq!(st.parts, st.ops.div_ceil(rust::CHUNK).max(1));
+            if f.name == "jacobian" {
+                assert!(st.parts > 1, "the DSP Jacobian exercises split bodies");
+            }
         }
     }
 }
@@ -56,13 +61,7 @@ fn every_model_file_loads_and_derives_every_applicable_scheme() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let model = hamel_compiler::load(&name, &src).unwrap_or_else(|e| panic!("{e}"));
         let mut derived = Vec::new();
-        for (s, k) in [
-            ("hamel", Some("averaged")),
-            ("hamel", Some("midpoint")),
-            ("stormer_verlet", None),
-            ("rattle", None),
-            ("energy_momentum", None),
-        ] {
+        for (s, k) in Scheme::ALL {
             if let Ok(sys) = Scheme::from_names(s, k).unwrap().derive(&model) {
                 derived.push(format!(
                     "{} ({}x{})",

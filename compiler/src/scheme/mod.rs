@@ -42,6 +42,15 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    /// Every scheme, with its name and kinematics as written in attributes.
+    pub const ALL: [(&'static str, Option<&'static str>); 5] = [
+        ("hamel", Some("averaged")),
+        ("hamel", Some("midpoint")),
+        ("stormer_verlet", None),
+        ("rattle", None),
+        ("energy_momentum", None),
+    ];
+
     /// Parses a scheme name as written in attributes and on the command line
     /// (`hamel`, with `kinematics` `midpoint` or `averaged`; default `averaged`).
     pub fn from_names(scheme: &str, kinematics: Option<&str>) -> Result<Scheme, SchemeError> {

@@ -487,28 +487,8 @@ impl Graph {
         false
     }
 
-    /// Number of distinct non-leaf nodes reachable from `roots` (the operation
-    /// count after common-subexpression elimination).
-    pub fn count_ops(&self, roots: &[Id]) -> usize {
-        let mut seen = vec![false; self.nodes.len()];
-        let mut stack: Vec<Id> = roots.to_vec();
-        let mut n = 0;
-        while let Some(id) = stack.pop() {
-            if seen[id.index()] {
-                continue;
-            }
-            seen[id.index()] = true;
-            let ch = self.children(id);
-            if !ch.is_empty() {
-                n += 1;
-            }
-            stack.extend(ch);
-        }
-        n
-    }
-
     /// Number of operations if the expressions were trees (no sharing): what
-    /// CSE saves, compared with [`Graph::count_ops`]. Saturates at `u64::MAX`.
+    /// CSE saves, compared with the instructions of a [`Tape`](super::Tape). Saturates at `u64::MAX`.
     pub fn tree_size(&self, roots: &[Id]) -> u64 {
         let mut memo: Vec<Option<u64>> = vec![None; self.nodes.len()];
         let mut total: u64 = 0;
