@@ -6,6 +6,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod dd;
+pub mod dynamic;
 pub mod error;
 pub mod lu;
 pub mod monitor;
@@ -13,9 +14,10 @@ pub mod newton;
 pub mod run;
 pub mod system;
 
+pub use dynamic::{DynState, DynStepSystem, DynStepper};
 pub use error::StepError;
 pub use monitor::{InvariantReport, Monitor};
-pub use newton::{NewtonOptions, NewtonStats};
+pub use newton::{NewtonOptions, NewtonStats, StepEquations};
 pub use run::{simulate, simulate_with, RunSummary};
 pub use system::{InvariantKind, State, StepSystem, Stepper};
 

@@ -1,46 +1,53 @@
-//! Dense LU with partial pivoting on fixed-size matrices, in place.
+//! Dense LU with partial pivoting, in place, for fixed-size (`Const`) and
+//! run-time-sized (`Dyn`) matrices alike: the derived code and the tape
+//! back-end share this one factorization, so their Newton iterates agree to
+//! the last bit.
 //!
-//! Ours rather than nalgebra's `lu()` because the latter needs dimension trait
-//! bounds that const-generic code cannot state, and because the pivot test
-//! here is the singularity test the Newton driver reports.
+//! Ours rather than nalgebra's `lu()` because the pivot test here is the
+//! singularity test the Newton driver reports, and because plain slice loops
+//! cost less than nalgebra's generic indexing at these sizes.
 
-use nalgebra::{SMatrix, SVector};
+use nalgebra::allocator::Allocator;
+use nalgebra::{DefaultAllocator, Dim, OMatrix, OVector};
 
 /// The matrix is singular to working precision.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Singular;
 
-/// An LU factorization with partial pivoting of a fixed-size matrix.
-#[derive(Clone, Copy, Debug)]
-pub struct Lu<const N: usize> {
-    /// factors, column-major (`m[col][row]`); the diagonal holds reciprocal pivots
-    m: [[f64; N]; N],
+/// An LU factorization with partial pivoting of a square matrix of size `D`.
+#[derive(Clone, Debug)]
+pub struct Lu<D: Dim>
+where
+    DefaultAllocator: Allocator<D, D> + Allocator<D>,
+{
+    /// factors, column-major; the diagonal holds reciprocal pivots
+    m: OMatrix<f64, D, D>,
     /// row interchanges, in order
-    perm: [usize; N],
+    perm: OVector<usize, D>,
 }
 
-impl<const N: usize> Lu<N> {
+impl<D: Dim> Lu<D>
+where
+    DefaultAllocator: Allocator<D, D> + Allocator<D>,
+{
     /// Factors `a`. A pivot below `1e3 ε` times the largest entry counts as singular.
-    pub fn factor(a: &SMatrix<f64, N, N>) -> Result<Self, Singular> {
-        // Plain arrays keep the loops free of nalgebra's generic indexing,
-        // which costs more than the arithmetic at these sizes.
-        let mut m = a.data.0;
-        let mut perm = [0usize; N];
-        let mut big = 0.0f64;
-        for col in m.iter() {
-            for &x in col.iter() {
-                big = big.max(x.abs());
-            }
-        }
+    pub fn factor(a: &OMatrix<f64, D, D>) -> Result<Self, Singular> {
+        let (rows, _) = a.shape_generic();
+        let n = rows.value();
+        let mut m = a.clone();
+        let mut perm = OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0);
+        let s = m.as_mut_slice();
+        let big = s.iter().fold(0.0f64, |b, x| b.max(x.abs()));
         if big == 0.0 || !big.is_finite() {
             return Err(Singular);
         }
         let tiny = big * 1e3 * f64::EPSILON;
-        for k in 0..N {
+        // s[col * n + row]
+        for k in 0..n {
             let mut p = k;
-            let mut pv = m[k][k].abs();
-            for i in k + 1..N {
-                let x = m[k][i].abs();
+            let mut pv = s[k * n + k].abs();
+            for i in k + 1..n {
+                let x = s[k * n + i].abs();
                 if x > pv {
                     p = i;
                     pv = x;
@@ -51,18 +58,18 @@ impl<const N: usize> Lu<N> {
             }
             perm[k] = p;
             if p != k {
-                for col in m.iter_mut() {
-                    col.swap(k, p);
+                for c in 0..n {
+                    s.swap(c * n + k, c * n + p);
                 }
             }
-            let inv = 1.0 / m[k][k];
-            m[k][k] = inv;
-            for i in k + 1..N {
-                let f = m[k][i] * inv;
-                m[k][i] = f;
-                for j in k + 1..N {
-                    let u = m[j][k];
-                    m[j][i] -= f * u;
+            let inv = 1.0 / s[k * n + k];
+            s[k * n + k] = inv;
+            for i in k + 1..n {
+                let f = s[k * n + i] * inv;
+                s[k * n + i] = f;
+                for j in k + 1..n {
+                    let u = s[j * n + k];
+                    s[j * n + i] -= f * u;
                 }
             }
         }
@@ -70,30 +77,34 @@ impl<const N: usize> Lu<N> {
     }
 
     /// Overwrites `b` with the solution of `a x = b`.
-    pub fn solve(&self, b: &mut SVector<f64, N>) {
-        let v = &mut b.data.0[0];
-        let m = &self.m;
+    pub fn solve(&self, b: &mut OVector<f64, D>) {
+        let n = self.perm.len();
+        let v = b.as_mut_slice();
+        let m = self.m.as_slice();
         // Whole rows were swapped during factoring, so PA = LU: permute first.
-        for k in 0..N {
+        for k in 0..n {
             v.swap(k, self.perm[k]);
         }
-        for k in 0..N {
-            for i in k + 1..N {
-                v[i] -= m[k][i] * v[k];
+        for k in 0..n {
+            for i in k + 1..n {
+                v[i] -= m[k * n + i] * v[k];
             }
         }
-        for i in (0..N).rev() {
+        for i in (0..n).rev() {
             let mut s = v[i];
-            for j in i + 1..N {
-                s -= m[j][i] * v[j];
+            for j in i + 1..n {
+                s -= m[j * n + i] * v[j];
             }
-            v[i] = s * m[i][i];
+            v[i] = s * m[i * n + i];
         }
     }
 }
 
 /// Solves `a x = b`; `b` is overwritten with `x`.
-pub fn solve_in_place<const N: usize>(a: &SMatrix<f64, N, N>, b: &mut SVector<f64, N>) -> Result<(), Singular> {
+pub fn solve_in_place<D: Dim>(a: &OMatrix<f64, D, D>, b: &mut OVector<f64, D>) -> Result<(), Singular>
+where
+    DefaultAllocator: Allocator<D, D> + Allocator<D>,
+{
     Lu::factor(a)?.solve(b);
     Ok(())
 }
@@ -101,6 +112,7 @@ pub fn solve_in_place<const N: usize>(a: &SMatrix<f64, N, N>, b: &mut SVector<f6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nalgebra::{DMatrix, DVector, SMatrix, SVector};
 
     #[test]
     fn solves_and_detects_singularity() {
@@ -116,7 +128,7 @@ mod tests {
     }
 
     #[test]
-    fn agrees_with_nalgebra_on_pivoting_systems() {
+    fn agrees_with_nalgebra_on_pivoting_systems_fixed_and_dynamic_bit_for_bit() {
         let mut seed = 3u64;
         let mut rnd = || {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -129,6 +141,10 @@ mod tests {
             let mut x = b;
             solve_in_place(&a, &mut x).unwrap();
             assert!((x - expect).amax() < 1e-10 * (1.0 + expect.amax()));
+            let ad = DMatrix::from_column_slice(6, 6, a.as_slice());
+            let mut xd = DVector::from_column_slice(b.as_slice());
+            solve_in_place(&ad, &mut xd).unwrap();
+            assert_eq!(xd.as_slice(), x.as_slice());
         }
     }
 }

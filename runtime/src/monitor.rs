@@ -6,7 +6,7 @@ use crate::system::InvariantKind;
 #[derive(Clone, Debug, PartialEq)]
 pub struct InvariantReport {
     /// its name
-    pub name: &'static str,
+    pub name: String,
     /// its kind
     pub kind: InvariantKind,
     /// value at the first observed state
@@ -30,12 +30,12 @@ pub struct Monitor {
 
 impl Monitor {
     /// A monitor for the quantities described by `info`.
-    pub fn new(info: &'static [(&'static str, InvariantKind)]) -> Self {
+    pub fn new<N: AsRef<str>>(info: &[(N, InvariantKind)]) -> Self {
         let reports = info
             .iter()
-            .map(|&(name, kind)| InvariantReport {
-                name,
-                kind,
+            .map(|(name, kind)| InvariantReport {
+                name: name.as_ref().to_string(),
+                kind: *kind,
                 initial: f64::NAN,
                 min: f64::INFINITY,
                 max: f64::NEG_INFINITY,

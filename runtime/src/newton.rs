@@ -5,7 +5,8 @@
 //! is exactly zero, or when it stops decreasing at the round-off floor. A plain
 //! `‖Δx‖ ≤ c ε ‖x‖` test sits below the floor of `Δx` and wastes iterations.
 
-use nalgebra::SVector;
+use nalgebra::allocator::Allocator;
+use nalgebra::{Const, DefaultAllocator, Dim, OMatrix, OVector};
 
 use crate::error::StepError;
 use crate::lu::Lu;
@@ -67,25 +68,129 @@ impl NewtonStats {
     }
 }
 
+/// The equations of one implicit step at any storage size: what the Newton
+/// driver and the stepping logic need. Every derived [`StepSystem`] is one (with
+/// fixed sizes `Const<NZ>`, `Const<NX>`); the run-time tape back-end is one with
+/// sizes `Dyn`. Method names differ from [`StepSystem`]'s so that both traits
+/// can be in scope.
+pub trait StepEquations<Z: Dim, X: Dim>
+where
+    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+{
+    /// `R(x; z)`.
+    fn step_residual(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OVector<f64, X>;
+    /// `∂R/∂x`.
+    fn step_jacobian(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OMatrix<f64, X, X>;
+    /// `z' − z`.
+    fn step_increment(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OVector<f64, Z>;
+    /// Starting guess from the state and the previous solution.
+    fn step_predict(&self, h: f64, z: &OVector<f64, Z>, previous: &OVector<f64, X>) -> OVector<f64, X>;
+    /// Residual at `z + lo` in double-double, where available.
+    fn step_residual_compensated(
+        &self,
+        _h: f64,
+        _z: &OVector<f64, Z>,
+        _lo: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+    ) -> Option<OVector<f64, X>> {
+        None
+    }
+    /// Increment at `z + lo` in double-double, where available.
+    fn step_increment_compensated(
+        &self,
+        _h: f64,
+        _z: &OVector<f64, Z>,
+        _lo: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+    ) -> Option<OVector<f64, Z>> {
+        None
+    }
+}
+
+impl<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> StepEquations<Const<NZ>, Const<NX>> for S {
+    #[inline]
+    fn step_residual(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        x: &OVector<f64, Const<NX>>,
+    ) -> OVector<f64, Const<NX>> {
+        self.residual(h, z, x)
+    }
+    #[inline]
+    fn step_jacobian(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        x: &OVector<f64, Const<NX>>,
+    ) -> OMatrix<f64, Const<NX>, Const<NX>> {
+        self.jacobian(h, z, x)
+    }
+    #[inline]
+    fn step_increment(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        x: &OVector<f64, Const<NX>>,
+    ) -> OVector<f64, Const<NZ>> {
+        self.increment(h, z, x)
+    }
+    #[inline]
+    fn step_predict(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        w: &OVector<f64, Const<NX>>,
+    ) -> OVector<f64, Const<NX>> {
+        self.predict(h, z, w)
+    }
+    #[inline]
+    fn step_residual_compensated(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        lo: &OVector<f64, Const<NZ>>,
+        x: &OVector<f64, Const<NX>>,
+    ) -> Option<OVector<f64, Const<NX>>> {
+        self.residual_compensated(h, z, lo, x)
+    }
+    #[inline]
+    fn step_increment_compensated(
+        &self,
+        h: f64,
+        z: &OVector<f64, Const<NZ>>,
+        lo: &OVector<f64, Const<NZ>>,
+        x: &OVector<f64, Const<NX>>,
+    ) -> Option<OVector<f64, Const<NZ>>> {
+        self.increment_compensated(h, z, lo, x)
+    }
+}
+
 /// Solves `R(x; z) = 0` from the predictor; returns the solution and the iteration count.
 /// With `lo`, the state is `z + lo` (compensated summation).
-pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
+pub fn solve<S, Z, X>(
     sys: &S,
     h: f64,
-    z: &SVector<f64, NZ>,
-    lo: Option<&SVector<f64, NZ>>,
-    previous: &SVector<f64, NX>,
+    z: &OVector<f64, Z>,
+    lo: Option<&OVector<f64, Z>>,
+    previous: &OVector<f64, X>,
     step: u64,
     opt: &NewtonOptions,
-) -> Result<(SVector<f64, NX>, usize), StepError> {
+) -> Result<(OVector<f64, X>, usize), StepError>
+where
+    S: StepEquations<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+{
     // Compensated runs: the residual at z + lo, in double-double where generated.
-    let residual = |x: &SVector<f64, NX>| {
-        lo.and_then(|lo| sys.residual_compensated(h, z, lo, x))
-            .unwrap_or_else(|| sys.residual(h, z, x))
+    let residual = |x: &OVector<f64, X>| {
+        lo.and_then(|lo| sys.step_residual_compensated(h, z, lo, x))
+            .unwrap_or_else(|| sys.step_residual(h, z, x))
     };
-    let mut x = sys.predict(h, z, previous);
+    let mut x = sys.step_predict(h, z, previous);
     let mut last = f64::INFINITY;
-    let mut lu: Option<Lu<NX>> = None;
+    let mut lu: Option<Lu<X>> = None;
     for it in 1..=opt.max_iterations {
         let r = residual(&x);
         let rn = r.norm();
@@ -100,7 +205,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
         if lu.is_none() || !opt.simplified {
-            let j = sys.jacobian(h, z, &x);
+            let j = sys.step_jacobian(h, z, &x);
             if j.iter().any(|v| !v.is_finite()) {
                 return Err(non_finite);
             }
@@ -112,7 +217,7 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         }
         let mut dx = r;
         lu.as_ref().expect("factored above").solve(&mut dx);
-        x -= dx;
+        x -= &dx;
         let dn = dx.norm();
         if !dn.is_finite() {
             return Err(non_finite);
@@ -141,4 +246,65 @@ pub fn solve<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         iterations: opt.max_iterations,
         residual: rn,
     })
+}
+
+/// The parts of a state one step changes, at any storage size.
+pub struct StepState<'s, Z: Dim, X: Dim>
+where
+    DefaultAllocator: Allocator<Z> + Allocator<X>,
+{
+    /// the scheme's state
+    pub z: &'s mut OVector<f64, Z>,
+    /// its compensation term
+    pub lo: &'s mut OVector<f64, Z>,
+    /// previous solution
+    pub warm: &'s mut OVector<f64, X>,
+    /// step counter
+    pub step: &'s mut u64,
+}
+
+/// One step: Newton solve, increment, (compensated) update. On error nothing is changed.
+pub fn advance<S, Z, X>(
+    sys: &S,
+    h: f64,
+    opt: &NewtonOptions,
+    compensated: bool,
+    stats: &mut NewtonStats,
+    st: StepState<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: StepEquations<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+{
+    let lo = compensated.then_some(&*st.lo);
+    let (x, iters) = solve(sys, h, st.z, lo, st.warm, *st.step, opt)?;
+    let dz = lo
+        .and_then(|lo| sys.step_increment_compensated(h, st.z, lo, &x))
+        .unwrap_or_else(|| sys.step_increment(h, st.z, &x));
+    if dz.iter().any(|v| !v.is_finite()) {
+        return Err(StepError::NonFinite {
+            step: *st.step,
+            iterations: iters,
+            residual: f64::NAN,
+        });
+    }
+    stats.record(iters);
+    if compensated {
+        for j in 0..dz.len() {
+            // TwoSum: s + e = z + t exactly.
+            let t = dz[j] + st.lo[j];
+            let s = st.z[j] + t;
+            let bp = s - st.z[j];
+            let e = (st.z[j] - (s - bp)) + (t - bp);
+            st.z[j] = s;
+            st.lo[j] = e;
+        }
+    } else {
+        *st.z += dz;
+    }
+    *st.warm = x;
+    *st.step += 1;
+    Ok(())
 }

@@ -171,42 +171,18 @@ impl<'a, S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> Stepper<'a, S,
 
     /// Advances `state` by one step. On error `state` is unchanged.
     pub fn step(&mut self, state: &mut State<NZ, NX>) -> Result<(), StepError> {
-        let lo = self.compensated.then_some(&state.lo);
-        let (x, iters) = newton::solve(
+        newton::advance(
             self.system,
             self.h,
-            &state.z,
-            lo,
-            &state.warm,
-            state.step,
             &self.options,
-        )?;
-        let dz = lo
-            .and_then(|lo| self.system.increment_compensated(self.h, &state.z, lo, &x))
-            .unwrap_or_else(|| self.system.increment(self.h, &state.z, &x));
-        if dz.iter().any(|v| !v.is_finite()) {
-            return Err(StepError::NonFinite {
-                step: state.step,
-                iterations: iters,
-                residual: f64::NAN,
-            });
-        }
-        self.stats.record(iters);
-        if self.compensated {
-            for j in 0..NZ {
-                // TwoSum: s + e = z + t exactly.
-                let t = dz[j] + state.lo[j];
-                let s = state.z[j] + t;
-                let bp = s - state.z[j];
-                let e = (state.z[j] - (s - bp)) + (t - bp);
-                state.z[j] = s;
-                state.lo[j] = e;
-            }
-        } else {
-            state.z += dz;
-        }
-        state.warm = x;
-        state.step += 1;
-        Ok(())
+            self.compensated,
+            &mut self.stats,
+            newton::StepState {
+                z: &mut state.z,
+                lo: &mut state.lo,
+                warm: &mut state.warm,
+                step: &mut state.step,
+            },
+        )
     }
 }

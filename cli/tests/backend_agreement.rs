@@ -1,0 +1,328 @@
+//! The run-time back-end (model file → register programs → runtime Newton)
+//! against the derive-generated code: same model, scheme, state and step size
+//! must give the same trajectory to round-off, on every model in `models/`.
+
+use std::path::Path;
+
+use hamel::{Integrator, StepSystem};
+use hamel_cli::{compile, load_model, parse_scheme};
+use hamel_runtime::DynStepper;
+
+macro_rules! model {
+    ($name:ident, [$($field:ident),*], $($key:ident = $val:literal),*) => {
+        #[derive(Integrator)]
+        #[hamel($($key = $val),*, sensitivity = false)]
+        pub struct $name { $(pub $field: f64),* }
+    };
+}
+
+model!(
+    SphereAveraged,
+    [m, r, g],
+    model = "../models/spherical_pendulum.hamel",
+    scheme = "hamel"
+);
+model!(
+    SphereMidpoint,
+    [m, r, g],
+    model = "../models/spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    AnglesAveraged,
+    [m, r, g],
+    model = "../models/spherical_pendulum_angles.hamel",
+    scheme = "hamel"
+);
+model!(
+    AnglesMidpoint,
+    [m, r, g],
+    model = "../models/spherical_pendulum_angles.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    AnglesSv,
+    [m, r, g],
+    model = "../models/spherical_pendulum_angles.hamel",
+    scheme = "stormer_verlet"
+);
+model!(
+    CartSv,
+    [m, r, g],
+    model = "../models/spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
+model!(
+    CartRattle,
+    [m, r, g],
+    model = "../models/spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
+model!(
+    CartEm,
+    [m, r, g],
+    model = "../models/spherical_pendulum_cartesian.hamel",
+    scheme = "energy_momentum"
+);
+model!(
+    DirAveraged,
+    [m, r, g],
+    model = "../models/spherical_pendulum_director.hamel",
+    scheme = "hamel"
+);
+model!(
+    DirMidpoint,
+    [m, r, g],
+    model = "../models/spherical_pendulum_director.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    DspAveraged,
+    [m1, m2, l1, l2, g],
+    model = "../models/double_spherical_pendulum.hamel",
+    scheme = "hamel"
+);
+model!(
+    DspMidpoint,
+    [m1, m2, l1, l2, g],
+    model = "../models/double_spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    DspSv,
+    [m1, m2, l1, l2, g],
+    model = "../models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
+model!(
+    DspRattle,
+    [m1, m2, l1, l2, g],
+    model = "../models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
+model!(
+    DspEm,
+    [m1, m2, l1, l2, g],
+    model = "../models/double_spherical_pendulum_cartesian.hamel",
+    scheme = "energy_momentum"
+);
+model!(
+    ChainAveraged,
+    [m, l, g],
+    model = "../models/spherical_chain.hamel",
+    scheme = "hamel"
+);
+model!(
+    ChainMidpoint,
+    [m, l, g],
+    model = "../models/spherical_chain.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+
+const STEPS: usize = 1000;
+
+/// Runs both back-ends side by side; returns the largest state difference
+/// (relative to the state's size) over the run and the final invariants' difference.
+fn agree<S, const NZ: usize, const NX: usize>(
+    derived: &S,
+    initial: hamel::State<NZ, NX>,
+    file: &str,
+    scheme: &str,
+    init: &str,
+    h: f64,
+) -> (f64, f64)
+where
+    S: StepSystem<NZ, NX>,
+{
+    let model = load_model(Path::new(&format!("../models/{file}")), &[]).unwrap();
+    let tape = compile(&model, parse_scheme(scheme, None).unwrap()).unwrap();
+    let mut dyn_state = tape.initial(init).unwrap();
+    assert_eq!(
+        dyn_state.z.as_slice(),
+        initial.z.as_slice(),
+        "{file} {scheme}: initial states differ"
+    );
+    let mut state = initial;
+    let mut stepper = hamel::Stepper::new(derived, h).unwrap();
+    let mut dyn_stepper = DynStepper::new(&tape, h).unwrap();
+    let mut worst = 0.0f64;
+    for _ in 0..STEPS {
+        stepper.step(&mut state).unwrap();
+        dyn_stepper.step(&mut dyn_state).unwrap();
+        let scale = 1.0 + state.z.amax();
+        let diff = (0..NZ).map(|i| (state.z[i] - dyn_state.z[i]).abs()).fold(0.0, f64::max);
+        worst = worst.max(diff / scale);
+    }
+    assert_eq!(
+        stepper.stats.iterations, dyn_stepper.stats.iterations,
+        "{file} {scheme}: Newton iterations differ"
+    );
+    let mut a = vec![0.0; derived.invariant_info().len()];
+    derived.invariants_into(&state.z, &mut a).unwrap();
+    let b = tape.invariants(&dyn_state.z, STEPS as u64).unwrap();
+    let inv = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs() / (1.0 + x.abs()))
+        .fold(0.0, f64::max);
+    println!("{file:<42} {scheme:<16} {init:<12} h={h:<5} max |Δz|/(1+|z|) = {worst:.2e}, invariants {inv:.2e}");
+    (worst, inv)
+}
+
+macro_rules! case {
+    ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal) => {{
+        let m = $ty::with_defaults();
+        let s = m.initial($init).unwrap();
+        let (d, i) = agree(&m, s, $file, $scheme, $init, $h);
+        assert!(d <= 1e-12, "{} {}: state difference {d:e}", $file, $scheme);
+        assert!(i <= 1e-12, "{} {}: invariant difference {i:e}", $file, $scheme);
+        $seen.insert($file);
+    }};
+}
+
+#[test]
+fn runtime_back_end_matches_derived_code_on_every_model() {
+    let mut seen = std::collections::BTreeSet::new();
+    case!(
+        seen,
+        SphereAveraged,
+        "spherical_pendulum.hamel",
+        "hamel",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        SphereMidpoint,
+        "spherical_pendulum.hamel",
+        "hamel_midpoint",
+        "over_equator",
+        0.2
+    );
+    case!(
+        seen,
+        AnglesAveraged,
+        "spherical_pendulum_angles.hamel",
+        "hamel",
+        "swing",
+        0.05
+    );
+    case!(
+        seen,
+        AnglesMidpoint,
+        "spherical_pendulum_angles.hamel",
+        "hamel_midpoint",
+        "swing",
+        0.05
+    );
+    case!(
+        seen,
+        AnglesSv,
+        "spherical_pendulum_angles.hamel",
+        "stormer_verlet",
+        "swing",
+        0.05
+    );
+    case!(
+        seen,
+        CartSv,
+        "spherical_pendulum_cartesian.hamel",
+        "stormer_verlet",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        CartRattle,
+        "spherical_pendulum_cartesian.hamel",
+        "rattle",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        CartEm,
+        "spherical_pendulum_cartesian.hamel",
+        "energy_momentum",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        DirAveraged,
+        "spherical_pendulum_director.hamel",
+        "hamel",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        DirMidpoint,
+        "spherical_pendulum_director.hamel",
+        "hamel_midpoint",
+        "published",
+        0.2
+    );
+    case!(
+        seen,
+        DspAveraged,
+        "double_spherical_pendulum.hamel",
+        "hamel",
+        "pattern_I",
+        0.01
+    );
+    case!(
+        seen,
+        DspMidpoint,
+        "double_spherical_pendulum.hamel",
+        "hamel_midpoint",
+        "pattern_II",
+        0.01
+    );
+    case!(
+        seen,
+        DspSv,
+        "double_spherical_pendulum_cartesian.hamel",
+        "stormer_verlet",
+        "pattern_I",
+        0.01
+    );
+    case!(
+        seen,
+        DspRattle,
+        "double_spherical_pendulum_cartesian.hamel",
+        "rattle",
+        "pattern_I",
+        0.01
+    );
+    case!(
+        seen,
+        DspEm,
+        "double_spherical_pendulum_cartesian.hamel",
+        "energy_momentum",
+        "relative_equilibrium",
+        0.01
+    );
+    case!(seen, ChainAveraged, "spherical_chain.hamel", "hamel", "tilted", 0.01);
+    case!(
+        seen,
+        ChainMidpoint,
+        "spherical_chain.hamel",
+        "hamel_midpoint",
+        "tilted",
+        0.01
+    );
+    // Every model file must be covered: a new model needs a case here.
+    let files: std::collections::BTreeSet<String> = std::fs::read_dir("../models")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".hamel"))
+        .collect();
+    let seen: std::collections::BTreeSet<String> = seen.into_iter().map(String::from).collect();
+    assert_eq!(files, seen, "models without a back-end agreement case");
+}

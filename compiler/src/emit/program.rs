@@ -1,0 +1,282 @@
+//! The run-time back-end: straight-line programs → a compact register machine
+//! evaluated by tools that load model files at run time (`hamel simulate`).
+//!
+//! Knows tapes only, like the Rust back-end. Each tape instruction is lowered
+//! to binary operations in exactly the order the emitted Rust evaluates it
+//! (`a + b + c - d` left to right, `x^2` as `x * x`, ...), so the two back-ends
+//! give the same numbers, not merely close ones.
+
+use crate::sym::{Func, Op, Operand, Tape};
+
+/// One register operation; its result goes to the next register.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Instr {
+    /// `a + b`
+    Add(u32, u32),
+    /// `a - b`
+    Sub(u32, u32),
+    /// `a * b`
+    Mul(u32, u32),
+    /// `a / b`
+    Div(u32, u32),
+    /// `-a`
+    Neg(u32),
+    /// `√a`
+    Sqrt(u32),
+    /// `a^n`, integer `n`
+    Powi(u32, i32),
+    /// `a^e`, numeric `e`
+    Powf(u32, f64),
+    /// `a^b`
+    Pow(u32, u32),
+    /// elementary function
+    Call(Func, u32),
+}
+
+/// A program over registers laid out as `[inputs | constants | results]`.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    /// number of input registers
+    pub n_inputs: usize,
+    /// constant registers, following the inputs
+    pub consts: Vec<f64>,
+    /// instructions; instruction `i` writes register `n_inputs + consts.len() + i`
+    pub instrs: Vec<Instr>,
+    /// register of each output
+    pub outputs: Vec<u32>,
+}
+
+struct Lowering {
+    n_inputs: usize,
+    consts: Vec<f64>,
+    instrs: Vec<Instr>,
+    /// register of each tape temporary
+    temps: Vec<u32>,
+}
+
+impl Lowering {
+    fn constant(&mut self, c: f64) -> u32 {
+        let bits = c.to_bits();
+        let k = match self.consts.iter().position(|x| x.to_bits() == bits) {
+            Some(k) => k,
+            None => {
+                self.consts.push(c);
+                self.consts.len() - 1
+            }
+        };
+        (self.n_inputs + k) as u32
+    }
+
+    fn reg(&mut self, o: &Operand) -> u32 {
+        match *o {
+            Operand::Input(i) => i as u32,
+            Operand::Const(c) => self.constant(c),
+            Operand::Temp(t) => self.temps[t],
+        }
+    }
+
+    fn push(&mut self, i: Instr) -> u32 {
+        self.instrs.push(i);
+        // Constants are appended while lowering, so result registers are
+        // renumbered once all constants are known (see `finish`).
+        (RESULT_BASE + self.instrs.len() as u64 - 1) as u32
+    }
+
+    /// Left fold of `ops` with `f`, as Rust evaluates `a op b op c`.
+    fn fold(&mut self, first: u32, rest: &[Operand], f: fn(u32, u32) -> Instr) -> u32 {
+        let mut acc = first;
+        for o in rest {
+            let r = self.reg(o);
+            acc = self.push(f(acc, r));
+        }
+        acc
+    }
+
+    fn op(&mut self, op: &Op) -> u32 {
+        match op {
+            Op::Sum { pos, neg } => {
+                if let Some((first, rest)) = pos.split_first() {
+                    let f = self.reg(first);
+                    let acc = self.fold(f, rest, Instr::Add);
+                    self.fold(acc, neg, Instr::Sub)
+                } else if let Some((first, rest)) = neg.split_first() {
+                    let f = self.reg(first);
+                    let n = self.push(Instr::Neg(f));
+                    self.fold(n, rest, Instr::Sub)
+                } else {
+                    self.constant(0.0)
+                }
+            }
+            Op::Product { num, den } => {
+                let n = match num.split_first() {
+                    Some((first, rest)) => {
+                        let f = self.reg(first);
+                        self.fold(f, rest, Instr::Mul)
+                    }
+                    None => self.constant(1.0),
+                };
+                match den.split_first() {
+                    None => n,
+                    Some((first, rest)) => {
+                        let f = self.reg(first);
+                        let d = self.fold(f, rest, Instr::Mul);
+                        self.push(Instr::Div(n, d))
+                    }
+                }
+            }
+            Op::Powi(a, n) => {
+                let a = self.reg(a);
+                match n {
+                    2 => self.push(Instr::Mul(a, a)),
+                    3 => {
+                        let s = self.push(Instr::Mul(a, a));
+                        self.push(Instr::Mul(s, a))
+                    }
+                    _ => self.push(Instr::Powi(a, *n)),
+                }
+            }
+            Op::Sqrt(a) => {
+                let a = self.reg(a);
+                self.push(Instr::Sqrt(a))
+            }
+            Op::Powf(a, e) => {
+                let a = self.reg(a);
+                self.push(Instr::Powf(a, *e))
+            }
+            Op::Pow(a, b) => {
+                let (a, b) = (self.reg(a), self.reg(b));
+                self.push(Instr::Pow(a, b))
+            }
+            Op::Call(f, a) => {
+                let a = self.reg(a);
+                self.push(Instr::Call(*f, a))
+            }
+        }
+    }
+}
+
+/// Result registers are numbered from this marker until the constants are
+/// known; no program has this many inputs and constants.
+const RESULT_BASE: u64 = 1 << 31;
+
+impl Program {
+    /// Lowers a straight-line program.
+    pub fn from_tape(tape: &Tape) -> Program {
+        let mut l = Lowering {
+            n_inputs: tape.n_inputs,
+            consts: Vec::new(),
+            instrs: Vec::new(),
+            temps: Vec::with_capacity(tape.ops.len()),
+        };
+        for op in &tape.ops {
+            let r = l.op(op);
+            l.temps.push(r);
+        }
+        let outputs: Vec<u32> = tape.outputs.iter().map(|o| l.reg(o)).collect();
+        let base = (l.n_inputs + l.consts.len()) as u32;
+        let fix = |r: u32| {
+            if u64::from(r) >= RESULT_BASE {
+                (u64::from(r) - RESULT_BASE) as u32 + base
+            } else {
+                r
+            }
+        };
+        let instrs = l
+            .instrs
+            .iter()
+            .map(|i| match *i {
+                Instr::Add(a, b) => Instr::Add(fix(a), fix(b)),
+                Instr::Sub(a, b) => Instr::Sub(fix(a), fix(b)),
+                Instr::Mul(a, b) => Instr::Mul(fix(a), fix(b)),
+                Instr::Div(a, b) => Instr::Div(fix(a), fix(b)),
+                Instr::Neg(a) => Instr::Neg(fix(a)),
+                Instr::Sqrt(a) => Instr::Sqrt(fix(a)),
+                Instr::Powi(a, n) => Instr::Powi(fix(a), n),
+                Instr::Powf(a, e) => Instr::Powf(fix(a), e),
+                Instr::Pow(a, b) => Instr::Pow(fix(a), fix(b)),
+                Instr::Call(f, a) => Instr::Call(f, fix(a)),
+            })
+            .collect();
+        Program {
+            n_inputs: l.n_inputs,
+            consts: l.consts,
+            instrs,
+            outputs: outputs.into_iter().map(fix).collect(),
+        }
+    }
+
+    /// Number of registers the program uses.
+    pub fn registers(&self) -> usize {
+        self.n_inputs + self.consts.len() + self.instrs.len()
+    }
+
+    /// Evaluates the program on `inputs` (all input arrays concatenated) into
+    /// `out`; `regs` is scratch space reused across calls.
+    pub fn eval_into(&self, inputs: &[f64], regs: &mut Vec<f64>, out: &mut [f64]) {
+        debug_assert_eq!(inputs.len(), self.n_inputs);
+        regs.clear();
+        regs.reserve(self.registers());
+        regs.extend_from_slice(inputs);
+        regs.extend_from_slice(&self.consts);
+        for i in &self.instrs {
+            let r = |k: u32| regs[k as usize];
+            let v = match *i {
+                Instr::Add(a, b) => r(a) + r(b),
+                Instr::Sub(a, b) => r(a) - r(b),
+                Instr::Mul(a, b) => r(a) * r(b),
+                Instr::Div(a, b) => r(a) / r(b),
+                Instr::Neg(a) => -r(a),
+                Instr::Sqrt(a) => r(a).sqrt(),
+                Instr::Powi(a, n) => r(a).powi(n),
+                Instr::Powf(a, e) => r(a).powf(e),
+                Instr::Pow(a, b) => r(a).powf(r(b)),
+                Instr::Call(f, a) => f.apply(r(a)),
+            };
+            regs.push(v);
+        }
+        for (o, &k) in out.iter_mut().zip(&self.outputs) {
+            *o = regs[k as usize];
+        }
+    }
+
+    /// Evaluates the program into a new vector.
+    pub fn eval(&self, inputs: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; self.outputs.len()];
+        self.eval_into(inputs, &mut Vec::new(), &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sym::Graph;
+
+    #[test]
+    fn agrees_with_the_tape_and_the_graph() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let y = g.symbol("y");
+        let xy = g.mul2(x, y);
+        let s = g.call(Func::Sin, xy);
+        let a = g.sub(s, y);
+        let b = g.div(s, x);
+        let c = g.sqrt(b);
+        let x3 = g.powf(x, 3.0);
+        let d = g.add(&[x3, c, y]);
+        let m = g.neg(d);
+        let e = g.powf(y, -2.0);
+        let outs = [a, b, c, m, e, x];
+        let t = Tape::build(&mut g, &[x, y], &outs).unwrap();
+        let p = Program::from_tape(&t);
+        for args in [[0.4, 2.5], [1.3, 0.7], [2.0, 1e-3]] {
+            let tv = t.eval(&args);
+            let pv = p.eval(&args);
+            for k in 0..outs.len() {
+                let gv = g.eval(outs[k], &|s| args[s as usize]);
+                assert!((pv[k] - gv).abs() <= 1e-14 * (1.0 + gv.abs()), "{k}: {} vs {gv}", pv[k]);
+                assert!((pv[k] - tv[k]).abs() <= 1e-14 * (1.0 + tv[k].abs()));
+            }
+        }
+    }
+}
