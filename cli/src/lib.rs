@@ -9,6 +9,10 @@
 
 #![warn(missing_docs)]
 
+pub mod case;
+pub mod figures;
+pub mod plot;
+pub mod simulate;
 pub mod tape_system;
 
 use std::path::Path;

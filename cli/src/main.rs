@@ -1,10 +1,13 @@
-//! The `hamel` command. For now: `hamel check MODEL…` parses and validates
-//! model files and derives every scheme that applies, without compiling Rust.
+//! The `hamel` command: check, run, compare and report on model files
+//! without compiling Rust (the run-time back-end of the compiler).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hamel_cli::case::{self, pairs};
+use hamel_cli::simulate::{self, Run, RunOptions};
+use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 
 #[derive(Parser)]
@@ -12,6 +15,62 @@ use hamel_compiler::scheme::Scheme;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Summary {
+    /// one JSON object on the last line of stdout
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KinematicsArg {
+    Midpoint,
+    Averaged,
+}
+
+/// A model file and how to run it.
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("length").required(true).args(["steps", "t_end"])))]
+struct CaseArgs {
+    /// model file (`*.hamel`)
+    model: PathBuf,
+    /// step size
+    #[arg(long, allow_negative_numbers = true)]
+    h: f64,
+    /// number of steps
+    #[arg(long)]
+    steps: Option<u64>,
+    /// final time (steps = round(T / h))
+    #[arg(long = "t-end")]
+    t_end: Option<f64>,
+    /// set a parameter, e.g. `--set m=2` (indexed parameters as `m_1`)
+    #[arg(long = "set", value_name = "PARAM=VALUE")]
+    set: Vec<String>,
+    /// named initial state of the model file (default: its first)
+    #[arg(long)]
+    init: Option<String>,
+    /// set initial coordinates or velocities, e.g. `--state xi=0.6,0,0` or `--state "th'=0.1"`
+    #[arg(long = "state", value_name = "VAR=V1,V2,…")]
+    state: Vec<String>,
+    /// set a size of the model, e.g. `--size N=4`
+    #[arg(long = "size", value_name = "NAME=VALUE")]
+    sizes: Vec<String>,
+    /// compensated (TwoSum) summation of the increments
+    #[arg(long)]
+    compensated: bool,
+    /// output folder for CSV files and plots
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// print a machine-readable summary as the last line
+    #[arg(long)]
+    summary: Option<Summary>,
+    /// record every K-th state in the CSV files (default: at most about 20,000 rows)
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    every: u64,
+    /// write CSV files only, no plots
+    #[arg(long)]
+    no_plots: bool,
 }
 
 #[derive(Subcommand)]
@@ -25,85 +84,286 @@ enum Command {
         #[arg(long = "size", value_name = "NAME=VALUE")]
         sizes: Vec<String>,
     },
-}
-
-fn parse_sizes(sizes: &[String]) -> Result<Vec<(String, i64)>, String> {
-    sizes
-        .iter()
-        .map(|s| {
-            let (name, value) = s
-                .split_once('=')
-                .ok_or_else(|| format!("--size {s}: expected NAME=VALUE"))?;
-            let v = value.trim().parse::<i64>().map_err(|e| format!("--size {s}: {e}"))?;
-            Ok((name.trim().to_string(), v))
-        })
-        .collect()
-}
-
-/// Checks one file; prints a report and returns whether it is valid.
-fn check(path: &PathBuf, sizes: &[(String, i64)]) -> bool {
-    let shown = path.display().to_string();
-    let src = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot read model file `{shown}`: {e}");
-            return false;
-        }
-    };
-    let model = match hamel_compiler::model::load_with_sizes(&shown, &src, sizes) {
-        Ok(m) => m,
-        Err(diags) => {
-            eprintln!("{diags}");
-            eprintln!("{shown}: {} error(s)", diags.0.len());
-            return false;
-        }
-    };
-    println!(
-        "{shown}: model `{}` — {} coordinate(s), {} velocit{}, {} parameter(s), {} velocity / {} holonomic constraint(s), initial states: {}",
-        model.name,
-        model.coords.len(),
-        model.vels.len(),
-        if model.vels.len() == 1 { "y" } else { "ies" },
-        model.params.len(),
-        model.velocity_constraints.len(),
-        model.holonomic.len(),
-        if model.initials.is_empty() { "none".to_string() } else { model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ") }
-    );
-    for (name, kin) in Scheme::ALL {
-        let label = match kin {
-            Some(k) => format!("{name}({k})"),
-            None => name.to_string(),
-        };
-        let scheme = Scheme::from_names(name, kin).expect("known scheme");
-        match scheme.derive(&model) {
-            Ok(sys) => println!(
-                "  {label:<18} {} unknowns, state of {}",
-                sys.unknowns.len(),
-                sys.state.len()
-            ),
-            Err(e) => println!("  {label:<18} not applicable: {e}"),
-        }
-    }
-    true
+    /// Run a model file under one scheme: table, CSV files and plots.
+    Simulate {
+        #[command(flatten)]
+        case: CaseArgs,
+        /// scheme: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum
+        #[arg(long, default_value = "hamel")]
+        scheme: String,
+        /// kinematics of the hamel scheme
+        #[arg(long, value_enum)]
+        kinematics: Option<KinematicsArg>,
+    },
+    /// Run the same case under several schemes: one table, overlaid plots.
+    Compare {
+        #[command(flatten)]
+        case: CaseArgs,
+        /// comma-separated schemes (default: every scheme that applies)
+        #[arg(long, value_delimiter = ',')]
+        schemes: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Check { models, sizes } => {
-            let sizes = match parse_sizes(&sizes) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let ok = models.iter().map(|m| check(m, &sizes)).fold(true, |a, b| a & b);
-            if ok {
-                ExitCode::SUCCESS
+    let result = match cli.command {
+        Command::Check { models, sizes } => check(&models, &sizes),
+        Command::Simulate {
+            case,
+            scheme,
+            kinematics,
+        } => {
+            let k = kinematics.map(|k| match k {
+                KinematicsArg::Midpoint => "midpoint",
+                KinematicsArg::Averaged => "averaged",
+            });
+            parse_scheme(&scheme, k).and_then(|s| simulate_cmd(&case, s))
+        }
+        Command::Compare { case, schemes } => compare_cmd(&case, &schemes),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
+    let sizes = pairs::<i64>("--size", sizes)?;
+    let mut failed = 0;
+    for path in models {
+        let model = match load_model(path, &sizes) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("{e}");
+                failed += 1;
+                continue;
+            }
+        };
+        println!(
+            "{}: model `{}` — {} coordinate(s), {} velocit{}, {} parameter(s), {} velocity / {} holonomic constraint(s), initial states: {}",
+            path.display(),
+            model.name,
+            model.coords.len(),
+            model.vels.len(),
+            if model.vels.len() == 1 { "y" } else { "ies" },
+            model.params.len(),
+            model.velocity_constraints.len(),
+            model.holonomic.len(),
+            if model.initials.is_empty() {
+                "none".to_string()
             } else {
-                ExitCode::FAILURE
+                model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        );
+        for (name, kin) in Scheme::ALL {
+            let label = match kin {
+                Some(k) => format!("{name}({k})"),
+                None => name.to_string(),
+            };
+            let scheme = Scheme::from_names(name, kin).expect("known scheme");
+            match scheme.derive(&model) {
+                Ok(sys) => println!(
+                    "  {label:<18} {} unknowns, state of {}",
+                    sys.unknowns.len(),
+                    sys.state.len()
+                ),
+                Err(e) => println!("  {label:<18} not applicable: {e}"),
             }
         }
     }
+    if failed > 0 {
+        Err(Error::Model(format!("{failed} model file(s) with errors")))
+    } else {
+        Ok(())
+    }
+}
+
+fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
+    if !case.h.is_finite() || case.h == 0.0 {
+        return Err(Error::Usage(format!(
+            "--h {}: the step size must be finite and non-zero",
+            case.h
+        )));
+    }
+    match (case.steps, case.t_end) {
+        (Some(n), _) => Ok(n),
+        (None, Some(t)) => {
+            let n = (t / case.h).round();
+            if !n.is_finite() || n < 0.0 {
+                return Err(Error::Usage(format!(
+                    "--t-end {t} with --h {}: not a number of steps",
+                    case.h
+                )));
+            }
+            Ok(n as u64)
+        }
+        (None, None) => Err(Error::Usage("give --steps N or --t-end T".into())),
+    }
+}
+
+fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let params = pairs::<f64>("--set", &case.set)?;
+    let steps = steps_of(case)?;
+    let model = load_model(&case.model, &sizes)?;
+    let sys = case::system(&model, scheme, &params)?;
+    let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
+    let opt = RunOptions {
+        h: case.h,
+        steps,
+        compensated: case.compensated,
+        record_every: case.every,
+        progress: true,
+    };
+    simulate::run(&sys, state, init, &opt)
+}
+
+fn out_dir(case: &CaseArgs, model: &str, what: &str) -> PathBuf {
+    case.out
+        .clone()
+        .unwrap_or_else(|| Path::new("hamel-out").join(format!("{model}-{what}")))
+}
+
+fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
+    let run = run_case(case, scheme)?;
+    let file = case.model.display().to_string();
+    let summary = run.summary(&file);
+    let dir = out_dir(case, &run.model, scheme_name(scheme));
+    run.write_csv(&dir)?;
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n"))
+        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    let plots = if case.no_plots {
+        Vec::new()
+    } else {
+        figures::write(&[&run], &dir)?
+    };
+    println!(
+        "{} — {}, h = {}, {} steps{}{}",
+        run.model,
+        run.scheme,
+        run.options.h,
+        run.options.steps,
+        run.initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default(),
+        if case.compensated { ", compensated" } else { "" }
+    );
+    println!(
+        "{:<28} {:>12} {:>14} {:>14}",
+        "quantity", "initial", "max |error|", "max rel error"
+    );
+    for r in run.monitor.reports() {
+        let kind = match r.kind {
+            hamel_runtime::InvariantKind::Energy => "",
+            hamel_runtime::InvariantKind::Monitored => "",
+            hamel_runtime::InvariantKind::Constraint => " (constraint)",
+        };
+        println!(
+            "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}",
+            format!("{}{kind}", r.name),
+            r.initial,
+            r.max_abs_error,
+            r.max_rel_error
+        );
+    }
+    println!(
+        "Newton iterations/step {:.2} (max {}), {:.0} ns/step",
+        run.newton.mean(),
+        run.newton.max_iterations,
+        run.ns_per_step
+    );
+    println!(
+        "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",
+        dir.display(),
+        if plots.is_empty() { "" } else { ", plots" }
+    );
+    if case.summary.is_some() {
+        println!("{summary}");
+    }
+    Ok(())
+}
+
+/// One row of a comparison table.
+fn table_row(run: &Run, file: &str) -> (String, serde_json::Value) {
+    let s = run.summary(file);
+    let f = |k: &str| s[k].as_f64().map_or("—".to_string(), |v| format!("{v:.2e}"));
+    (
+        format!(
+            "{:<30} {:>12} {:>12} {:>12} {:>10.0} {:>7.2}",
+            run.scheme,
+            f("max_energy_error_rel"),
+            f("max_constraint_error"),
+            f("max_momentum_error_rel"),
+            run.ns_per_step,
+            run.newton.mean()
+        ),
+        s,
+    )
+}
+
+fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let model = load_model(&case.model, &sizes)?;
+    let chosen: Vec<Scheme> = if schemes.is_empty() {
+        all_schemes().into_iter().filter(|s| s.derive(&model).is_ok()).collect()
+    } else {
+        schemes
+            .iter()
+            .map(|s| parse_scheme(s.trim(), None))
+            .collect::<Result<_, _>>()?
+    };
+    if chosen.is_empty() {
+        return Err(Error::Scheme(format!("no scheme applies to {}", case.model.display())));
+    }
+    let mut runs = Vec::new();
+    for &s in &chosen {
+        runs.push(run_case(case, s)?);
+    }
+    let file = case.model.display().to_string();
+    let dir = out_dir(case, &model.name, "compare");
+    for (r, s) in runs.iter().zip(&chosen) {
+        r.write_csv(&dir.join(scheme_name(*s)))?;
+    }
+    if !case.no_plots {
+        figures::write(&runs.iter().collect::<Vec<_>>(), &dir)?;
+    }
+    let first = &runs[0];
+    println!(
+        "{} — h = {}, {} steps{}",
+        first.model,
+        first.options.h,
+        first.options.steps,
+        first
+            .initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "{:<30} {:>12} {:>12} {:>12} {:>10} {:>7}",
+        "scheme", "max|ΔE/E|", "constraint", "max|ΔJ/J|", "ns/step", "Newton"
+    );
+    let mut all = Vec::new();
+    for r in &runs {
+        let (row, s) = table_row(r, &file);
+        println!("{row}");
+        all.push(s);
+    }
+    let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n"))
+        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    println!("wrote {}", dir.display());
+    if case.summary.is_some() {
+        println!("{summary}");
+    }
+    Ok(())
 }

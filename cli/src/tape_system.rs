@@ -16,16 +16,30 @@ use hamel_runtime::{DynState, DynStepSystem, InvariantKind, StepEquations, StepE
 pub struct TapeSystem {
     step: CompiledStep,
     params: Vec<f64>,
+    /// the programs Newton calls every iteration, looked up once
+    hot: [Program; 4],
     scratch: RefCell<(Vec<f64>, Vec<f64>)>,
 }
+
+const RESIDUAL: usize = 0;
+const JACOBIAN: usize = 1;
+const INCREMENT: usize = 2;
+const PREDICT: usize = 3;
 
 impl TapeSystem {
     /// The step with the parameter values of the model file.
     pub fn new(step: CompiledStep) -> Self {
         let params = step.params.iter().map(|(_, d)| *d).collect();
+        let get = |n: &str| {
+            step.program(n)
+                .cloned()
+                .unwrap_or_else(|| panic!("compiled step has no function `{n}`"))
+        };
+        let hot = [get("residual"), get("jacobian"), get("increment"), get("predict")];
         Self {
             step,
             params,
+            hot,
             scratch: RefCell::new((Vec::new(), Vec::new())),
         }
     }
@@ -77,6 +91,18 @@ impl TapeSystem {
             o.copy_from_slice(&flat[k..k + n]);
             k += n;
         }
+    }
+
+    /// Evaluates a hot program with arguments `(p, h, a, b)` into `out`.
+    fn hot(&self, which: usize, h: f64, a: &[f64], b: &[f64], out: &mut [f64]) {
+        let mut guard = self.scratch.borrow_mut();
+        let (inputs, regs) = &mut *guard;
+        inputs.clear();
+        inputs.extend_from_slice(&self.params);
+        inputs.push(h);
+        inputs.extend_from_slice(a);
+        inputs.extend_from_slice(b);
+        self.hot[which].eval_into(inputs, regs, out);
     }
 
     /// Physical data `(q, ξ)` of a named initial state of the model file.
@@ -139,7 +165,7 @@ impl TapeSystem {
         let scale = 1.0 + q.iter().chain(v).map(|x| x * x).sum::<f64>();
         let tolerance = 1e-9 * scale;
         for (k, (name, kind)) in self.step.invariants.iter().enumerate() {
-            if *kind == SymKind::Constraint && !(values[k].abs() <= tolerance) {
+            if *kind == SymKind::Constraint && (values[k].is_nan() || values[k].abs() > tolerance) {
                 return Err(StepError::InvalidInput(format!(
                     "the initial data violate `{name}` by {:.3e} (tolerance {tolerance:.1e}); project them onto the constraints first",
                     values[k]
@@ -208,44 +234,30 @@ fn kind(k: SymKind) -> InvariantKind {
 
 impl StepEquations<Dyn, Dyn> for TapeSystem {
     fn step_residual(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>) -> DVector<f64> {
-        let mut r = vec![0.0; self.step.unknowns.len()];
-        self.run(
-            "residual",
-            &[&self.params, &[h], z.as_slice(), x.as_slice()],
-            &mut [&mut r],
-        );
-        DVector::from_vec(r)
+        let mut r = DVector::zeros(self.step.unknowns.len());
+        self.hot(RESIDUAL, h, z.as_slice(), x.as_slice(), r.as_mut_slice());
+        r
     }
 
     fn step_jacobian(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>) -> DMatrix<f64> {
         let n = self.step.unknowns.len();
-        let mut j = vec![0.0; n * n];
-        self.run(
-            "jacobian",
-            &[&self.params, &[h], z.as_slice(), x.as_slice()],
-            &mut [&mut j],
-        );
-        DMatrix::from_row_slice(n, n, &j)
+        // The program writes row-major; nalgebra stores column-major: the transpose.
+        let mut j = DMatrix::zeros(n, n);
+        self.hot(JACOBIAN, h, z.as_slice(), x.as_slice(), j.as_mut_slice());
+        j.transpose_mut();
+        j
     }
 
     fn step_increment(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>) -> DVector<f64> {
-        let mut dz = vec![0.0; self.step.state.len()];
-        self.run(
-            "increment",
-            &[&self.params, &[h], z.as_slice(), x.as_slice()],
-            &mut [&mut dz],
-        );
-        DVector::from_vec(dz)
+        let mut dz = DVector::zeros(self.step.state.len());
+        self.hot(INCREMENT, h, z.as_slice(), x.as_slice(), dz.as_mut_slice());
+        dz
     }
 
     fn step_predict(&self, h: f64, z: &DVector<f64>, w: &DVector<f64>) -> DVector<f64> {
-        let mut x0 = vec![0.0; self.step.unknowns.len()];
-        self.run(
-            "predict",
-            &[&self.params, &[h], z.as_slice(), w.as_slice()],
-            &mut [&mut x0],
-        );
-        DVector::from_vec(x0)
+        let mut x0 = DVector::zeros(self.step.unknowns.len());
+        self.hot(PREDICT, h, z.as_slice(), w.as_slice(), x0.as_mut_slice());
+        x0
     }
 }
 

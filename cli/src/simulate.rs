@@ -1,0 +1,297 @@
+//! Fixed-step runs of a [`TapeSystem`]: every step monitored, a subsample of
+//! states recorded for CSV files and plots, Newton statistics and timing, and
+//! the run summary as JSON.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hamel_runtime::{DynState, DynStepSystem, DynStepper, InvariantKind, Monitor, NewtonStats};
+use serde_json::{json, Value};
+
+use crate::{Error, TapeSystem};
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// step size
+    pub h: f64,
+    /// number of steps
+    pub steps: u64,
+    /// compensated (TwoSum) summation of the increments
+    pub compensated: bool,
+    /// record every `k`-th state (0: about 20,000 records at most)
+    pub record_every: u64,
+    /// show a progress bar on a terminal for runs longer than about a second
+    pub progress: bool,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// model name
+    pub model: String,
+    /// scheme label
+    pub scheme: String,
+    /// name of the initial state, if a named one was used
+    pub initial: Option<String>,
+    /// options of the run
+    pub options: RunOptions,
+    /// coordinate component names
+    pub coordinates: Vec<String>,
+    /// velocity component names
+    pub velocities: Vec<String>,
+    /// monitored quantities
+    pub invariants: Vec<(String, InvariantKind)>,
+    /// recorded step indices
+    pub steps: Vec<u64>,
+    /// recorded physical coordinates
+    pub q: Vec<Vec<f64>>,
+    /// recorded physical velocities
+    pub v: Vec<Vec<f64>>,
+    /// recorded invariant values
+    pub values: Vec<Vec<f64>>,
+    /// errors over every step
+    pub monitor: Monitor,
+    /// Newton statistics
+    pub newton: NewtonStats,
+    /// mean wall time of one step (Newton solve and update; monitoring excluded)
+    pub ns_per_step: f64,
+}
+
+impl Run {
+    /// Time of record `k`.
+    pub fn time(&self, k: usize) -> f64 {
+        self.steps[k] as f64 * self.options.h
+    }
+
+    /// Error of quantity `i` in record `k`: relative for energy, deviation from
+    /// the initial value for monitored quantities, the residual for constraints.
+    pub fn error(&self, i: usize, k: usize) -> f64 {
+        let v = self.values[k][i];
+        let v0 = self.values[0][i];
+        match self.invariants[i].1 {
+            InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
+            InvariantKind::Constraint => v.abs(),
+            _ => (v - v0).abs(),
+        }
+    }
+
+    /// Indices of the invariants that measure angular momentum (named `J…` or `…momentum…`).
+    pub fn momentum_indices(&self) -> Vec<usize> {
+        (0..self.invariants.len())
+            .filter(|&i| is_momentum(&self.invariants[i].0) && self.invariants[i].1 == InvariantKind::Monitored)
+            .collect()
+    }
+
+    /// Indices of quantities reported as constraint errors: constraint
+    /// residuals (velocity constraints and holonomic ones at position level),
+    /// and monitored lengths/norms (the geometric constraints that director and
+    /// body-frame models keep by construction).
+    pub fn constraint_indices(&self) -> Vec<usize> {
+        (0..self.invariants.len())
+            .filter(|&i| {
+                let (n, k) = &self.invariants[i];
+                (*k == InvariantKind::Constraint && !is_hidden(n)) || is_length(n)
+            })
+            .collect()
+    }
+
+    /// Indices of the hidden (velocity-level) constraints `∇g·q̇` of holonomic ones.
+    pub fn hidden_constraint_indices(&self) -> Vec<usize> {
+        (0..self.invariants.len())
+            .filter(|&i| self.invariants[i].1 == InvariantKind::Constraint && is_hidden(&self.invariants[i].0))
+            .collect()
+    }
+
+    /// The run summary (the `--summary json` object).
+    pub fn summary(&self, file: &str) -> Value {
+        let reports = self.monitor.reports();
+        let energy = &reports[0];
+        let constraint = self
+            .constraint_indices()
+            .iter()
+            .map(|&i| reports[i].max_abs_error)
+            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        let hidden = self
+            .hidden_constraint_indices()
+            .iter()
+            .map(|&i| reports[i].max_abs_error)
+            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        let momentum = self
+            .momentum_indices()
+            .iter()
+            .map(|&i| reports[i].max_rel_error)
+            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        let invariants: serde_json::Map<String, Value> = reports
+            .iter()
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    json!({
+                        "kind": format!("{:?}", r.kind).to_lowercase(),
+                        "initial": r.initial, "min": r.min, "max": r.max,
+                        "max_abs_error": r.max_abs_error, "max_rel_error": r.max_rel_error,
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "model": self.model,
+            "file": file,
+            "scheme": self.scheme,
+            "initial": self.initial,
+            "steps": self.options.steps,
+            "h": self.options.h,
+            "t_end": self.options.steps as f64 * self.options.h,
+            "compensated": self.options.compensated,
+            "energy_initial": energy.initial,
+            "energy_min": energy.min,
+            "energy_max": energy.max,
+            "max_energy_error_rel": energy.max_rel_error,
+            "max_energy_error_abs": energy.max_abs_error,
+            "max_constraint_error": constraint,
+            "max_hidden_constraint_error": hidden,
+            "max_momentum_error_rel": momentum,
+            "newton_iterations_mean": self.newton.mean(),
+            "newton_iterations_max": self.newton.max_iterations,
+            "ns_per_step": self.ns_per_step,
+            "invariants": invariants,
+        })
+    }
+
+    /// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
+    /// each quantity and its error) into `dir`.
+    pub fn write_csv(&self, dir: &Path) -> Result<(), Error> {
+        let out = |e: std::io::Error| Error::Output(format!("cannot write into `{}`: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(out)?;
+        let mut t = std::io::BufWriter::new(std::fs::File::create(dir.join("trajectory.csv")).map_err(out)?);
+        let header: Vec<String> = ["step".to_string(), "t".to_string()]
+            .into_iter()
+            .chain(self.coordinates.iter().cloned())
+            .chain(self.velocities.iter().cloned())
+            .collect();
+        writeln!(t, "{}", header.join(",")).map_err(out)?;
+        for k in 0..self.steps.len() {
+            let row: Vec<String> = self.q[k].iter().chain(&self.v[k]).map(|x| format!("{x:e}")).collect();
+            writeln!(t, "{},{:e},{}", self.steps[k], self.time(k), row.join(",")).map_err(out)?;
+        }
+        t.flush().map_err(out)?;
+        let mut d = std::io::BufWriter::new(std::fs::File::create(dir.join("diagnostics.csv")).map_err(out)?);
+        let mut header = vec!["step".to_string(), "t".to_string()];
+        for (n, k) in &self.invariants {
+            header.push(n.clone());
+            header.push(match k {
+                InvariantKind::Energy => format!("{n}_error_rel"),
+                InvariantKind::Constraint => format!("{n}_residual_abs"),
+                InvariantKind::Monitored => format!("{n}_error_abs"),
+            });
+        }
+        writeln!(d, "{}", header.join(",")).map_err(out)?;
+        for k in 0..self.steps.len() {
+            let mut row = vec![self.steps[k].to_string(), format!("{:e}", self.time(k))];
+            for i in 0..self.invariants.len() {
+                row.push(format!("{:e}", self.values[k][i]));
+                row.push(format!("{:e}", self.error(i, k)));
+            }
+            writeln!(d, "{}", row.join(",")).map_err(out)?;
+        }
+        d.flush().map_err(out)
+    }
+}
+
+fn is_momentum(name: &str) -> bool {
+    name.starts_with('J') || name.to_lowercase().contains("momentum")
+}
+
+fn is_hidden(name: &str) -> bool {
+    name.ends_with("(velocity)")
+}
+
+fn is_length(name: &str) -> bool {
+    name.starts_with("length") || name.starts_with("norm")
+}
+
+/// Runs `sys` from `state`. A failed step ends the run with its error (step
+/// number, residual norm, iterations).
+pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: &RunOptions) -> Result<Run, Error> {
+    let info = sys.invariant_info();
+    let every = if opt.record_every > 0 {
+        opt.record_every
+    } else {
+        opt.steps.div_ceil(20_000).max(1)
+    };
+    let c = sys.compiled();
+    let mut run = Run {
+        model: c.model.clone(),
+        scheme: c.scheme.clone(),
+        initial,
+        options: RunOptions {
+            record_every: every,
+            ..opt.clone()
+        },
+        coordinates: c.coordinates.clone(),
+        velocities: c.velocities.clone(),
+        invariants: info.clone(),
+        steps: Vec::new(),
+        q: Vec::new(),
+        v: Vec::new(),
+        values: Vec::new(),
+        monitor: Monitor::new(&info),
+        newton: NewtonStats::default(),
+        ns_per_step: 0.0,
+    };
+    let mut stepper = DynStepper::new(sys, opt.h)?.with_compensation(opt.compensated);
+    let observe = |st: &DynState, run: &mut Run, record: bool| -> Result<(), Error> {
+        let (q, v) = sys.physical(&st.z, st.step)?;
+        let values = sys.invariants(&st.z, st.step)?;
+        run.monitor.observe(&values);
+        if record {
+            run.steps.push(st.step);
+            run.q.push(q);
+            run.v.push(v);
+            run.values.push(values);
+        }
+        Ok(())
+    };
+    observe(&state, &mut run, true)?;
+    let started = Instant::now();
+    let mut stepping = Duration::ZERO;
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    for k in 1..=opt.steps {
+        let t0 = Instant::now();
+        stepper.step(&mut state)?;
+        stepping += t0.elapsed();
+        observe(&state, &mut run, k % every == 0 || k == opt.steps)?;
+        if opt.progress
+            && bar.is_none()
+            && k % 256 == 0
+            && started.elapsed() > Duration::from_secs(1)
+            && std::io::stderr().is_terminal()
+        {
+            let b = indicatif::ProgressBar::new(opt.steps);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} steps, {eta} left")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b.set_message(format!("{} {}", run.model, run.scheme));
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            if k % 256 == 0 {
+                b.set_position(k);
+            }
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    run.newton = stepper.stats;
+    run.ns_per_step = if opt.steps > 0 {
+        stepping.as_nanos() as f64 / opt.steps as f64
+    } else {
+        0.0
+    };
+    Ok(run)
+}
