@@ -66,11 +66,13 @@ pub fn initial(
                 }
             ))
         })?,
-        None if overrides.is_empty() => return Err(Error::Usage(format!(
+        None if overrides.is_empty() => {
+            return Err(Error::Usage(format!(
             "{}: model `{}` has no named initial state; give one with --state VAR=… for every coordinate and velocity",
             file.display(),
             c.model
-        ))),
+        )))
+        }
         None => (vec![f64::NAN; c.coordinates.len()], vec![f64::NAN; c.velocities.len()]),
     };
     for o in overrides {

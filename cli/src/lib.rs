@@ -11,6 +11,7 @@
 
 pub mod case;
 pub mod figures;
+pub mod patterns;
 pub mod plot;
 pub mod simulate;
 pub mod tape_system;

@@ -103,6 +103,21 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         schemes: Vec<String>,
     },
+    /// Reduced coordinates, dominant reduced period, critical rate Ω_c and
+    /// rotating-frame views of a model with a vertical symmetry (theory §7.2).
+    Patterns {
+        #[command(flatten)]
+        case: CaseArgs,
+        /// scheme (default: the first that applies of energy_momentum, hamel, rattle, hamel_midpoint, stormer_verlet)
+        #[arg(long)]
+        scheme: Option<String>,
+        /// extra rotation rates (rad/s) to view the motion from, comma-separated
+        #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+        rates: Vec<f64>,
+        /// bob positions: vector lets or vec3 coordinates of the model (default: x[1], x[2], … or x1, x2, … or every vec3 coordinate)
+        #[arg(long, value_delimiter = ',')]
+        points: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -121,6 +136,12 @@ fn main() -> ExitCode {
             parse_scheme(&scheme, k).and_then(|s| simulate_cmd(&case, s))
         }
         Command::Compare { case, schemes } => compare_cmd(&case, &schemes),
+        Command::Patterns {
+            case,
+            scheme,
+            rates,
+            points,
+        } => patterns_cmd(&case, scheme.as_deref(), &rates, &points),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -210,6 +231,10 @@ fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
 }
 
 fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
+    run_case_with(case, scheme, case.every).map(|(run, _)| run)
+}
+
+fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::TapeSystem), Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
@@ -220,10 +245,11 @@ fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
         h: case.h,
         steps,
         compensated: case.compensated,
-        record_every: case.every,
+        record_every: every,
         progress: true,
     };
-    simulate::run(&sys, state, init, &opt)
+    let run = simulate::run(&sys, state, init, &opt)?;
+    Ok((run, sys))
 }
 
 fn out_dir(case: &CaseArgs, model: &str, what: &str) -> PathBuf {
@@ -364,6 +390,226 @@ fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     println!("wrote {}", dir.display());
     if case.summary.is_some() {
         println!("{summary}");
+    }
+    Ok(())
+}
+
+fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[String]) -> Result<(), Error> {
+    use hamel_cli::patterns;
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let model = load_model(&case.model, &sizes)?;
+    let scheme = match scheme {
+        Some(s) => parse_scheme(s, None)?,
+        None => ["energy_momentum", "hamel", "rattle", "hamel_midpoint", "stormer_verlet"]
+            .iter()
+            .map(|n| parse_scheme(n, None).expect("known scheme"))
+            .find(|s| s.derive(&model).is_ok())
+            .ok_or_else(|| Error::Scheme(format!("no scheme applies to {}", case.model.display())))?,
+    };
+    if let Some(bad) = rates.iter().find(|r| !r.is_finite()) {
+        return Err(Error::Usage(format!("--rates: {bad} is not a finite rate")));
+    }
+    // The azimuth is unwrapped record by record: keep every step unless asked otherwise.
+    let every = if case.every > 0 { case.every } else { 1 };
+    let (run, sys) = run_case_with(case, scheme, every)?;
+    let pts = patterns::points(sys.compiled(), points)?;
+    let pos = patterns::positions(&sys, &run, &pts);
+    let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
+    let a = patterns::analyse(&t, &pos);
+    let dir = out_dir(case, &run.model, "patterns");
+    run.write_csv(&dir)?;
+    let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
+    let resonant: Vec<serde_json::Value> = match a.reduced_period {
+        Some(p) => [(1i32, 1i32), (-1, 1), (1, 2), (-1, 2), (1, 3), (-1, 3)]
+            .iter()
+            .map(|&(k, n)| {
+                serde_json::json!({"k": k, "n": n, "rate": a.critical_rate + 2.0 * std::f64::consts::PI * k as f64 / (n as f64 * p)})
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    if !case.no_plots {
+        write_pattern_plots(&dir, &run, &a, &pos, &names, rates)?;
+    }
+    // reduced coordinates as CSV
+    let mut csv = String::from("t,azimuth");
+    for (n, _) in &a.reduced {
+        csv.push(',');
+        csv.push_str(n);
+    }
+    csv.push('\n');
+    for k in 0..t.len() {
+        csv.push_str(&format!("{:e},{:e}", t[k], a.azimuth[k]));
+        for (_, v) in &a.reduced {
+            csv.push_str(&format!(",{:e}", v[k]));
+        }
+        csv.push('\n');
+    }
+    std::fs::write(dir.join("reduced.csv"), csv)
+        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    let summary = serde_json::json!({
+        "model": run.model,
+        "file": case.model.display().to_string(),
+        "scheme": run.scheme,
+        "initial": run.initial,
+        "h": run.options.h,
+        "steps": run.options.steps,
+        "points": names,
+        "reduced_period": a.reduced_period,
+        "critical_rate": a.critical_rate,
+        "periods_averaged": a.periods_averaged,
+        "rates": rates,
+        "resonant_rates": resonant,
+        "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
+    });
+    std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n"))
+        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    println!(
+        "{} — {}, h = {}, {} steps{}; points {}",
+        run.model,
+        run.scheme,
+        run.options.h,
+        run.options.steps,
+        run.initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default(),
+        names.join(", ")
+    );
+    for (n, v) in &a.reduced {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        println!("  {n:<8} in [{lo:.6}, {hi:.6}]");
+    }
+    match a.reduced_period {
+        Some(p) => println!("dominant reduced period  {p:.6} s ({} whole periods in the run)", (run.options.steps as f64 * run.options.h / p).floor()),
+        None => println!("dominant reduced period  none (the reduced motion does not oscillate, or the run is shorter than two periods)"),
+    }
+    println!(
+        "critical rate Ω_c        {:.9} rad/s ({})",
+        a.critical_rate,
+        if a.periods_averaged > 0 {
+            format!("mean over {} reduced periods", a.periods_averaged)
+        } else {
+            "least squares over the run".to_string()
+        }
+    );
+    for r in &resonant {
+        println!(
+            "  resonant rate k = {:>2}, n = {}: {:.6} rad/s",
+            r["k"],
+            r["n"],
+            r["rate"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    println!("wrote {}", dir.display());
+    if case.summary.is_some() {
+        println!("{summary}");
+    }
+    Ok(())
+}
+
+fn write_pattern_plots(
+    dir: &Path,
+    run: &Run,
+    a: &hamel_cli::patterns::Analysis,
+    pos: &[Vec<[f64; 3]>],
+    names: &[&str],
+    rates: &[f64],
+) -> Result<(), Error> {
+    use hamel_cli::patterns;
+    use hamel_cli::plot::{self, Curve, Labels};
+    let case = format!(
+        "{} ({})",
+        run.initial.clone().unwrap_or_else(|| run.model.clone()),
+        run.scheme
+    );
+    let series = |pred: &dyn Fn(&str) -> bool| -> Vec<Curve> {
+        a.reduced
+            .iter()
+            .filter(|(n, _)| pred(n))
+            .map(|(n, v)| Curve {
+                label: n.clone(),
+                points: a.t.iter().copied().zip(v.iter().copied()).collect(),
+            })
+            .collect()
+    };
+    plot::line_plot(
+        dir,
+        "reduced_r",
+        &Labels {
+            title: &format!("Reduced r_i — {case}"),
+            x: "t",
+            y: "horizontal link length",
+        },
+        &series(&|n| n.starts_with('r')),
+        false,
+    )?;
+    let th = series(&|n| n.starts_with("theta"));
+    if !th.is_empty() {
+        plot::line_plot(
+            dir,
+            "reduced_theta",
+            &Labels {
+                title: &format!("Reduced θ_i — {case}"),
+                x: "t",
+                y: "angle to link 1 (rad)",
+            },
+            &th,
+            false,
+        )?;
+    }
+    if !a.spectrum.is_empty() {
+        let title = match a.reduced_period {
+            Some(p) => format!("Periodogram of r1 — dominant period {p:.4} s"),
+            None => "Periodogram of r1 — no dominant period".to_string(),
+        };
+        plot::log_plot(
+            dir,
+            "spectrum",
+            &Labels {
+                title: &title,
+                x: "frequency (Hz)",
+                y: "power",
+            },
+            &[Curve {
+                label: "r1".into(),
+                points: a.spectrum.clone(),
+            }],
+        )?;
+    }
+    let mut views = vec![
+        ("rotating_inertial".to_string(), 0.0, "inertial (Ω = 0)".to_string()),
+        (
+            "rotating_critical".to_string(),
+            a.critical_rate,
+            format!("rotating at Ω_c = {:.5}", a.critical_rate),
+        ),
+    ];
+    for (i, &r) in rates.iter().enumerate() {
+        views.push((format!("rotating_rate{}", i + 1), r, format!("rotating at Ω = {r}")));
+    }
+    for (stem, rate, what) in views {
+        let curves: Vec<Curve> = patterns::rotating(&a.t, pos, rate)
+            .into_iter()
+            .zip(names)
+            .map(|(points, n)| Curve {
+                label: n.to_string(),
+                points,
+            })
+            .collect();
+        plot::line_plot(
+            dir,
+            &stem,
+            &Labels {
+                title: &format!("Top view, {what} — {case}"),
+                x: "x̃",
+                y: "ỹ",
+            },
+            &curves,
+            true,
+        )?;
     }
     Ok(())
 }

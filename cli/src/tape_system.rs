@@ -215,6 +215,14 @@ impl TapeSystem {
         Ok((q, v))
     }
 
+    /// The model's `let` definitions (see [`CompiledStep::lets`]) at a physical state, concatenated.
+    pub fn lets(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
+        let n = self.step.lets.iter().map(|(_, k)| k).sum();
+        let mut out = vec![0.0; n];
+        self.run("lets", &[&self.params, q, v], &mut [&mut out]);
+        out
+    }
+
     /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
     pub fn invariants(&self, z: &DVector<f64>, step: u64) -> Result<Vec<f64>, StepError> {
         let (q, v) = self.physical(z, step)?;

@@ -96,6 +96,9 @@ pub struct Model {
     pub initials: Vec<InitialState>,
     /// the sizes of indexed families in force (`size N = ...`, possibly overridden)
     pub sizes: Vec<(String, i64)>,
+    /// top-level `let` definitions in file order (`x[1]` for indexed ones): one
+    /// expression for a scalar, three for a vector; tools evaluate them on runs
+    pub lets: Vec<(String, Vec<Id>)>,
 }
 
 impl Model {
@@ -975,6 +978,20 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
     if !lw.errors.is_empty() {
         return Err(Diagnostics(lw.errors));
     }
+    let mut lets: Vec<(usize, String, Vec<Id>)> = lw
+        .scope
+        .iter()
+        .filter(|(_, (_, kind, _))| *kind == Kind::Let)
+        .map(|(name, (val, _, span))| {
+            let ids = match *val {
+                Val::S(a) => vec![a],
+                Val::V(v) => v.to_vec(),
+            };
+            (span.start, name.clone(), ids)
+        })
+        .collect();
+    lets.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let lets = lets.into_iter().map(|(_, n, ids)| (n, ids)).collect();
     Ok(Model {
         name: ast.name.text.clone(),
         file: file.to_string(),
@@ -991,6 +1008,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         invariants,
         initials,
         sizes,
+        lets,
     })
 }
 

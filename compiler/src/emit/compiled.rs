@@ -31,6 +31,10 @@ pub struct CompiledStep {
     pub initials: Vec<String>,
     /// size of the linear solve that recovers the physical state (0: none)
     pub observe_size: usize,
+    /// the model's `let` definitions that depend on the physical state and
+    /// parameters only: name and number of components, in the order of the
+    /// outputs of program `lets` (inputs `p, q, ξ`)
+    pub lets: Vec<(String, usize)>,
     programs: BTreeMap<String, Program>,
 }
 
@@ -45,6 +49,23 @@ impl CompiledStep {
                 .map_err(|u| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0))?;
             programs.insert(f.name.clone(), Program::from_tape(&tape));
         }
+        // Lets are compiled one by one so that one the back-end cannot
+        // evaluate (it cannot happen for model lets, but stay safe) is left out.
+        let p: Vec<_> = sys.params.iter().map(|(s, _)| s.sym).collect();
+        let q: Vec<_> = sys.phys_q.iter().map(|s| s.sym).collect();
+        let v: Vec<_> = sys.phys_v.iter().map(|s| s.sym).collect();
+        let inputs: Vec<_> = p.iter().chain(&q).chain(&v).copied().collect();
+        let mut lets = Vec::new();
+        let mut outs = Vec::new();
+        for (name, ids) in &sys.lets {
+            if crate::sym::Tape::build(&mut g, &inputs, ids).is_ok() {
+                lets.push((name.clone(), ids.len()));
+                outs.extend(ids.iter().copied());
+            }
+        }
+        let tape = crate::sym::Tape::build(&mut g, &inputs, &outs)
+            .map_err(|u| format!("internal error: lets use `{}`", u.0))?;
+        programs.insert("lets".to_string(), Program::from_tape(&tape));
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
             model: sys.model.clone(),
@@ -57,6 +78,7 @@ impl CompiledStep {
             invariants: sys.invariants.iter().map(|i| (i.name.clone(), i.kind)).collect(),
             initials: sys.initials.iter().map(|(n, _, _)| n.clone()).collect(),
             observe_size: sys.obs_solution.len(),
+            lets,
             programs,
         })
     }

@@ -98,6 +98,8 @@ pub struct StepSystem {
     pub invariants: Vec<Invariant>,
     /// named initial states `(q, ξ)` as expressions of θ
     pub initials: Vec<(String, Vec<Id>, Vec<Id>)>,
+    /// the model's top-level `let` definitions, in the physical symbols and θ
+    pub lets: Vec<(String, Vec<Id>)>,
 }
 
 impl StepSystem {
@@ -398,6 +400,7 @@ impl Draft {
                 .iter()
                 .map(|i| (i.name.clone(), i.q.clone(), i.v.clone()))
                 .collect(),
+            lets: model.lets.clone(),
         };
         sys.into_increment_form(&self.base)
     }
