@@ -5,8 +5,9 @@
 use std::cell::RefCell;
 
 use hamel_compiler::emit::compiled::CompiledStep;
-use hamel_compiler::emit::program::Program;
+use hamel_compiler::emit::program::{Instr, Program};
 use hamel_compiler::scheme::InvariantKind as SymKind;
+use hamel_runtime::dd::Dd;
 use hamel_runtime::lu;
 use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
 use hamel_runtime::{DynState, DynStepSystem, InvariantKind, StepEquations, StepError};
@@ -103,6 +104,42 @@ impl TapeSystem {
         inputs.extend_from_slice(a);
         inputs.extend_from_slice(b);
         self.hot[which].eval_into(inputs, regs, out);
+    }
+
+    /// Evaluates a hot program at the state `z + lo` in double-double
+    /// arithmetic, as the derived `*_dd` functions do: the state enters as
+    /// (hi, lo) pairs, every other input and constant as a double-double with
+    /// zero low part; elementary functions act on the rounded value.
+    fn hot_dd(&self, which: usize, h: f64, z: &[f64], lo: &[f64], x: &[f64], out: &mut [f64]) {
+        let prog = &self.hot[which];
+        let np = self.params.len();
+        let mut regs: Vec<Dd> = Vec::with_capacity(prog.registers());
+        regs.extend(self.params.iter().map(|&v| Dd::from(v)));
+        regs.push(Dd::from(h));
+        regs.extend(z.iter().zip(lo).map(|(&a, &b)| Dd::new(a, b)));
+        regs.extend(x.iter().map(|&v| Dd::from(v)));
+        debug_assert_eq!(regs.len(), prog.n_inputs);
+        debug_assert_eq!(np + 1 + z.len() + x.len(), prog.n_inputs);
+        regs.extend(prog.consts.iter().map(|&c| Dd::from(c)));
+        for i in &prog.instrs {
+            let r = |k: u32| regs[k as usize];
+            let v = match *i {
+                Instr::Add(a, b) => r(a) + r(b),
+                Instr::Sub(a, b) => r(a) - r(b),
+                Instr::Mul(a, b) => r(a) * r(b),
+                Instr::Div(a, b) => r(a) / r(b),
+                Instr::Neg(a) => -r(a),
+                Instr::Sqrt(a) => r(a).sqrt(),
+                Instr::Powi(a, n) => r(a).powi(n),
+                Instr::Powf(a, e) => r(a).map(|v| v.powf(e)),
+                Instr::Pow(a, b) => Dd::from(r(a).to_f64().powf(r(b).to_f64())),
+                Instr::Call(f, a) => r(a).map(|v| f.apply(v)),
+            };
+            regs.push(v);
+        }
+        for (o, &k) in out.iter_mut().zip(&prog.outputs) {
+            *o = regs[k as usize].to_f64();
+        }
     }
 
     /// Physical data `(q, ξ)` of a named initial state of the model file.
@@ -266,6 +303,37 @@ impl StepEquations<Dyn, Dyn> for TapeSystem {
         let mut x0 = DVector::zeros(self.step.unknowns.len());
         self.hot(PREDICT, h, z.as_slice(), w.as_slice(), x0.as_mut_slice());
         x0
+    }
+
+    fn step_residual_compensated(
+        &self,
+        h: f64,
+        z: &DVector<f64>,
+        lo: &DVector<f64>,
+        x: &DVector<f64>,
+    ) -> Option<DVector<f64>> {
+        let mut r = DVector::zeros(self.step.unknowns.len());
+        self.hot_dd(RESIDUAL, h, z.as_slice(), lo.as_slice(), x.as_slice(), r.as_mut_slice());
+        Some(r)
+    }
+
+    fn step_increment_compensated(
+        &self,
+        h: f64,
+        z: &DVector<f64>,
+        lo: &DVector<f64>,
+        x: &DVector<f64>,
+    ) -> Option<DVector<f64>> {
+        let mut dz = DVector::zeros(self.step.state.len());
+        self.hot_dd(
+            INCREMENT,
+            h,
+            z.as_slice(),
+            lo.as_slice(),
+            x.as_slice(),
+            dz.as_mut_slice(),
+        );
+        Some(dz)
     }
 }
 
