@@ -10,9 +10,11 @@
 #![warn(missing_docs)]
 
 pub mod case;
+pub mod doc;
 pub mod figures;
 pub mod patterns;
 pub mod plot;
+pub mod report;
 pub mod simulate;
 pub mod tape_system;
 

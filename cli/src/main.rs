@@ -103,6 +103,13 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         schemes: Vec<String>,
     },
+    /// Reproduce the published spherical-pendulum study and the double-pendulum
+    /// cases into a folder with plots and an index page (no arguments needed).
+    Report {
+        /// output folder
+        #[arg(long, default_value = "hamel-report")]
+        out: PathBuf,
+    },
     /// Reduced coordinates, dominant reduced period, critical rate Ω_c and
     /// rotating-frame views of a model with a vertical symmetry (theory §7.2).
     Patterns {
@@ -136,6 +143,7 @@ fn main() -> ExitCode {
             parse_scheme(&scheme, k).and_then(|s| simulate_cmd(&case, s))
         }
         Command::Compare { case, schemes } => compare_cmd(&case, &schemes),
+        Command::Report { out } => report_cmd(&out),
         Command::Patterns {
             case,
             scheme,
@@ -429,7 +437,7 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
         None => Vec::new(),
     };
     if !case.no_plots {
-        write_pattern_plots(&dir, &run, &a, &pos, &names, rates)?;
+        hamel_cli::patterns::write_plots(&dir, &run, &a, &pos, &names, rates)?;
     }
     // reduced coordinates as CSV
     let mut csv = String::from("t,azimuth");
@@ -458,6 +466,8 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
         "reduced_period": a.reduced_period,
         "critical_rate": a.critical_rate,
         "periods_averaged": a.periods_averaged,
+        "critical_rate_halves": a.rate_halves.map(|(x, y)| vec![x, y]),
+        "axis_clearance": a.axis_clearance,
         "rates": rates,
         "resonant_rates": resonant,
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
@@ -495,6 +505,19 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
             "least squares over the run".to_string()
         }
     );
+    if let Some((x, y)) = a.rate_halves {
+        println!(
+            "  over the first / last half of those periods: {x:.6} / {y:.6} rad/s{}",
+            if (x - y).abs() > 1e-3 * x.abs().max(1e-12) {
+                " — not converged: run longer"
+            } else {
+                ""
+            }
+        );
+    }
+    if a.axis_clearance < 0.05 {
+        println!("  note: link 1 comes within {:.1} % of its largest horizontal length to the axis; its azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
+    }
     for r in &resonant {
         println!(
             "  resonant rate k = {:>2}, n = {}: {:.6} rad/s",
@@ -510,106 +533,15 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
     Ok(())
 }
 
-fn write_pattern_plots(
-    dir: &Path,
-    run: &Run,
-    a: &hamel_cli::patterns::Analysis,
-    pos: &[Vec<[f64; 3]>],
-    names: &[&str],
-    rates: &[f64],
-) -> Result<(), Error> {
-    use hamel_cli::patterns;
-    use hamel_cli::plot::{self, Curve, Labels};
-    let case = format!(
-        "{} ({})",
-        run.initial.clone().unwrap_or_else(|| run.model.clone()),
-        run.scheme
+fn report_cmd(out: &Path) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    eprintln!("hamel report: writing {}", out.display());
+    let index = hamel_cli::report::write(out, &mut |line| eprintln!("{line}"))?;
+    println!(
+        "report written in {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        index.display()
     );
-    let series = |pred: &dyn Fn(&str) -> bool| -> Vec<Curve> {
-        a.reduced
-            .iter()
-            .filter(|(n, _)| pred(n))
-            .map(|(n, v)| Curve {
-                label: n.clone(),
-                points: a.t.iter().copied().zip(v.iter().copied()).collect(),
-            })
-            .collect()
-    };
-    plot::line_plot(
-        dir,
-        "reduced_r",
-        &Labels {
-            title: &format!("Reduced r_i — {case}"),
-            x: "t",
-            y: "horizontal link length",
-        },
-        &series(&|n| n.starts_with('r')),
-        false,
-    )?;
-    let th = series(&|n| n.starts_with("theta"));
-    if !th.is_empty() {
-        plot::line_plot(
-            dir,
-            "reduced_theta",
-            &Labels {
-                title: &format!("Reduced θ_i — {case}"),
-                x: "t",
-                y: "angle to link 1 (rad)",
-            },
-            &th,
-            false,
-        )?;
-    }
-    if !a.spectrum.is_empty() {
-        let title = match a.reduced_period {
-            Some(p) => format!("Periodogram of r1 — dominant period {p:.4} s"),
-            None => "Periodogram of r1 — no dominant period".to_string(),
-        };
-        plot::log_plot(
-            dir,
-            "spectrum",
-            &Labels {
-                title: &title,
-                x: "frequency (Hz)",
-                y: "power",
-            },
-            &[Curve {
-                label: "r1".into(),
-                points: a.spectrum.clone(),
-            }],
-        )?;
-    }
-    let mut views = vec![
-        ("rotating_inertial".to_string(), 0.0, "inertial (Ω = 0)".to_string()),
-        (
-            "rotating_critical".to_string(),
-            a.critical_rate,
-            format!("rotating at Ω_c = {:.5}", a.critical_rate),
-        ),
-    ];
-    for (i, &r) in rates.iter().enumerate() {
-        views.push((format!("rotating_rate{}", i + 1), r, format!("rotating at Ω = {r}")));
-    }
-    for (stem, rate, what) in views {
-        let curves: Vec<Curve> = patterns::rotating(&a.t, pos, rate)
-            .into_iter()
-            .zip(names)
-            .map(|(points, n)| Curve {
-                label: n.to_string(),
-                points,
-            })
-            .collect();
-        plot::line_plot(
-            dir,
-            &stem,
-            &Labels {
-                title: &format!("Top view, {what} — {case}"),
-                x: "x̃",
-                y: "ỹ",
-            },
-            &curves,
-            true,
-        )?;
-    }
+    println!("(also {})", out.join("index.md").display());
     Ok(())
 }

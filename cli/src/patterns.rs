@@ -11,6 +11,7 @@
 //! periodogram of `r₁`.
 
 use std::f64::consts::PI;
+use std::path::Path;
 
 use hamel_compiler::emit::compiled::CompiledStep;
 
@@ -130,6 +131,13 @@ pub struct Analysis {
     pub critical_rate: f64,
     /// how many reduced periods the rate was averaged over (0: the whole run, least squares)
     pub periods_averaged: usize,
+    /// the same mean over the first and over the last half of those periods
+    /// (None for fewer than two periods): where they differ, `Ω_c` has not
+    /// converged (e.g. link 1 passing near the axis, θ₂ circulating)
+    pub rate_halves: Option<(f64, f64)>,
+    /// smallest horizontal length of link 1 over the run, relative to its largest:
+    /// near zero, its azimuth (the cyclic coordinate) is ill-conditioned
+    pub axis_clearance: f64,
 }
 
 fn horizontal(a: [f64; 3], b: [f64; 3]) -> (f64, f64) {
@@ -184,6 +192,23 @@ pub fn analyse(t: &[f64], pos: &[Vec<[f64; 3]>]) -> Analysis {
     }
     let (spectrum, reduced_period) = dominant_period(t, &reduced[0].1);
     let (critical_rate, periods_averaged) = mean_rate(t, &azimuth, reduced_period);
+    let rate_halves = match reduced_period {
+        Some(p) if periods_averaged >= 2 => {
+            let m = periods_averaged / 2;
+            let at = |te: f64| interpolate(t, &azimuth, te);
+            let (t0, t1, t2) = (t[0], t[0] + m as f64 * p, t[0] + periods_averaged as f64 * p);
+            let t_lo = t[0] + (periods_averaged - m) as f64 * p;
+            Some(((at(t1) - at(t0)) / (t1 - t0), (at(t2) - at(t_lo)) / (t2 - t_lo)))
+        }
+        _ => None,
+    };
+    let r1 = &reduced[0].1;
+    let rmax = r1.iter().fold(0.0f64, |a, &b| a.max(b));
+    let axis_clearance = if rmax > 0.0 {
+        r1.iter().fold(f64::INFINITY, |a, &b| a.min(b)) / rmax
+    } else {
+        0.0
+    };
     Analysis {
         t: t.to_vec(),
         reduced,
@@ -192,7 +217,17 @@ pub fn analyse(t: &[f64], pos: &[Vec<[f64; 3]>]) -> Analysis {
         spectrum,
         critical_rate,
         periods_averaged,
+        rate_halves,
+        axis_clearance,
     }
+}
+
+/// `phi` at time `te`, linearly interpolated.
+fn interpolate(t: &[f64], phi: &[f64], te: f64) -> f64 {
+    let n = t.len();
+    let j = t.partition_point(|&x| x < te).clamp(1, n - 1);
+    let w = (te - t[j - 1]) / (t[j] - t[j - 1]);
+    phi[j - 1] + w * (phi[j] - phi[j - 1])
 }
 
 /// Periodogram of `x(t)` (uniform samples, mean removed, at most 4096 of
@@ -263,10 +298,7 @@ fn mean_rate(t: &[f64], phi: &[f64], period: Option<f64>) -> (f64, usize) {
         let k = (span / p).floor() as usize;
         if k >= 1 {
             let te = t[0] + k as f64 * p;
-            let j = t.partition_point(|&x| x < te).clamp(1, n - 1);
-            let w = (te - t[j - 1]) / (t[j] - t[j - 1]);
-            let pe = phi[j - 1] + w * (phi[j] - phi[j - 1]);
-            return ((pe - phi[0]) / (te - t[0]), k);
+            return ((interpolate(t, phi, te) - phi[0]) / (te - t[0]), k);
         }
     }
     let tm = t.iter().sum::<f64>() / n as f64;
@@ -292,6 +324,125 @@ pub fn rotating(t: &[f64], pos: &[Vec<[f64; 3]>], rate: f64) -> Vec<Vec<(f64, f6
                 .collect()
         })
         .collect()
+}
+
+/// Writes the figures of a pattern analysis into `dir`: reduced coordinates,
+/// periodogram, and top views from the inertial frame, the frame rotating at
+/// `Ω_c`, and frames rotating at each of `rates`.
+pub fn write_plots(
+    dir: &Path,
+    run: &Run,
+    a: &Analysis,
+    pos: &[Vec<[f64; 3]>],
+    names: &[&str],
+    rates: &[f64],
+) -> Result<(), Error> {
+    use crate::plot::{self, Curve, Labels};
+    let case = format!(
+        "{} ({})",
+        run.initial.clone().unwrap_or_else(|| run.model.clone()),
+        run.scheme
+    );
+    let series = |pred: &dyn Fn(&str) -> bool| -> Vec<Curve> {
+        a.reduced
+            .iter()
+            .filter(|(n, _)| pred(n))
+            .map(|(n, v)| Curve {
+                label: n.clone(),
+                points: a.t.iter().copied().zip(v.iter().copied()).collect(),
+            })
+            .collect()
+    };
+    plot::line_plot(
+        dir,
+        "reduced_r",
+        &Labels {
+            title: &format!("Reduced r_i — {case}"),
+            x: "t",
+            y: "horizontal link length",
+        },
+        &series(&|n| n.starts_with('r')),
+        false,
+    )?;
+    let th = series(&|n| n.starts_with("theta"));
+    if !th.is_empty() {
+        plot::line_plot(
+            dir,
+            "reduced_theta",
+            &Labels {
+                title: &format!("Reduced θ_i — {case}"),
+                x: "t",
+                y: "angle to link 1 (rad)",
+            },
+            &th,
+            false,
+        )?;
+    }
+    if !a.spectrum.is_empty() {
+        let title = match a.reduced_period {
+            Some(p) => format!("Periodogram of r1 — dominant period {p:.4} s"),
+            None => "Periodogram of r1 — no dominant period".to_string(),
+        };
+        plot::log_plot(
+            dir,
+            "spectrum",
+            &Labels {
+                title: &title,
+                x: "frequency (Hz)",
+                y: "power",
+            },
+            &[Curve {
+                label: "r1".into(),
+                points: a.spectrum.clone(),
+            }],
+        )?;
+    }
+    let mut views = vec![
+        ("rotating_inertial".to_string(), 0.0, "inertial (Ω = 0)".to_string()),
+        (
+            "rotating_critical".to_string(),
+            a.critical_rate,
+            format!("rotating at Ω_c = {:.5}", a.critical_rate),
+        ),
+    ];
+    for (i, &r) in rates.iter().enumerate() {
+        views.push((format!("rotating_rate{}", i + 1), r, format!("rotating at Ω = {r}")));
+    }
+    for (stem, rate, what) in views {
+        let curves: Vec<Curve> = rotating(&a.t, pos, rate)
+            .into_iter()
+            .zip(names)
+            .map(|(points, n)| Curve {
+                label: n.to_string(),
+                points,
+            })
+            .collect();
+        plot::line_plot(
+            dir,
+            &stem,
+            &Labels {
+                title: &format!("Top view, {what} — {case}"),
+                x: "x̃",
+                y: "ỹ",
+            },
+            &curves,
+            true,
+        )?;
+    }
+    Ok(())
+}
+
+/// Chooses the points, evaluates them on every record and analyses them.
+pub fn study(
+    sys: &TapeSystem,
+    run: &Run,
+    requested: &[String],
+) -> Result<(Analysis, Vec<Vec<[f64; 3]>>, Vec<String>), Error> {
+    let pts = points(sys.compiled(), requested)?;
+    let pos = positions(sys, run, &pts);
+    let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
+    let names = pts.into_iter().map(|(n, _)| n).collect();
+    Ok((analyse(&t, &pos), pos, names))
 }
 
 #[cfg(test)]
