@@ -436,11 +436,7 @@ pub fn write_plots(
 pub type Study = (Analysis, Vec<Vec<[f64; 3]>>, Vec<String>);
 
 /// Chooses the points, evaluates them on every record and analyses them.
-pub fn study(
-    sys: &TapeSystem,
-    run: &Run,
-    requested: &[String],
-) -> Result<Study, Error> {
+pub fn study(sys: &TapeSystem, run: &Run, requested: &[String]) -> Result<Study, Error> {
     let pts = points(sys.compiled(), requested)?;
     let pos = positions(sys, run, &pts);
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();

@@ -198,9 +198,21 @@ impl TapeSystem {
             warm: DVector::from_vec(x),
             step: 0,
         };
-        let values = self.invariants(&state.z, 0)?;
         let scale = 1.0 + q.iter().chain(v).map(|x| x * x).sum::<f64>();
         let tolerance = 1e-9 * scale;
+        // Components a constraint eliminates (e.g. `xi[2] = 0`) do not enter the
+        // scheme's state: data that set them otherwise are refused, not dropped.
+        let (q2, v2) = self.physical(&state.z, 0)?;
+        let names = self.step.coordinates.iter().chain(&self.step.velocities);
+        for ((name, a), b) in names.zip(q.iter().chain(v)).zip(q2.iter().chain(&v2)) {
+            if (a - b).abs() > tolerance {
+                return Err(StepError::InvalidInput(format!(
+                    "the initial data are off the constraints: `{name}` = {a} but the constrained state has {b:.6e} (difference {:.3e}); project them onto the constraints first",
+                    a - b
+                )));
+            }
+        }
+        let values = self.invariants(&state.z, 0)?;
         for (k, (name, kind)) in self.step.invariants.iter().enumerate() {
             if *kind == SymKind::Constraint && (values[k].is_nan() || values[k].abs() > tolerance) {
                 return Err(StepError::InvalidInput(format!(

@@ -1,0 +1,366 @@
+//! The `hamel` commands end to end: outputs, summaries, and every error path
+//! (message and non-zero exit).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn hamel(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("the hamel binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hamel-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn last_json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out.lines().last().expect("output")).expect("last line is JSON")
+}
+
+fn is_png(p: &std::path::Path) -> bool {
+    std::fs::read(p)
+        .map(|b| b.len() > 1000 && b.starts_with(b"\x89PNG"))
+        .unwrap_or(false)
+}
+
+#[test]
+fn simulate_reproduces_the_published_run_and_writes_csv_plots_and_json() {
+    let dir = tmp("simulate");
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.2",
+        "--steps",
+        "2000",
+        "--out",
+        d,
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let s = last_json(&out);
+    for key in [
+        "model",
+        "scheme",
+        "steps",
+        "h",
+        "energy_min",
+        "energy_max",
+        "max_energy_error_rel",
+        "max_constraint_error",
+        "max_momentum_error_rel",
+        "newton_iterations_mean",
+        "ns_per_step",
+    ] {
+        assert!(!s[key].is_null(), "summary lacks `{key}`: {s}");
+    }
+    assert_eq!(s["model"], "spherical_pendulum");
+    assert_eq!(s["steps"], 2000);
+    // the published run keeps energy, length and momentum to round-off (theory §2.3)
+    assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-13, "{s}");
+    assert!(s["max_constraint_error"].as_f64().unwrap() < 1e-13, "{s}");
+    assert!(s["max_momentum_error_rel"].as_f64().unwrap() < 1e-13, "{s}");
+    assert!(s["energy_min"].as_f64().unwrap() <= s["energy_max"].as_f64().unwrap());
+    let traj = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
+    assert_eq!(traj.lines().count(), 2002, "header + initial state + 2000 steps");
+    assert!(traj.starts_with("step,t,gamma[0],gamma[1],gamma[2],xi[0],xi[1],xi[2]"));
+    let diag = std::fs::read_to_string(dir.join("diagnostics.csv")).unwrap();
+    assert!(diag.lines().next().unwrap().contains("energy_error_rel"));
+    for p in ["energy", "constraint", "momentum", "trajectory"] {
+        assert!(is_png(&dir.join(format!("{p}.png"))), "{p}.png");
+        assert!(std::fs::read_to_string(dir.join(format!("{p}.svg")))
+            .unwrap()
+            .contains("<svg"));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn set_init_state_and_t_end_are_honoured() {
+    let dir = tmp("options");
+    let d = dir.to_str().unwrap();
+    // a different length: the energy changes with r, the run still conserves it
+    let (code, out, err) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.1",
+        "--t-end",
+        "10",
+        "--set",
+        "r=2",
+        "--init",
+        "over_equator",
+        "--state",
+        "xi=0.5,0.1,0",
+        "--out",
+        d,
+        "--no-plots",
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let s = last_json(&out);
+    assert_eq!(s["steps"], 100);
+    assert_eq!(s["initial"], "over_equator (modified)");
+    // E = ½ I (ξ₀² + ξ₁²) + m g r γ₂ with I = m r² = 4
+    let gamma2 = {
+        let traj = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
+        let row: Vec<f64> = traj
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        row[4]
+    };
+    let e0 = 0.5 * 4.0 * (0.25 + 0.01) + 9.8 * 2.0 * gamma2;
+    assert!(
+        (s["energy_initial"].as_f64().unwrap() - e0).abs() < 1e-12,
+        "{s} vs {e0}"
+    );
+    assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-13);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn compare_ranks_the_schemes_as_theory_says() {
+    let dir = tmp("compare");
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = hamel(&[
+        "compare",
+        "models/spherical_pendulum_cartesian.hamel",
+        "--schemes",
+        "rattle,energy_momentum",
+        "--h",
+        "0.2",
+        "--steps",
+        "1000",
+        "--out",
+        d,
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("rattle") && out.contains("energy_momentum"), "{out}");
+    let s = last_json(&out);
+    let runs = s["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let e = |i: usize| runs[i]["max_energy_error_rel"].as_f64().unwrap();
+    // RATTLE: bounded O(h²) energy error; energy–momentum: round-off
+    assert!(e(0) > 1e-4 && e(1) < 1e-13, "{s}");
+    for i in 0..2 {
+        assert!(runs[i]["max_constraint_error"].as_f64().unwrap() < 1e-12, "{s}");
+    }
+    assert!(is_png(&dir.join("energy.png")));
+    assert!(dir.join("rattle").join("trajectory.csv").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn patterns_find_the_rate_of_the_exact_relative_equilibrium() {
+    let dir = tmp("patterns");
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = hamel(&[
+        "patterns",
+        "models/double_spherical_pendulum_cartesian.hamel",
+        "--init",
+        "relative_equilibrium",
+        "--h",
+        "0.001",
+        "--t-end",
+        "5",
+        "--rates",
+        "1.0",
+        "--out",
+        d,
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let s = last_json(&out);
+    // a relative equilibrium: the reduced motion does not oscillate, and the
+    // configuration turns at Ω (theory §7.1) up to the O(h²) phase error
+    assert!(s["reduced_period"].is_null(), "{s}");
+    let omega = 1.5955061977691825;
+    let rate = s["critical_rate"].as_f64().unwrap();
+    assert!((rate - omega).abs() < 1e-6, "Ω_c = {rate}");
+    for p in ["rotating_critical", "rotating_inertial", "rotating_rate1", "reduced_r"] {
+        assert!(is_png(&dir.join(format!("{p}.png"))), "{p}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn patterns_agree_between_director_and_cartesian_models() {
+    let run = |file: &str, name: &str| {
+        let dir = tmp(name);
+        let (code, out, err) = hamel(&[
+            "patterns",
+            file,
+            "--init",
+            "pattern_I",
+            "--h",
+            "0.01",
+            "--t-end",
+            "30",
+            "--out",
+            dir.to_str().unwrap(),
+            "--no-plots",
+            "--summary",
+            "json",
+        ]);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        let _ = std::fs::remove_dir_all(dir);
+        last_json(&out)
+    };
+    let a = run("models/double_spherical_pendulum.hamel", "dir");
+    let b = run("models/double_spherical_pendulum_cartesian.hamel", "cart");
+    let (pa, pb) = (
+        a["reduced_period"].as_f64().unwrap(),
+        b["reduced_period"].as_f64().unwrap(),
+    );
+    let (ra, rb) = (
+        a["critical_rate"].as_f64().unwrap(),
+        b["critical_rate"].as_f64().unwrap(),
+    );
+    // same physical motion, different schemes and coordinates: O(h²) apart
+    assert!((pa - pb).abs() < 1e-3 * pa, "{pa} vs {pb}");
+    assert!((ra - rb).abs() < 1e-3 * ra, "{ra} vs {rb}");
+    assert!(pa > 1.0 && pa < 10.0);
+}
+
+#[test]
+fn report_writes_an_index_whose_images_exist() {
+    let dir = tmp("report");
+    let (code, out, err) = hamel(&["report", "--out", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let md = std::fs::read_to_string(dir.join("index.md")).unwrap();
+    let imgs: Vec<&str> = html
+        .split("<img src=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect();
+    assert!(imgs.len() >= 20, "{} images", imgs.len());
+    for i in &imgs {
+        assert!(is_png(&dir.join(i)), "{i} is not a PNG");
+        assert!(md.contains(i));
+    }
+    // the published figures are in the page
+    assert!(html.contains("Spherical pendulum: the published run") && html.contains("Pattern"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_error_path_has_a_message_and_a_non_zero_exit() {
+    let sp = "models/spherical_pendulum.hamel";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["simulate", "models/none.hamel", "--h", "0.1", "--steps", "1"],
+            "cannot read model file `models/none.hamel`",
+        ),
+        (
+            vec![
+                "simulate",
+                "tests/ui/models/bad_names.hamel",
+                "--h",
+                "0.1",
+                "--steps",
+                "1",
+            ],
+            "--> tests/ui/models/bad_names.hamel:5:37",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--set", "zz=1"],
+            "has no parameter `zz`",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--set", "m=abc"],
+            "`abc` is not a valid value",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--set", "m=nan"],
+            "parameter `m` = NaN is not finite",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0", "--steps", "1"],
+            "step size must be finite and non-zero",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--scheme", "leapfrog"],
+            "unknown scheme `leapfrog`",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--scheme", "rattle"],
+            "rattle needs a model in generalized coordinates",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--init", "nowhere"],
+            "has no initial state `nowhere`",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--state", "zeta=1,2"],
+            "no coordinate or velocity `zeta`",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--state", "xi=1,2"],
+            "has 3 component(s), 2 value(s) given",
+        ),
+        (
+            vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--state", "xi=0,0,1"],
+            "the initial data are off the constraints: `xi[2]` = 1",
+        ),
+        (
+            vec![
+                "simulate",
+                "models/double_spherical_pendulum_cartesian.hamel",
+                "--scheme",
+                "rattle",
+                "--h",
+                "2",
+                "--steps",
+                "10",
+            ],
+            "step 0: singular Newton matrix at iteration",
+        ),
+        (
+            vec!["compare", sp, "--h", "0.1", "--steps", "1", "--schemes", "hamel,rattle"],
+            "rattle needs",
+        ),
+        (
+            vec![
+                "patterns",
+                "models/spherical_pendulum_angles.hamel",
+                "--h",
+                "0.1",
+                "--steps",
+                "10",
+            ],
+            "no bob positions",
+        ),
+        (
+            vec!["patterns", sp, "--h", "0.1", "--steps", "10", "--points", "nope"],
+            "`nope` is neither a vector `let` nor a vec3 coordinate",
+        ),
+        (vec!["simulate", sp, "--h", "0.1"], "--steps"),
+    ];
+    for (args, msg) in cases {
+        let (code, out, err) = hamel(&args);
+        assert!(matches!(code, Some(c) if c != 0), "{args:?} succeeded:\n{out}\n{err}");
+        assert!(err.contains(msg), "{args:?}: expected `{msg}` in:\n{err}");
+    }
+}
