@@ -162,8 +162,8 @@ fn compare_ranks_the_schemes_as_theory_says() {
     let e = |i: usize| runs[i]["max_energy_error_rel"].as_f64().unwrap();
     // RATTLE: bounded O(h²) energy error; energy–momentum: round-off
     assert!(e(0) > 1e-4 && e(1) < 1e-13, "{s}");
-    for i in 0..2 {
-        assert!(runs[i]["max_constraint_error"].as_f64().unwrap() < 1e-12, "{s}");
+    for r in runs {
+        assert!(r["max_constraint_error"].as_f64().unwrap() < 1e-12, "{s}");
     }
     assert!(is_png(&dir.join("energy.png")));
     assert!(dir.join("rattle").join("trajectory.csv").exists());
