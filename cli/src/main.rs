@@ -266,6 +266,21 @@ fn out_dir(case: &CaseArgs, model: &str, what: &str) -> PathBuf {
         .unwrap_or_else(|| Path::new("hamel-out").join(format!("{model}-{what}")))
 }
 
+/// `model — scheme, h = …, N steps, initial state …`
+fn headline(run: &Run) -> String {
+    format!(
+        "{} — {}, h = {}, {} steps{}",
+        run.model,
+        run.scheme,
+        run.options.h,
+        run.options.steps,
+        run.initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default()
+    )
+}
+
 fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     let run = run_case(case, scheme)?;
     let file = case.model.display().to_string();
@@ -280,15 +295,8 @@ fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         figures::write(&[&run], &dir)?
     };
     println!(
-        "{} — {}, h = {}, {} steps{}{}",
-        run.model,
-        run.scheme,
-        run.options.h,
-        run.options.steps,
-        run.initial
-            .as_ref()
-            .map(|i| format!(", initial state {i}"))
-            .unwrap_or_default(),
+        "{}{}",
+        headline(&run),
         if case.compensated { ", compensated" } else { "" }
     );
     println!(
@@ -474,18 +482,7 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
     });
     std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n"))
         .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
-    println!(
-        "{} — {}, h = {}, {} steps{}; points {}",
-        run.model,
-        run.scheme,
-        run.options.h,
-        run.options.steps,
-        run.initial
-            .as_ref()
-            .map(|i| format!(", initial state {i}"))
-            .unwrap_or_default(),
-        names.join(", ")
-    );
+    println!("{}; points {}", headline(&run), names.join(", "));
     for (n, v) in &a.reduced {
         let (lo, hi) = v
             .iter()

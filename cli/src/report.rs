@@ -59,6 +59,7 @@ fn load(name: &str) -> Result<Model, Error> {
     hamel_compiler::model::load(name, src).map_err(|d| Error::Model(d.to_string()))
 }
 
+#[derive(Clone, Copy)]
 struct Case<'a> {
     file: &'a str,
     scheme: &'a str,
@@ -184,6 +185,30 @@ fn scheme_header() -> Vec<String> {
     .collect()
 }
 
+/// Runs `base` under each (model file, scheme) of `cases`; adds the table, the
+/// expectation and the overlaid figures (written into `out/dir`) to `doc`.
+fn schemes_section(
+    doc: &mut Doc,
+    out: &Path,
+    dir: &str,
+    base: &Case,
+    cases: &[(&str, &str)],
+    expected: &str,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), Error> {
+    let mut runs = Vec::new();
+    for &(file, scheme) in cases {
+        runs.push(run(&Case { file, scheme, ..*base }, log)?.0);
+    }
+    let refs: Vec<&Run> = runs.iter().collect();
+    let files_of: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    doc.push(Block::Table(scheme_header(), scheme_rows(&refs, &files_of)));
+    doc.push(Block::Para(expected.into()));
+    let files = figures::write(&refs, &out.join(dir))?;
+    doc.push(Block::Figures(figs(out, &files, "")));
+    Ok(())
+}
+
 /// Writes the report into `out`; returns the path of `index.html`.
 pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     let io = |e: std::io::Error| Error::Output(format!("cannot write into `{}`: {e}", out.display()));
@@ -295,39 +320,22 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
         "2. Spherical pendulum: schemes compared on the published state".into(),
     ));
     doc.push(Block::Para("The same physical initial state and h = 0.2, 10⁴ steps. Hamel in the body frame; Störmer–Verlet (index-reduced), RATTLE and energy–momentum in Cartesian positions `models/spherical_pendulum_cartesian.hamel`. Constraint column: body frame |‖γ‖ − 1|; Cartesian |‖x‖² − r²| (r² = 96.04), the residual as written in the model.".into()));
-    let mut runs = vec![plain.clone()];
-    let mut files_of = vec![SP];
-    runs.push(
-        run(
-            &Case {
-                scheme: "hamel_midpoint",
-                ..base
-            },
-            log,
-        )?
-        .0,
-    );
-    files_of.push(SP);
-    for s in ["stormer_verlet", "rattle", "energy_momentum"] {
-        runs.push(
-            run(
-                &Case {
-                    file: SP_CART,
-                    scheme: s,
-                    ..base
-                },
-                log,
-            )?
-            .0,
-        );
-        files_of.push(SP_CART);
-    }
-    let refs: Vec<&Run> = runs.iter().collect();
-    doc.push(Block::Table(scheme_header(), scheme_rows(&refs, &files_of)));
-    doc.push(Block::Para("Expected (theory §3–4): Störmer–Verlet and RATTLE give the same heights, energy error bounded at about 2e-3; RATTLE keeps the length to round-off, index-reduced Störmer–Verlet drifts from round-off (about 1e-11 relative after 10⁴ steps).".into()));
-    let d2 = out.join("2-schemes");
-    let files = figures::write(&refs, &d2)?;
-    doc.push(Block::Figures(figs(out, &files, "")));
+    let cases = [
+        (SP, "hamel"),
+        (SP, "hamel_midpoint"),
+        (SP_CART, "stormer_verlet"),
+        (SP_CART, "rattle"),
+        (SP_CART, "energy_momentum"),
+    ];
+    schemes_section(
+        &mut doc,
+        out,
+        "2-schemes",
+        &base,
+        &cases,
+        "Expected (theory §3–4): Störmer–Verlet and RATTLE give the same heights, energy error bounded at about 2e-3; RATTLE keeps the length to round-off, index-reduced Störmer–Verlet drifts from round-off (about 1e-11 relative after 10⁴ steps).",
+        log,
+    )?;
 
     // 3. Double spherical pendulum, Pattern I, all schemes.
     log("3. double spherical pendulum, Pattern I");
@@ -345,34 +353,22 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
         compensated: false,
         every: 1,
     };
-    let mut runs = Vec::new();
-    let mut files_of = Vec::new();
-    for (f, s) in [
+    let cases = [
         (DSP, "hamel"),
         (DSP, "hamel_midpoint"),
         (DSP_CART, "stormer_verlet"),
         (DSP_CART, "rattle"),
         (DSP_CART, "energy_momentum"),
-    ] {
-        runs.push(
-            run(
-                &Case {
-                    file: f,
-                    scheme: s,
-                    ..pat
-                },
-                log,
-            )?
-            .0,
-        );
-        files_of.push(f);
-    }
-    let refs: Vec<&Run> = runs.iter().collect();
-    doc.push(Block::Table(scheme_header(), scheme_rows(&refs, &files_of)));
-    doc.push(Block::Para("Expected (theory §2.5, §5): Hamel energy error 4–7e-4 relative and |ΔJ| 2–4e-3 of J₀ ≈ 200 (1–2e-5 relative), bounded; energy–momentum conserves energy and J to round-off; RATTLE keeps the constraints and J to round-off with a bounded energy error.".into()));
-    let d3 = out.join("3-double-pendulum");
-    let files = figures::write(&refs, &d3)?;
-    doc.push(Block::Figures(figs(out, &files, "")));
+    ];
+    schemes_section(
+        &mut doc,
+        out,
+        "3-double-pendulum",
+        &pat,
+        &cases,
+        "Expected (theory §2.5, §5): Hamel energy error 4–7e-4 relative and |ΔJ| 2–4e-3 of J₀ ≈ 200 (1–2e-5 relative), bounded; energy–momentum conserves energy and J to round-off; RATTLE keeps the constraints and J to round-off with a bounded energy error.",
+        log,
+    )?;
 
     // 4. Pattern evocation.
     log("4. pattern evocation");
