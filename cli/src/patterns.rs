@@ -379,6 +379,12 @@ pub fn write_plots(
         )?;
     }
     if !a.spectrum.is_empty() {
+        // The band around the dominant frequency, not up to Nyquist.
+        let f_max = match a.reduced_period {
+            Some(p) => 8.0 / p,
+            None => a.spectrum[a.spectrum.len() / 10].0,
+        };
+        let band: Vec<(f64, f64)> = a.spectrum.iter().copied().filter(|&(f, _)| f <= f_max).collect();
         let title = match a.reduced_period {
             Some(p) => format!("Periodogram of r1 — dominant period {p:.4} s"),
             None => "Periodogram of r1 — no dominant period".to_string(),
@@ -393,7 +399,7 @@ pub fn write_plots(
             },
             &[Curve {
                 label: "r1".into(),
-                points: a.spectrum.clone(),
+                points: band,
             }],
         )?;
     }
