@@ -168,6 +168,19 @@ fn unknown_initial_state_is_a_clear_error() {
 }
 
 #[test]
+fn eliminated_velocity_components_must_satisfy_their_constraint() {
+    // `xi[2] = 0` is eliminated symbolically: a non-zero value would be dropped
+    // without a word if the round trip through the scheme state were not checked.
+    let gamma = [0.3, 0.2, -(0.87f64).sqrt()];
+    let e = Averaged::with_defaults()
+        .initial_state(gamma, [0.6, 0.0, 0.5])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("off the constraints: `xi[2]` = 0.5"), "{e}");
+    assert!(Averaged::with_defaults().initial_state(gamma, [0.6, 0.0, 0.0]).is_ok());
+}
+
+#[test]
 fn bad_parameters_and_step_sizes_are_errors_and_leave_the_state_alone() {
     let good = Averaged::with_defaults();
     let start = good.initial("published").unwrap();

@@ -226,9 +226,21 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     __gen::init_state(&p, &q, &v, &mut z, &mut x);
                     let state = __rt::State { z: __na::SVector::from(z), lo: __na::SVector::zeros(), warm: __na::SVector::from(x), step: 0 };
                     // Data off the constraints are never run silently.
-                    let values = self.invariants(&state)?;
                     let scale = 1.0 + q.iter().chain(v.iter()).map(|x| x * x).sum::<f64>();
                     let tolerance = 1e-9 * scale;
+                    // Components a constraint eliminates (e.g. `xi[2] = 0`) do not
+                    // enter the state: data that set them otherwise are refused.
+                    let (q2, v2) = self.physical(&state)?;
+                    let names = Self::COORDINATES.iter().chain(Self::VELOCITIES.iter());
+                    for ((name, a), b) in names.zip(q.iter().chain(v.iter())).zip(q2.iter().chain(v2.iter())) {
+                        if (a - b).abs() > tolerance {
+                            return Err(__rt::StepError::InvalidInput(format!(
+                                "the initial data are off the constraints: `{}` = {} but the constrained state has {:.6e} (difference {:.3e}); project them onto the constraints first",
+                                name, a, b, a - b
+                            )));
+                        }
+                    }
+                    let values = self.invariants(&state)?;
                     for (k, (name, kind)) in Self::__INVARIANTS.iter().enumerate() {
                         if *kind == __rt::InvariantKind::Constraint && !(values[k].abs() <= tolerance) {
                             return Err(__rt::StepError::InvalidInput(format!(
