@@ -269,13 +269,16 @@ pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: 
             && started.elapsed() > Duration::from_secs(1)
             && std::io::stderr().is_terminal()
         {
-            let b = indicatif::ProgressBar::new(opt.steps);
+            // Created late, at the current position, so the rate (and ETA) it
+            // estimates is that of the steps still to come.
+            let b = indicatif::ProgressBar::new(opt.steps).with_position(k);
             b.set_style(
-                indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} steps, {eta} left")
+                indicatif::ProgressStyle::with_template("[{bar:30}] {pos}/{len} steps, {eta} left ({msg})")
                     .expect("valid template")
                     .progress_chars("=> "),
             );
-            b.set_message(format!("{} {}", run.model, run.scheme));
+            b.set_message(run.scheme.clone());
+            b.reset_eta();
             bar = Some(b);
         }
         if let Some(b) = &bar {
