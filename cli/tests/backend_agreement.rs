@@ -124,23 +124,42 @@ model!(
     kinematics = "midpoint"
 );
 
+model!(
+    ChainN3,
+    [m, l, g],
+    model = "../models/spherical_chain.hamel",
+    scheme = "hamel",
+    N = 3
+);
+
 const STEPS: usize = 1000;
+
+/// What to run: a model file of `models/`, a scheme, a named initial state.
+#[derive(Clone, Copy)]
+struct Case<'a> {
+    file: &'a str,
+    scheme: &'a str,
+    init: &'a str,
+    h: f64,
+    compensated: bool,
+    sizes: &'a [(String, i64)],
+}
 
 /// Runs both back-ends side by side; returns the largest state difference
 /// (relative to the state's size) over the run and the final invariants' difference.
-fn agree<S, const NZ: usize, const NX: usize>(
-    derived: &S,
-    initial: hamel::State<NZ, NX>,
-    file: &str,
-    scheme: &str,
-    init: &str,
-    h: f64,
-    compensated: bool,
-) -> (f64, f64)
+fn agree<S, const NZ: usize, const NX: usize>(derived: &S, initial: hamel::State<NZ, NX>, c: &Case) -> (f64, f64)
 where
     S: StepSystem<NZ, NX>,
 {
-    let model = load_model(Path::new(&format!("../models/{file}")), &[]).unwrap();
+    let Case {
+        file,
+        scheme,
+        init,
+        h,
+        compensated,
+        sizes,
+    } = *c;
+    let model = load_model(Path::new(&format!("../models/{file}")), sizes).unwrap();
     let tape = compile(&model, parse_scheme(scheme, None).unwrap()).unwrap();
     let mut dyn_state = tape.initial(init).unwrap();
     assert_eq!(
@@ -187,7 +206,15 @@ macro_rules! case {
     ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal, $comp:literal) => {{
         let m = $ty::with_defaults();
         let s = m.initial($init).unwrap();
-        let (d, i) = agree(&m, s, $file, $scheme, $init, $h, $comp);
+        let c = Case {
+            file: $file,
+            scheme: $scheme,
+            init: $init,
+            h: $h,
+            compensated: $comp,
+            sizes: &[],
+        };
+        let (d, i) = agree(&m, s, &c);
         assert!(d <= 1e-12, "{} {}: state difference {d:e}", $file, $scheme);
         assert!(i <= 1e-12, "{} {}: invariant difference {i:e}", $file, $scheme);
         $seen.insert($file);
@@ -345,6 +372,19 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         "tilted",
         0.01
     );
+    // An indexed family at another size: derive `N = 3`, tape `--size N=3`.
+    let m = ChainN3::with_defaults();
+    let sizes = [("N".to_string(), 3)];
+    let c = Case {
+        file: "spherical_chain.hamel",
+        scheme: "hamel",
+        init: "tilted",
+        h: 0.01,
+        compensated: false,
+        sizes: &sizes,
+    };
+    let (d, i) = agree(&m, m.initial("tilted").unwrap(), &c);
+    assert!(d <= 1e-12 && i <= 1e-12, "chain N = 3: {d:e} {i:e}");
     // Every model file must be covered: a new model needs a case here.
     let files: std::collections::BTreeSet<String> = std::fs::read_dir("../models")
         .unwrap()
