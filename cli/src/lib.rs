@@ -47,6 +47,14 @@ pub enum Error {
     /// a step or an observation failed
     #[error("{0}")]
     Step(#[from] hamel_runtime::StepError),
+    /// a step failed during a run; what was computed until then is kept
+    #[error("{error}")]
+    RunFailed {
+        /// why the step failed (step number, residual norm, iterations)
+        error: hamel_runtime::StepError,
+        /// the run up to the last good state
+        partial: Box<simulate::Run>,
+    },
     /// bad command-line input
     #[error("{0}")]
     Usage(String),

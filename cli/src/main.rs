@@ -282,7 +282,25 @@ fn headline(run: &Run) -> String {
 }
 
 fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
-    let run = run_case(case, scheme)?;
+    let run = match run_case(case, scheme) {
+        Ok(run) => run,
+        Err(Error::RunFailed { error, partial }) => {
+            // What was computed up to the failure is worth seeing.
+            let dir = out_dir(case, &partial.model, scheme_name(scheme));
+            partial.write_csv(&dir)?;
+            if !case.no_plots && partial.steps.len() > 1 {
+                figures::write(&[&partial], &dir)?;
+            }
+            eprintln!(
+                "the run stopped after {} good step(s); CSV files{} up to there are in {}",
+                partial.options.steps,
+                if case.no_plots { "" } else { " and plots" },
+                dir.display()
+            );
+            return Err(Error::Step(error));
+        }
+        Err(e) => return Err(e),
+    };
     let file = case.model.display().to_string();
     let summary = run.summary(&file);
     let dir = out_dir(case, &run.model, scheme_name(scheme));

@@ -260,7 +260,21 @@ pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: 
     let mut bar: Option<indicatif::ProgressBar> = None;
     for k in 1..=opt.steps {
         let t0 = Instant::now();
-        stepper.step(&mut state)?;
+        if let Err(error) = stepper.step(&mut state) {
+            if let Some(b) = bar.take() {
+                b.finish_and_clear();
+            }
+            // Keep the last good state in the records, then hand back what was computed.
+            if run.steps.last() != Some(&state.step) {
+                observe(&state, &mut run, true)?;
+            }
+            run.newton = stepper.stats;
+            run.options.steps = state.step;
+            return Err(Error::RunFailed {
+                error,
+                partial: Box::new(run),
+            });
+        }
         stepping += t0.elapsed();
         observe(&state, &mut run, k % every == 0 || k == opt.steps)?;
         if opt.progress

@@ -364,3 +364,38 @@ fn every_error_path_has_a_message_and_a_non_zero_exit() {
         assert!(err.contains(msg), "{args:?}: expected `{msg}` in:\n{err}");
     }
 }
+
+#[test]
+fn a_run_that_fails_midway_keeps_what_it_computed() {
+    let dir = tmp("fail");
+    // Started near the pole of the angle coordinates with a coarse step, the
+    // run reaches the coordinate singularity after some good steps.
+    let (code, out, err) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum_angles.hamel",
+        "--h",
+        "0.7",
+        "--steps",
+        "1000",
+        "--state",
+        "th=0.05",
+        "--out",
+        dir.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    let good: usize = err
+        .split("the run stopped after ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no partial-run line in:\n{err}"));
+    assert!(good > 0 && good < 1000, "{err}");
+    assert!(err.contains(&format!("error: step {good}:")), "{err}");
+    let rows = std::fs::read_to_string(dir.join("trajectory.csv"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(rows, good + 2, "header + initial state + good steps");
+    let _ = std::fs::remove_dir_all(dir);
+}
