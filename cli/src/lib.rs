@@ -63,6 +63,13 @@ pub enum Error {
     Output(String),
 }
 
+impl Error {
+    /// Maps an I/O error while writing into `place` (a file or folder).
+    pub fn writing(place: &Path) -> impl Fn(std::io::Error) -> Error + Copy + '_ {
+        move |e| Error::Output(format!("cannot write into `{}`: {e}", place.display()))
+    }
+}
+
 /// Reads and validates a model file, with sizes of indexed families overridden.
 pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> {
     let shown = path.display().to_string();

@@ -305,8 +305,7 @@ fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     let summary = run.summary(&file);
     let dir = out_dir(case, &run.model, scheme_name(scheme));
     run.write_csv(&dir)?;
-    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n"))
-        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
     let plots = if case.no_plots {
         Vec::new()
     } else {
@@ -419,8 +418,7 @@ fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         all.push(s);
     }
     let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
-    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n"))
-        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
     println!("wrote {}", dir.display());
     if case.summary.is_some() {
         println!("{summary}");
@@ -479,8 +477,7 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
         }
         csv.push('\n');
     }
-    std::fs::write(dir.join("reduced.csv"), csv)
-        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    std::fs::write(dir.join("reduced.csv"), csv).map_err(Error::writing(&dir))?;
     let summary = serde_json::json!({
         "model": run.model,
         "file": case.model.display().to_string(),
@@ -498,8 +495,7 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
         "resonant_rates": resonant,
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
     });
-    std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n"))
-        .map_err(|e| Error::Output(format!("cannot write into `{}`: {e}", dir.display())))?;
+    std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
     println!("{}; points {}", headline(&run), names.join(", "));
     for (n, v) in &a.reduced {
         let (lo, hi) = v

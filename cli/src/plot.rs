@@ -33,7 +33,7 @@ const COLORS: [RGBColor; 8] = [
 ];
 
 /// Color of series `i` (the same across plots, so schemes keep their color).
-pub fn color(i: usize) -> RGBColor {
+fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 

@@ -211,7 +211,7 @@ fn schemes_section(
 
 /// Writes the report into `out`; returns the path of `index.html`.
 pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
-    let io = |e: std::io::Error| Error::Output(format!("cannot write into `{}`: {e}", out.display()));
+    let io = Error::writing(out);
     std::fs::create_dir_all(out).map_err(io)?;
     let mut doc = Doc::default();
     doc.push(Block::Heading(1, "hamel report".into()));

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hamel_runtime::{DynState, DynStepSystem, DynStepper, InvariantKind, Monitor, NewtonStats};
+use hamel_runtime::{DynState, DynStepper, InvariantKind, Monitor, NewtonStats};
 use serde_json::{json, Value};
 
 use crate::{Error, TapeSystem};
@@ -108,21 +108,13 @@ impl Run {
     pub fn summary(&self, file: &str) -> Value {
         let reports = self.monitor.reports();
         let energy = &reports[0];
-        let constraint = self
-            .constraint_indices()
-            .iter()
-            .map(|&i| reports[i].max_abs_error)
-            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-        let hidden = self
-            .hidden_constraint_indices()
-            .iter()
-            .map(|&i| reports[i].max_abs_error)
-            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-        let momentum = self
-            .momentum_indices()
-            .iter()
-            .map(|&i| reports[i].max_rel_error)
-            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        // The largest of an error over a set of quantities (None for an empty set).
+        let largest = |ix: Vec<usize>, f: fn(&hamel_runtime::InvariantReport) -> f64| {
+            ix.into_iter().map(|i| f(&reports[i])).reduce(f64::max)
+        };
+        let constraint = largest(self.constraint_indices(), |r| r.max_abs_error);
+        let hidden = largest(self.hidden_constraint_indices(), |r| r.max_abs_error);
+        let momentum = largest(self.momentum_indices(), |r| r.max_rel_error);
         let invariants: serde_json::Map<String, Value> = reports
             .iter()
             .map(|r| {
@@ -163,7 +155,7 @@ impl Run {
     /// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
     /// each quantity and its error) into `dir`.
     pub fn write_csv(&self, dir: &Path) -> Result<(), Error> {
-        let out = |e: std::io::Error| Error::Output(format!("cannot write into `{}`: {e}", dir.display()));
+        let out = Error::writing(dir);
         std::fs::create_dir_all(dir).map_err(out)?;
         let mut t = std::io::BufWriter::new(std::fs::File::create(dir.join("trajectory.csv")).map_err(out)?);
         let header: Vec<String> = ["step".to_string(), "t".to_string()]
@@ -244,7 +236,7 @@ pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: 
     let mut stepper = DynStepper::new(sys, opt.h)?.with_compensation(opt.compensated);
     let observe = |st: &DynState, run: &mut Run, record: bool| -> Result<(), Error> {
         let (q, v) = sys.physical(&st.z, st.step)?;
-        let values = sys.invariants(&st.z, st.step)?;
+        let values = sys.invariants_at(&q, &v);
         run.monitor.observe(&values);
         if record {
             run.steps.push(st.step);

@@ -10,7 +10,7 @@ use hamel_compiler::scheme::InvariantKind as SymKind;
 use hamel_runtime::dd::Dd;
 use hamel_runtime::lu;
 use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
-use hamel_runtime::{DynState, DynStepSystem, InvariantKind, StepEquations, StepError};
+use hamel_runtime::{DynState, InvariantKind, StepEquations, StepError};
 
 /// A compiled step with parameter values.
 #[derive(Debug)]
@@ -48,11 +48,6 @@ impl TapeSystem {
     /// The compiled step (names, sizes, programs).
     pub fn compiled(&self) -> &CompiledStep {
         &self.step
-    }
-
-    /// Current parameter values, in model order.
-    pub fn params(&self) -> &[f64] {
-        &self.params
     }
 
     /// Sets parameter `name` (struct-field spelling, e.g. `m_1` for `m[1]`).
@@ -212,7 +207,7 @@ impl TapeSystem {
                 )));
             }
         }
-        let values = self.invariants(&state.z, 0)?;
+        let values = self.invariants_at(&q2, &v2);
         for (k, (name, kind)) in self.step.invariants.iter().enumerate() {
             if *kind == SymKind::Constraint && (values[k].is_nan() || values[k].abs() > tolerance) {
                 return Err(StepError::InvalidInput(format!(
@@ -272,12 +267,26 @@ impl TapeSystem {
         out
     }
 
+    /// Names and kinds of the monitored quantities, energy first.
+    pub fn invariant_info(&self) -> Vec<(String, InvariantKind)> {
+        self.step
+            .invariants
+            .iter()
+            .map(|(n, k)| (n.clone(), kind(*k)))
+            .collect()
+    }
+
     /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
     pub fn invariants(&self, z: &DVector<f64>, step: u64) -> Result<Vec<f64>, StepError> {
         let (q, v) = self.physical(z, step)?;
+        Ok(self.invariants_at(&q, &v))
+    }
+
+    /// Energy, invariants and constraint residuals at a physical state `(q, ξ)`.
+    pub fn invariants_at(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
         let mut out = vec![0.0; self.step.invariants.len()];
-        self.run("invariants", &[&self.params, &q, &v], &mut [&mut out]);
-        Ok(out)
+        self.run("invariants", &[&self.params, q, v], &mut [&mut out]);
+        out
     }
 }
 
@@ -346,33 +355,5 @@ impl StepEquations<Dyn, Dyn> for TapeSystem {
             dz.as_mut_slice(),
         );
         Some(dz)
-    }
-}
-
-impl DynStepSystem for TapeSystem {
-    fn scheme(&self) -> &str {
-        &self.step.scheme
-    }
-
-    fn state_len(&self) -> usize {
-        self.step.state.len()
-    }
-
-    fn unknowns_len(&self) -> usize {
-        self.step.unknowns.len()
-    }
-
-    fn invariant_info(&self) -> Vec<(String, InvariantKind)> {
-        self.step
-            .invariants
-            .iter()
-            .map(|(n, k)| (n.clone(), kind(*k)))
-            .collect()
-    }
-
-    fn invariants_into(&self, z: &DVector<f64>, out: &mut [f64]) -> Result<(), String> {
-        let v = self.invariants(z, 0).map_err(|e| e.to_string())?;
-        out[..v.len()].copy_from_slice(&v);
-        Ok(())
     }
 }

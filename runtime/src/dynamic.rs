@@ -6,21 +6,6 @@ use nalgebra::{DVector, Dyn};
 
 use crate::error::StepError;
 use crate::newton::{self, NewtonOptions, NewtonStats, StepEquations};
-use crate::system::InvariantKind;
-
-/// A step system with run-time sizes.
-pub trait DynStepSystem: StepEquations<Dyn, Dyn> {
-    /// Scheme label, e.g. `hamel(averaged)`.
-    fn scheme(&self) -> &str;
-    /// Size of the state `z`.
-    fn state_len(&self) -> usize;
-    /// Number of unknowns `x`.
-    fn unknowns_len(&self) -> usize;
-    /// Names and kinds of the monitored quantities.
-    fn invariant_info(&self) -> Vec<(String, InvariantKind)>;
-    /// Evaluates the monitored quantities on the physical state of `z` into `out`.
-    fn invariants_into(&self, z: &DVector<f64>, out: &mut [f64]) -> Result<(), String>;
-}
 
 /// A state of a run-time-sized integrator (see [`State`](crate::State)).
 #[derive(Clone, Debug, PartialEq)]
@@ -35,7 +20,7 @@ pub struct DynState {
     pub step: u64,
 }
 
-/// Drives a [`DynStepSystem`] with a fixed step size.
+/// Drives step equations of run-time sizes with a fixed step size.
 pub struct DynStepper<'a, S: ?Sized> {
     system: &'a S,
     h: f64,
@@ -47,7 +32,7 @@ pub struct DynStepper<'a, S: ?Sized> {
     pub compensated: bool,
 }
 
-impl<'a, S: DynStepSystem + ?Sized> DynStepper<'a, S> {
+impl<'a, S: StepEquations<Dyn, Dyn> + ?Sized> DynStepper<'a, S> {
     /// A stepper with step size `h` (finite, non-zero).
     pub fn new(system: &'a S, h: f64) -> Result<Self, StepError> {
         if !h.is_finite() || h == 0.0 {

@@ -14,7 +14,7 @@ pub mod newton;
 pub mod run;
 pub mod system;
 
-pub use dynamic::{DynState, DynStepSystem, DynStepper};
+pub use dynamic::{DynState, DynStepper};
 pub use error::StepError;
 pub use monitor::{InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats, StepEquations};

@@ -90,9 +90,4 @@ impl CompiledStep {
     pub fn program(&self, name: &str) -> Option<&Program> {
         self.programs.get(name)
     }
-
-    /// Total instructions over all programs.
-    pub fn instructions(&self) -> usize {
-        self.programs.values().map(|p| p.instrs.len()).sum()
-    }
 }

@@ -240,7 +240,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                             )));
                         }
                     }
-                    let values = self.invariants(&state)?;
+                    let mut values = [0.0f64; #ni];
+                    __gen::invariants(&p, &q2, &v2, &mut values);
                     for (k, (name, kind)) in Self::__INVARIANTS.iter().enumerate() {
                         if *kind == __rt::InvariantKind::Constraint && !(values[k].abs() <= tolerance) {
                             return Err(__rt::StepError::InvalidInput(format!(
