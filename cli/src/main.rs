@@ -121,7 +121,7 @@ enum Command {
         /// extra rotation rates (rad/s) to view the motion from, comma-separated
         #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
         rates: Vec<f64>,
-        /// bob positions: vector lets or vec3 coordinates of the model (default: x[1], x[2], … or x1, x2, … or every vec3 coordinate)
+        /// bob positions: vector lets or vec3 coordinates of the model (default: `x[1], x[2], …` or `x1, x2, …` or every vec3 coordinate)
         #[arg(long, value_delimiter = ',')]
         points: Vec<String>,
     },

@@ -1,6 +1,6 @@
 //! The run-time back-end wired to the runtime: a model file's step, compiled
 //! to register programs ([`CompiledStep`]), driven by the same Newton driver
-//! as derived code through [`DynStepSystem`].
+//! as derived code through [`StepEquations`] and [`hamel_runtime::DynStepper`].
 
 use std::cell::RefCell;
 
