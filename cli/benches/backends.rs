@@ -1,5 +1,6 @@
-//! Derived (compile-time) code vs the run-time back-end (register programs),
-//! same model, scheme, state and Newton driver, 100 steps, side by side.
+//! Derived (compile-time) code vs the run-time back-ends (JIT and
+//! interpreter of the same register programs), same model, scheme, state and
+//! Newton driver, 100 steps, side by side.
 //!
 //! `cargo bench -p hamel-cli --bench backends`
 
@@ -7,7 +8,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use hamel::{Integrator, State, StepSystem, Stepper};
-use hamel_cli::{compile, load_model, parse_scheme, TapeSystem};
+use hamel_cli::{compile, load_model, parse_scheme, Backend, System};
 use hamel_runtime::{DynState, DynStepper};
 
 #[derive(Integrator)]
@@ -61,7 +62,7 @@ fn derived<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     s
 }
 
-fn tape(sys: &TapeSystem, h: f64, start: &DynState) -> DynState {
+fn dynamic(sys: &System, h: f64, start: &DynState) -> DynState {
     let mut s = start.clone();
     let mut stepper = DynStepper::new(sys, h).expect("valid h");
     for _ in 0..STEPS {
@@ -70,39 +71,61 @@ fn tape(sys: &TapeSystem, h: f64, start: &DynState) -> DynState {
     s
 }
 
-fn load(file: &str, scheme: &str) -> TapeSystem {
+fn load(file: &str, scheme: &str, backend: Backend) -> System {
     let model = load_model(Path::new(file), &[]).expect("model loads");
-    compile(&model, parse_scheme(scheme, None).expect("scheme")).expect("scheme applies")
+    compile(&model, parse_scheme(scheme, None).expect("scheme"), backend).expect("scheme applies")
+}
+
+/// Derived, JIT and interpreter steps of one case in one benchmark group.
+fn group<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
+    c: &mut Criterion,
+    name: &str,
+    (sys, start): (&S, State<NZ, NX>),
+    (file, scheme, init, h): (&str, &str, &str, f64),
+) {
+    let loaded = Backend::ALL.map(|b| load(file, scheme, b));
+    let starts: Vec<DynState> = loaded.iter().map(|s| s.initial(init).expect("initial state")).collect();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(20);
+    g.bench_function("derived", |b| b.iter(|| derived(sys, h, std::hint::black_box(start))));
+    for (l, s) in loaded.iter().zip(&starts) {
+        g.bench_function(l.backend().name(), |b| {
+            b.iter(|| dynamic(l, h, std::hint::black_box(s)))
+        });
+    }
+    g.finish();
 }
 
 fn bench(c: &mut Criterion) {
     let p = Pendulum::with_defaults();
     let ps = p.initial("published").unwrap();
-    let pt = load("../models/spherical_pendulum.hamel", "hamel");
-    let pts = pt.initial("published").unwrap();
-    let mut g = c.benchmark_group("pendulum_hamel_100_steps");
-    g.bench_function("derived", |b| b.iter(|| derived(&p, 0.2, std::hint::black_box(ps))));
-    g.bench_function("tape", |b| b.iter(|| tape(&pt, 0.2, std::hint::black_box(&pts))));
-    g.finish();
-
+    group(
+        c,
+        "pendulum_hamel_100_steps",
+        (&p, ps),
+        ("../models/spherical_pendulum.hamel", "hamel", "published", 0.2),
+    );
     let r = DspRattle::with_defaults();
     let rs = r.initial("pattern_I").unwrap();
-    let rt = load("../models/double_spherical_pendulum_cartesian.hamel", "rattle");
-    let rts = rt.initial("pattern_I").unwrap();
-    let mut g = c.benchmark_group("dsp_rattle_100_steps");
-    g.bench_function("derived", |b| b.iter(|| derived(&r, 0.01, std::hint::black_box(rs))));
-    g.bench_function("tape", |b| b.iter(|| tape(&rt, 0.01, std::hint::black_box(&rts))));
-    g.finish();
-
+    group(
+        c,
+        "dsp_rattle_100_steps",
+        (&r, rs),
+        (
+            "../models/double_spherical_pendulum_cartesian.hamel",
+            "rattle",
+            "pattern_I",
+            0.01,
+        ),
+    );
     let d = DspHamel::with_defaults();
     let ds = d.initial("pattern_I").unwrap();
-    let dt = load("../models/double_spherical_pendulum.hamel", "hamel");
-    let dts = dt.initial("pattern_I").unwrap();
-    let mut g = c.benchmark_group("dsp_hamel_100_steps");
-    g.sample_size(20);
-    g.bench_function("derived", |b| b.iter(|| derived(&d, 0.01, std::hint::black_box(ds))));
-    g.bench_function("tape", |b| b.iter(|| tape(&dt, 0.01, std::hint::black_box(&dts))));
-    g.finish();
+    group(
+        c,
+        "dsp_hamel_100_steps",
+        (&d, ds),
+        ("../models/double_spherical_pendulum.hamel", "hamel", "pattern_I", 0.01),
+    );
 }
 
 criterion_group!(benches, bench);

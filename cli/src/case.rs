@@ -5,9 +5,9 @@ use std::path::Path;
 
 use hamel_compiler::scheme::Scheme;
 use hamel_compiler::Model;
-use hamel_runtime::DynState;
+use hamel_runtime::{DynState, Kernels};
 
-use crate::{compile, Error, TapeSystem};
+use crate::{compile, Backend, Error, System};
 
 /// Parses `NAME=VALUE` pairs (`--set m=2`, `--size N=4`).
 pub fn pairs<T: std::str::FromStr>(flag: &str, items: &[String]) -> Result<Vec<(String, T)>, Error>
@@ -30,8 +30,8 @@ where
 }
 
 /// A compiled scheme with parameters set.
-pub fn system(model: &Model, scheme: Scheme, params: &[(String, f64)]) -> Result<TapeSystem, Error> {
-    let mut sys = compile(model, scheme)?;
+pub fn system(model: &Model, scheme: Scheme, backend: Backend, params: &[(String, f64)]) -> Result<System, Error> {
+    let mut sys = compile(model, scheme, backend)?;
     for (name, value) in params {
         sys.set_param(name, *value).map_err(Error::Usage)?;
     }
@@ -43,7 +43,7 @@ pub fn system(model: &Model, scheme: Scheme, params: &[(String, f64)]) -> Result
 /// in the model, `x` for a whole vector or `x[1]` for one component, `q'` for
 /// identity-frame velocities). Returns the state and the name used.
 pub fn initial(
-    sys: &TapeSystem,
+    sys: &System,
     file: &Path,
     init: Option<&str>,
     overrides: &[String],

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
-use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
+use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Backend, Error};
 use hamel_compiler::scheme::Scheme;
 
 #[derive(Parser)]
@@ -21,6 +21,24 @@ struct Cli {
 enum Summary {
     /// one JSON object on the last line of stdout
     Json,
+}
+
+#[derive(Clone, Copy, Default, ValueEnum)]
+enum BackendArg {
+    /// native code compiled when the model is loaded
+    #[default]
+    Jit,
+    /// the register-program interpreter
+    Interpreter,
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Jit => Backend::Jit,
+            BackendArg::Interpreter => Backend::Interpreter,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -71,6 +89,9 @@ struct CaseArgs {
     /// write CSV files only, no plots
     #[arg(long)]
     no_plots: bool,
+    /// what evaluates the model's kernels
+    #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
+    backend: BackendArg,
 }
 
 #[derive(Subcommand)]
@@ -109,6 +130,9 @@ enum Command {
         /// output folder
         #[arg(long, default_value = "hamel-report")]
         out: PathBuf,
+        /// what evaluates the models' kernels
+        #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
+        backend: BackendArg,
     },
     /// Reduced coordinates, dominant reduced period, critical rate Ω_c and
     /// rotating-frame views of a model with a vertical symmetry (theory §7.2).
@@ -143,7 +167,7 @@ fn main() -> ExitCode {
             parse_scheme(&scheme, k).and_then(|s| simulate_cmd(&case, s))
         }
         Command::Compare { case, schemes } => compare_cmd(&case, &schemes),
-        Command::Report { out } => report_cmd(&out),
+        Command::Report { out, backend } => report_cmd(&out, backend.into()),
         Command::Patterns {
             case,
             scheme,
@@ -242,12 +266,12 @@ fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
     run_case_with(case, scheme, case.every).map(|(run, _)| run)
 }
 
-fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::TapeSystem), Error> {
+fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
     let model = load_model(&case.model, &sizes)?;
-    let sys = case::system(&model, scheme, &params)?;
+    let sys = case::system(&model, scheme, case.backend.into(), &params)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
     let opt = RunOptions {
         h: case.h,
@@ -335,10 +359,11 @@ fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         );
     }
     println!(
-        "Newton iterations/step {:.2} (max {}), {:.0} ns/step",
+        "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({})",
         run.newton.mean(),
         run.newton.max_iterations,
-        run.ns_per_step
+        run.ns_per_step,
+        run.backend
     );
     println!(
         "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",
@@ -544,10 +569,10 @@ fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[
     Ok(())
 }
 
-fn report_cmd(out: &Path) -> Result<(), Error> {
+fn report_cmd(out: &Path, backend: Backend) -> Result<(), Error> {
     let started = std::time::Instant::now();
-    eprintln!("hamel report: writing {}", out.display());
-    let index = hamel_cli::report::write(out, &mut |line| eprintln!("{line}"))?;
+    eprintln!("hamel report: writing {} ({backend} back-end)", out.display());
+    let index = hamel_cli::report::write(out, backend, &mut |line| eprintln!("{line}"))?;
     println!(
         "report written in {:.1} s: {}",
         started.elapsed().as_secs_f64(),

@@ -16,7 +16,7 @@ use std::path::Path;
 use hamel_compiler::emit::compiled::CompiledStep;
 
 use crate::simulate::Run;
-use crate::{Error, TapeSystem};
+use crate::{Error, System};
 
 /// Where a point's three components come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,7 +95,7 @@ pub fn points(c: &CompiledStep, requested: &[String]) -> Result<Vec<(String, Sou
 }
 
 /// Bob positions at every record of `run`: `[record][point]`.
-pub fn positions(sys: &TapeSystem, run: &Run, pts: &[(String, Source)]) -> Vec<Vec<[f64; 3]>> {
+pub fn positions(sys: &System, run: &Run, pts: &[(String, Source)]) -> Vec<Vec<[f64; 3]>> {
     let need_lets = pts.iter().any(|(_, s)| matches!(s, Source::Let(_)));
     (0..run.steps.len())
         .map(|k| {
@@ -442,7 +442,7 @@ pub fn write_plots(
 pub type Study = (Analysis, Vec<Vec<[f64; 3]>>, Vec<String>);
 
 /// Chooses the points, evaluates them on every record and analyses them.
-pub fn study(sys: &TapeSystem, run: &Run, requested: &[String]) -> Result<Study, Error> {
+pub fn study(sys: &System, run: &Run, requested: &[String]) -> Result<Study, Error> {
     let pts = points(sys.compiled(), requested)?;
     let pos = positions(sys, run, &pts);
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();

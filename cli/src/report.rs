@@ -9,7 +9,19 @@ use hamel_compiler::Model;
 
 use crate::doc::{Block, Doc};
 use crate::simulate::{self, Run, RunOptions};
-use crate::{figures, parse_scheme, patterns, Error, TapeSystem};
+use crate::{figures, parse_scheme, patterns, Backend, Error, System};
+
+/// Where progress lines go, and the back-end every run uses.
+struct Log<'a> {
+    backend: Backend,
+    line: &'a mut dyn FnMut(&str),
+}
+
+impl Log<'_> {
+    fn say(&mut self, s: &str) {
+        (self.line)(s)
+    }
+}
 
 /// The model files of `models/`, as shipped.
 pub const MODELS: &[(&str, &str)] = &[
@@ -70,8 +82,8 @@ struct Case<'a> {
     every: u64,
 }
 
-fn run(c: &Case, log: &mut dyn FnMut(&str)) -> Result<(Run, TapeSystem), Error> {
-    log(&format!(
+fn run(c: &Case, log: &mut Log) -> Result<(Run, System), Error> {
+    log.say(&format!(
         "  {} {} {} h = {} {} steps{}",
         c.file,
         c.scheme,
@@ -81,7 +93,7 @@ fn run(c: &Case, log: &mut dyn FnMut(&str)) -> Result<(Run, TapeSystem), Error> 
         if c.compensated { " compensated" } else { "" }
     ));
     let model = load(c.file)?;
-    let sys = crate::compile(&model, parse_scheme(c.scheme, None)?)?;
+    let sys = crate::compile(&model, parse_scheme(c.scheme, None)?, log.backend)?;
     let state = sys.initial(c.init)?;
     let opt = RunOptions {
         h: c.h,
@@ -194,7 +206,7 @@ fn schemes_section(
     base: &Case,
     cases: &[(&str, &str)],
     expected: &str,
-    log: &mut dyn FnMut(&str),
+    log: &mut Log,
 ) -> Result<(), Error> {
     let mut runs = Vec::new();
     for &(file, scheme) in cases {
@@ -210,7 +222,8 @@ fn schemes_section(
 }
 
 /// Writes the report into `out`; returns the path of `index.html`.
-pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
+pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
+    let log = &mut Log { backend, line };
     let io = Error::writing(out);
     std::fs::create_dir_all(out).map_err(io)?;
     let mut doc = Doc::default();
@@ -221,7 +234,7 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     )));
 
     // 1. The published spherical-pendulum run.
-    log("1. spherical pendulum, published run");
+    log.say("1. spherical pendulum, published run");
     doc.push(Block::Heading(
         2,
         "1. Spherical pendulum: the published run (ZLB12, Z16 §6.3)".into(),
@@ -314,7 +327,7 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     doc.push(Block::Figures(figs(out, &files, "")));
 
     // 2. Schemes on the same physical state.
-    log("2. spherical pendulum, schemes compared");
+    log.say("2. spherical pendulum, schemes compared");
     doc.push(Block::Heading(
         2,
         "2. Spherical pendulum: schemes compared on the published state".into(),
@@ -338,7 +351,7 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     )?;
 
     // 3. Double spherical pendulum, Pattern I, all schemes.
-    log("3. double spherical pendulum, Pattern I");
+    log.say("3. double spherical pendulum, Pattern I");
     doc.push(Block::Heading(
         2,
         "3. Double spherical pendulum: Pattern I under every scheme (W95)".into(),
@@ -371,7 +384,7 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     )?;
 
     // 4. Pattern evocation.
-    log("4. pattern evocation");
+    log.say("4. pattern evocation");
     doc.push(Block::Heading(
         2,
         "4. Pattern evocation: reduced coordinates and rotating frames (W95 §2–4, theory §7.2)".into(),
@@ -455,7 +468,7 @@ pub fn write(out: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     }
 
     // 5. Relative equilibrium.
-    log("5. relative equilibrium");
+    log.say("5. relative equilibrium");
     doc.push(Block::Heading(
         2,
         "5. Relative equilibrium: exact and as printed (theory §7.1)".into(),

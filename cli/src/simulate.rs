@@ -1,4 +1,4 @@
-//! Fixed-step runs of a [`TapeSystem`]: every step monitored, a subsample of
+//! Fixed-step runs of a [`System`]: every step monitored, a subsample of
 //! states recorded for CSV files and plots, Newton statistics and timing, and
 //! the run summary as JSON.
 
@@ -6,10 +6,10 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hamel_runtime::{DynState, DynStepper, InvariantKind, Monitor, NewtonStats};
+use hamel_runtime::{DynState, DynStepper, InvariantKind, Kernels, Monitor, NewtonStats};
 use serde_json::{json, Value};
 
-use crate::{Error, TapeSystem};
+use crate::{Backend, Error, System};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -33,6 +33,8 @@ pub struct Run {
     pub model: String,
     /// scheme label
     pub scheme: String,
+    /// what evaluated the kernels
+    pub backend: Backend,
     /// name of the initial state, if a named one was used
     pub initial: Option<String>,
     /// options of the run
@@ -132,6 +134,7 @@ impl Run {
             "model": self.model,
             "file": file,
             "scheme": self.scheme,
+            "backend": self.backend.name(),
             "initial": self.initial,
             "steps": self.options.steps,
             "h": self.options.h,
@@ -206,8 +209,12 @@ fn is_length(name: &str) -> bool {
 
 /// Runs `sys` from `state`. A failed step ends the run with its error (step
 /// number, residual norm, iterations).
-pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: &RunOptions) -> Result<Run, Error> {
-    let info = sys.invariant_info();
+pub fn run(sys: &System, mut state: DynState, initial: Option<String>, opt: &RunOptions) -> Result<Run, Error> {
+    let info: Vec<(String, InvariantKind)> = sys
+        .invariant_info()
+        .into_iter()
+        .map(|(n, k)| (n.to_string(), k))
+        .collect();
     let every = if opt.record_every > 0 {
         opt.record_every
     } else {
@@ -217,6 +224,7 @@ pub fn run(sys: &TapeSystem, mut state: DynState, initial: Option<String>, opt: 
     let mut run = Run {
         model: c.model.clone(),
         scheme: c.scheme.clone(),
+        backend: sys.backend(),
         initial,
         options: RunOptions {
             record_every: every,

@@ -6,8 +6,6 @@
 //! integrator, and [`emit`] turns a step system into Rust tokens.
 
 #![warn(missing_docs)]
-// Index loops mirror the indices of the equations they implement.
-#![allow(clippy::needless_range_loop)]
 
 pub mod diagnostic;
 pub mod dsl;

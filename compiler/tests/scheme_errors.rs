@@ -46,7 +46,7 @@ fn rattle_needs_constraints_and_a_constant_mass_matrix() {
 fn unknown_names_are_listed() {
     let e = Scheme::from_names("rk4", None).unwrap_err().0;
     assert!(
-        e.contains("available: hamel, stormer_verlet, rattle, energy_momentum"),
+        e.contains("available: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum"),
         "{e}"
     );
     let e = Scheme::from_names("hamel", Some("leapfrog")).unwrap_err().0;

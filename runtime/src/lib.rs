@@ -2,24 +2,28 @@
 //! implements, one Newton driver for every scheme, states, and diagnostics.
 
 #![warn(missing_docs)]
-// Index loops mirror the indices of the equations they implement.
-#![allow(clippy::needless_range_loop)]
 
-pub mod dd;
-pub mod dynamic;
 pub mod error;
+pub mod kernels;
 pub mod lu;
 pub mod monitor;
 pub mod newton;
 pub mod run;
+pub mod state;
 pub mod system;
 
-pub use dynamic::{DynState, DynStepper};
 pub use error::StepError;
+pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
 pub use monitor::{InvariantReport, Monitor};
-pub use newton::{NewtonOptions, NewtonStats, StepEquations};
+pub use newton::{NewtonOptions, NewtonStats};
 pub use run::{simulate, simulate_with, RunSummary};
-pub use system::{InvariantKind, State, StepSystem, Stepper};
+pub use state::{DynState, State, StateOf};
+pub use system::{DynStepper, StepSystem, Stepper, StepperOf};
+
+/// The evaluation core: register programs and their interpreter.
+pub use hamel_kernel as kernel;
+/// Double-double numbers (compensated runs), from the evaluation core.
+pub use hamel_kernel::dd;
 
 /// Re-export so that generated code and users name one nalgebra version.
 pub use nalgebra;

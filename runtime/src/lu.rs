@@ -26,6 +26,15 @@ where
     perm: OVector<usize, D>,
 }
 
+/// Why a matrix could not be factored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactorError {
+    /// singular to working precision
+    Singular,
+    /// an entry is NaN or infinite
+    NonFinite,
+}
+
 impl<D: Dim> Lu<D>
 where
     DefaultAllocator: Allocator<D, D> + Allocator<D>,
@@ -33,13 +42,41 @@ where
     /// Factors `a`. A pivot below `1e3 ε` times the largest entry counts as singular.
     pub fn factor(a: &OMatrix<f64, D, D>) -> Result<Self, Singular> {
         let (rows, _) = a.shape_generic();
-        let n = rows.value();
-        let mut m = a.clone();
-        let mut perm = OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0);
-        let s = m.as_mut_slice();
-        let big = s.iter().fold(0.0f64, |b, x| b.max(x.abs()));
-        if big == 0.0 || !big.is_finite() {
-            return Err(Singular);
+        let mut lu = Self {
+            m: a.clone(),
+            perm: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
+        };
+        lu.factor_in_place().map_err(|_| Singular)?;
+        Ok(lu)
+    }
+
+    /// Storage for factoring matrices of size `d` in place (see [`Lu::matrix_mut`]).
+    pub fn new(d: D) -> Self {
+        Self {
+            m: OMatrix::zeros_generic(d, d),
+            perm: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
+        }
+    }
+
+    /// The matrix to factor next: fill it, then call [`Lu::factor_in_place`].
+    pub fn matrix_mut(&mut self) -> &mut OMatrix<f64, D, D> {
+        &mut self.m
+    }
+
+    /// Factors the matrix held (see [`Lu::matrix_mut`]) in place, allocating
+    /// nothing. A pivot below `1e3 ε` times the largest entry counts as singular.
+    pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
+        let n = self.perm.len();
+        let s = self.m.as_mut_slice();
+        let mut big = 0.0f64;
+        for x in s.iter() {
+            if !x.is_finite() {
+                return Err(FactorError::NonFinite);
+            }
+            big = big.max(x.abs());
+        }
+        if big == 0.0 {
+            return Err(FactorError::Singular);
         }
         let tiny = big * 1e3 * f64::EPSILON;
         // s[col * n + row]
@@ -54,9 +91,9 @@ where
                 }
             }
             if pv <= tiny {
-                return Err(Singular);
+                return Err(FactorError::Singular);
             }
-            perm[k] = p;
+            self.perm[k] = p;
             if p != k {
                 for c in 0..n {
                     s.swap(c * n + k, c * n + p);
@@ -73,7 +110,7 @@ where
                 }
             }
         }
-        Ok(Self { m, perm })
+        Ok(())
     }
 
     /// Overwrites `b` with the solution of `a x = b`.

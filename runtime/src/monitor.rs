@@ -1,6 +1,6 @@
 //! Monitoring of invariants and constraint residuals along a run.
 
-use crate::system::InvariantKind;
+use crate::kernels::InvariantKind;
 
 /// Error summary of one monitored quantity.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,11 +6,11 @@
 //! `‖Δx‖ ≤ c ε ‖x‖` test sits below the floor of `Δx` and wastes iterations.
 
 use nalgebra::allocator::Allocator;
-use nalgebra::{Const, DefaultAllocator, Dim, OMatrix, OVector};
+use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 use crate::error::StepError;
-use crate::lu::Lu;
-use crate::system::StepSystem;
+use crate::kernels::{Alloc, Kernels};
+use crate::lu::{FactorError, Lu};
 
 /// Settings of the Newton solve.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,106 +68,60 @@ impl NewtonStats {
     }
 }
 
-/// The equations of one implicit step at any storage size: what the Newton
-/// driver and the stepping logic need. Every derived [`StepSystem`] is one (with
-/// fixed sizes `Const<NZ>`, `Const<NX>`); the run-time tape back-end is one with
-/// sizes `Dyn`. Method names differ from [`StepSystem`]'s so that both traits
-/// can be in scope.
-pub trait StepEquations<Z: Dim, X: Dim>
+/// What one Newton solve needs besides the state: allocated once per stepper,
+/// so that a step allocates nothing, at fixed and at run-time sizes alike.
+pub struct Workspace<Z: Dim, X: Dim>
 where
-    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+    DefaultAllocator: Alloc<Z, X>,
 {
-    /// `R(x; z)`.
-    fn step_residual(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OVector<f64, X>;
-    /// `∂R/∂x`.
-    fn step_jacobian(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OMatrix<f64, X, X>;
-    /// `z' − z`.
-    fn step_increment(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>) -> OVector<f64, Z>;
-    /// Starting guess from the state and the previous solution.
-    fn step_predict(&self, h: f64, z: &OVector<f64, Z>, previous: &OVector<f64, X>) -> OVector<f64, X>;
-    /// Residual at `z + lo` in double-double, where available.
-    fn step_residual_compensated(
-        &self,
-        _h: f64,
-        _z: &OVector<f64, Z>,
-        _lo: &OVector<f64, Z>,
-        _x: &OVector<f64, X>,
-    ) -> Option<OVector<f64, X>> {
-        None
+    /// the iterate
+    x: OVector<f64, X>,
+    /// residual, then the Newton update
+    r: OVector<f64, X>,
+    /// Jacobian, factored in place
+    lu: Lu<X>,
+    /// the increment
+    dz: OVector<f64, Z>,
+}
+
+impl<Z: Dim, X: Dim> Workspace<Z, X>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// Workspace for a state of size `z` and `x` unknowns.
+    pub fn new(z: Z, x: X) -> Self {
+        Self {
+            x: OVector::zeros_generic(x, U1),
+            r: OVector::zeros_generic(x, U1),
+            lu: Lu::new(x),
+            dz: OVector::zeros_generic(z, U1),
+        }
     }
-    /// Increment at `z + lo` in double-double, where available.
-    fn step_increment_compensated(
-        &self,
-        _h: f64,
-        _z: &OVector<f64, Z>,
-        _lo: &OVector<f64, Z>,
-        _x: &OVector<f64, X>,
-    ) -> Option<OVector<f64, Z>> {
-        None
+
+    /// The solution of the last successful solve.
+    pub fn solution(&self) -> &OVector<f64, X> {
+        &self.x
     }
 }
 
-impl<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize> StepEquations<Const<NZ>, Const<NX>> for S {
-    #[inline]
-    fn step_residual(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        x: &OVector<f64, Const<NX>>,
-    ) -> OVector<f64, Const<NX>> {
-        self.residual(h, z, x)
-    }
-    #[inline]
-    fn step_jacobian(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        x: &OVector<f64, Const<NX>>,
-    ) -> OMatrix<f64, Const<NX>, Const<NX>> {
-        self.jacobian(h, z, x)
-    }
-    #[inline]
-    fn step_increment(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        x: &OVector<f64, Const<NX>>,
-    ) -> OVector<f64, Const<NZ>> {
-        self.increment(h, z, x)
-    }
-    #[inline]
-    fn step_predict(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        w: &OVector<f64, Const<NX>>,
-    ) -> OVector<f64, Const<NX>> {
-        self.predict(h, z, w)
-    }
-    #[inline]
-    fn step_residual_compensated(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        lo: &OVector<f64, Const<NZ>>,
-        x: &OVector<f64, Const<NX>>,
-    ) -> Option<OVector<f64, Const<NX>>> {
-        self.residual_compensated(h, z, lo, x)
-    }
-    #[inline]
-    fn step_increment_compensated(
-        &self,
-        h: f64,
-        z: &OVector<f64, Const<NZ>>,
-        lo: &OVector<f64, Const<NZ>>,
-        x: &OVector<f64, Const<NX>>,
-    ) -> Option<OVector<f64, Const<NZ>>> {
-        self.increment_compensated(h, z, lo, x)
+impl<Z: Dim, X: Dim> Clone for Workspace<Z, X>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    fn clone(&self) -> Self {
+        Self {
+            x: self.x.clone(),
+            r: self.r.clone(),
+            lu: self.lu.clone(),
+            dz: self.dz.clone(),
+        }
     }
 }
 
-/// Solves `R(x; z) = 0` from the predictor; returns the solution and the iteration count.
-/// With `lo`, the state is `z + lo` (compensated summation).
+/// Solves `R(x; z) = 0` from the predictor into `work` (see
+/// [`Workspace::solution`]); returns the iteration count. With `lo`, the state
+/// is `z + lo` (compensated summation).
+#[allow(clippy::too_many_arguments)]
 pub fn solve<S, Z, X>(
     sys: &S,
     h: f64,
@@ -176,23 +130,26 @@ pub fn solve<S, Z, X>(
     previous: &OVector<f64, X>,
     step: u64,
     opt: &NewtonOptions,
-) -> Result<(OVector<f64, X>, usize), StepError>
+    work: &mut Workspace<Z, X>,
+) -> Result<usize, StepError>
 where
-    S: StepEquations<Z, X> + ?Sized,
+    S: Kernels<Z, X> + ?Sized,
     Z: Dim,
     X: Dim,
-    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+    DefaultAllocator: Alloc<Z, X>,
 {
-    // Compensated runs: the residual at z + lo, in double-double where generated.
-    let residual = |x: &OVector<f64, X>| {
-        lo.and_then(|lo| sys.step_residual_compensated(h, z, lo, x))
-            .unwrap_or_else(|| sys.step_residual(h, z, x))
+    let Workspace { x, r, lu, .. } = work;
+    // Compensated runs: the residual at z + lo, in double-double where compiled.
+    let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| {
+        if !lo.is_some_and(|lo| sys.residual_compensated(h, z, lo, x, r)) {
+            sys.residual(h, z, x, r);
+        }
     };
-    let mut x = sys.step_predict(h, z, previous);
+    sys.predict(h, z, previous, x);
     let mut last = f64::INFINITY;
-    let mut lu: Option<Lu<X>> = None;
+    let mut factored = false;
     for it in 1..=opt.max_iterations {
-        let r = residual(&x);
+        residual(x, r);
         let rn = r.norm();
         let non_finite = StepError::NonFinite {
             step,
@@ -204,52 +161,56 @@ where
         }
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
-        if lu.is_none() || !opt.simplified {
-            let j = sys.step_jacobian(h, z, &x);
-            if j.iter().any(|v| !v.is_finite()) {
-                return Err(non_finite);
-            }
-            lu = Some(Lu::factor(&j).map_err(|_| StepError::Singular {
+        if !factored || !opt.simplified {
+            sys.jacobian(h, z, x, lu.matrix_mut());
+            lu.factor_in_place().map_err(|e| match e {
+                FactorError::NonFinite => non_finite,
+                FactorError::Singular => StepError::Singular {
+                    step,
+                    iterations: it,
+                    residual: rn,
+                },
+            })?;
+            factored = true;
+        }
+        lu.solve(r);
+        *x -= &*r;
+        let dn = r.norm();
+        if !dn.is_finite() {
+            return Err(StepError::NonFinite {
                 step,
                 iterations: it,
                 residual: rn,
-            })?);
-        }
-        let mut dx = r;
-        lu.as_ref().expect("factored above").solve(&mut dx);
-        x -= &dx;
-        let dn = dx.norm();
-        if !dn.is_finite() {
-            return Err(non_finite);
+            });
         }
         let scale = opt.tolerance * x.norm().max(f64::MIN_POSITIVE);
         if dn == 0.0 {
-            return Ok((x, it));
+            return Ok(it);
         }
         if it > 1 {
             let theta = dn / last;
             if theta < 1.0 && theta / (1.0 - theta) * dn <= scale {
-                return Ok((x, it));
+                return Ok(it);
             }
             if theta >= 1.0 && dn <= opt.stall_tolerance * x.norm().max(z.norm()) {
-                return Ok((x, it));
+                return Ok(it);
             }
             if opt.simplified && theta > 0.5 {
-                lu = None;
+                factored = false;
             }
         }
         last = dn;
     }
-    let rn = residual(&x).norm();
+    residual(x, r);
     Err(StepError::NotConverged {
         step,
         iterations: opt.max_iterations,
-        residual: rn,
+        residual: r.norm(),
     })
 }
 
 /// The parts of a state one step changes, at any storage size.
-pub struct StepState<'s, Z: Dim, X: Dim>
+pub struct StepParts<'s, Z: Dim, X: Dim>
 where
     DefaultAllocator: Allocator<Z> + Allocator<X>,
 {
@@ -270,19 +231,21 @@ pub fn advance<S, Z, X>(
     opt: &NewtonOptions,
     compensated: bool,
     stats: &mut NewtonStats,
-    st: StepState<'_, Z, X>,
+    work: &mut Workspace<Z, X>,
+    st: StepParts<'_, Z, X>,
 ) -> Result<(), StepError>
 where
-    S: StepEquations<Z, X> + ?Sized,
+    S: Kernels<Z, X> + ?Sized,
     Z: Dim,
     X: Dim,
-    DefaultAllocator: Allocator<Z> + Allocator<X> + Allocator<X, X>,
+    DefaultAllocator: Alloc<Z, X>,
 {
     let lo = compensated.then_some(&*st.lo);
-    let (x, iters) = solve(sys, h, st.z, lo, st.warm, *st.step, opt)?;
-    let dz = lo
-        .and_then(|lo| sys.step_increment_compensated(h, st.z, lo, &x))
-        .unwrap_or_else(|| sys.step_increment(h, st.z, &x));
+    let iters = solve(sys, h, st.z, lo, st.warm, *st.step, opt, work)?;
+    let Workspace { x, dz, .. } = work;
+    if !lo.is_some_and(|lo| sys.increment_compensated(h, st.z, lo, x, dz)) {
+        sys.increment(h, st.z, x, dz);
+    }
     if dz.iter().any(|v| !v.is_finite()) {
         return Err(StepError::NonFinite {
             step: *st.step,
@@ -302,9 +265,9 @@ where
             st.lo[j] = e;
         }
     } else {
-        *st.z += dz;
+        *st.z += &*dz;
     }
-    *st.warm = x;
+    st.warm.copy_from(x);
     *st.step += 1;
     Ok(())
 }

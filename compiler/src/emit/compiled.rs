@@ -1,7 +1,7 @@
-//! A [`StepSystem`] compiled for the run-time back-end: every function the
-//! Rust back-end emits, as a [`Program`], with the names and sizes a tool
-//! needs to run it. Pure `f64` evaluation; the runtime's Newton driver is
-//! wired to it by the tools (`hamel-cli`), as the derive wires generated code.
+//! A [`StepSystem`] compiled for the run-time back-ends: every function the
+//! Rust back-end emits, as a [`Program`] with its declared argument list, and
+//! the names and sizes a host needs to run it. The interpreter and the JIT
+//! (`hamel-load`) evaluate these programs; the derive prints the same ones.
 
 use std::collections::BTreeMap;
 
@@ -35,19 +35,41 @@ pub struct CompiledStep {
     /// parameters only: name and number of components, in the order of the
     /// outputs of program `lets` (inputs `p, q, ξ`)
     pub lets: Vec<(String, usize)>,
-    programs: BTreeMap<String, Program>,
+    functions: BTreeMap<String, CompiledFunction>,
+}
+
+/// One function: its program and the arrays it reads and writes.
+#[derive(Clone, Debug)]
+pub struct CompiledFunction {
+    /// the register program
+    pub program: Program,
+    /// argument arrays in the order their values fill the input registers:
+    /// (slot name such as `p`, `h`, `z`, `x`; length)
+    pub inputs: Vec<(String, usize)>,
+    /// result arrays in the order of the program's outputs: (name, length)
+    pub outputs: Vec<(String, usize)>,
 }
 
 impl CompiledStep {
     /// Compiles every function of `sys` (without sensitivities).
     pub fn new(sys: &StepSystem) -> Result<CompiledStep, String> {
         let mut g = sys.graph.clone();
-        let mut programs = BTreeMap::new();
+        let mut functions = BTreeMap::new();
+        let arrays = |a: &[(String, Vec<crate::sym::Id>)]| a.iter().map(|(n, v)| (n.clone(), v.len())).collect();
         for f in sys.functions() {
             let tape = f
                 .tape(&mut g)
                 .map_err(|u| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0))?;
-            programs.insert(f.name.clone(), Program::from_tape(&tape));
+            let program = super::program::lower(&tape);
+            let (inputs, outputs) = (arrays(&f.inputs), arrays(&f.outputs));
+            functions.insert(
+                f.name.clone(),
+                CompiledFunction {
+                    program,
+                    inputs,
+                    outputs,
+                },
+            );
         }
         // Lets are compiled one by one so that one the back-end cannot
         // evaluate (it cannot happen for model lets, but stay safe) is left out.
@@ -65,7 +87,15 @@ impl CompiledStep {
         }
         let tape = crate::sym::Tape::build(&mut g, &inputs, &outs)
             .map_err(|u| format!("internal error: lets use `{}`", u.0))?;
-        programs.insert("lets".to_string(), Program::from_tape(&tape));
+        let nlets = outs.len();
+        functions.insert(
+            "lets".to_string(),
+            CompiledFunction {
+                program: super::program::lower(&tape),
+                inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                outputs: vec![("l".into(), nlets)],
+            },
+        );
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
             model: sys.model.clone(),
@@ -79,7 +109,7 @@ impl CompiledStep {
             initials: sys.initials.iter().map(|(n, _, _)| n.clone()).collect(),
             observe_size: sys.obs_solution.len(),
             lets,
-            programs,
+            functions,
         })
     }
 
@@ -88,6 +118,16 @@ impl CompiledStep {
     /// `initial_<state>`), whose inputs are its argument arrays concatenated
     /// in the order of [`StepSystem::functions`].
     pub fn program(&self, name: &str) -> Option<&Program> {
-        self.programs.get(name)
+        self.functions.get(name).map(|f| &f.program)
+    }
+
+    /// Function `name` with its argument lists (see [`CompiledStep::program`]).
+    pub fn function(&self, name: &str) -> Option<&CompiledFunction> {
+        self.functions.get(name)
+    }
+
+    /// Every function, by name.
+    pub fn functions(&self) -> impl Iterator<Item = (&str, &CompiledFunction)> {
+        self.functions.iter().map(|(n, f)| (n.as_str(), f))
     }
 }

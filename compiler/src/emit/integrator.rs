@@ -27,6 +27,40 @@ pub struct IntegratorStats {
     pub parts: usize,
 }
 
+/// `__gen::name(args…, outs…)`: the arguments in the order `f` declares its
+/// inputs, each looked up by slot name in `slots` (a double-double argument
+/// `a` is followed by slot `a_lo`). Kernel inputs are data: a new slot is one
+/// more entry in the caller's table, not a new signature.
+fn call(
+    f: &crate::sym::Function,
+    suffix: &str,
+    dd_args: &[&str],
+    slots: &[(&str, TokenStream)],
+    outs: &[TokenStream],
+) -> Result<TokenStream, String> {
+    let slot = |n: &str| {
+        slots
+            .iter()
+            .find(|(s, _)| *s == n)
+            .map(|(_, t)| t.clone())
+            .ok_or_else(|| {
+                format!(
+                    "internal error: `{}` reads `{n}`, which the derive does not provide",
+                    f.name
+                )
+            })
+    };
+    let mut args = Vec::new();
+    for (name, _) in &f.inputs {
+        args.push(slot(name)?);
+        if dd_args.contains(&name.as_str()) {
+            args.push(slot(&format!("{name}_lo"))?);
+        }
+    }
+    let name = format_ident!("{}{}", f.name, suffix);
+    Ok(quote!(__gen::#name(#(#args,)* #(#outs),*)))
+}
+
 /// Emits everything for `sys` on `target`. Fails only on an internal error
 /// (an expression using a symbol that no function input provides).
 pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, IntegratorStats), String> {
@@ -42,21 +76,28 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let mut fns = Vec::new();
     let mut stats = IntegratorStats::default();
     let mut compensated = true;
-    for f in sys.functions() {
+    let functions = sys.functions();
+    for f in &functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
-        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, &f).map_err(unbound)?;
+        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
         fns.push(ts);
         // Compensated runs evaluate residual and increment with the state in double-double.
         if f.name == "residual" || f.name == "increment" {
-            match rust::function_dd(&mut g, &f, &["z".to_string()]).map_err(unbound)? {
+            match rust::function_dd(&mut g, f, &["z".to_string()]).map_err(unbound)? {
                 Some(ts) => fns.push(ts),
                 None => compensated = false,
             }
         }
     }
+    let func = |name: &str| {
+        functions
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| format!("internal error: no function `{name}`"))
+    };
 
     let ident = target.ident;
     let path = target.model_path;
@@ -67,7 +108,44 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let nv = sys.phys_v.len();
     let ni = sys.invariants.len();
     let nk = sys.obs_solution.len();
+
+    // The values of every kernel input slot, as the trait methods below name them.
+    let arr = |n: &str, len: usize| -> TokenStream {
+        let id = format_ident!("{}", n);
+        quote!(<&[f64; #len]>::try_from(#id).expect("argument length"))
+    };
+    let hot_slots = |w: &str| -> Vec<(&'static str, TokenStream)> {
+        let w = format_ident!("{}", w);
+        vec![
+            ("p", quote!(&self.__params())),
+            ("h", quote!(&[h])),
+            ("z", quote!(&z.data.0[0])),
+            ("z_lo", quote!(&lo.data.0[0])),
+            ("x", quote!(&#w.data.0[0])),
+            ("w", quote!(&#w.data.0[0])),
+        ]
+    };
+    let cold_slots = vec![
+        ("p", quote!(&p)),
+        ("z", arr("z", nz)),
+        ("y", arr("y", nk)),
+        ("q", arr("q", nq)),
+        ("v", arr("v", nv)),
+    ];
+    let out_vec = quote!(&mut out.data.0[0]);
+    let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
+    let residual_call = call(func("residual")?, "", &[], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
+    let jacobian_call = call(func("jacobian")?, "", &[], &hot_slots("x"), &[out_mat])?;
+    let increment_call = call(func("increment")?, "", &[], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
+    let predict_call = call(func("predict")?, "", &[], &hot_slots("previous"), std::slice::from_ref(&out_vec))?;
     let sensitivity_impl = if sys.sensitivity.is_some() {
+        let c = call(
+            func("sensitivity_parts")?,
+            "",
+            &[],
+            &hot_slots("x"),
+            &[quote!(&mut rz), quote!(&mut uz), quote!(&mut ux)],
+        )?;
         quote! {
                 fn sensitivity_parts(
                     &self,
@@ -78,7 +156,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     let mut rz = [0.0f64; #nx * #nz];
                     let mut uz = [0.0f64; #nz * #nz];
                     let mut ux = [0.0f64; #nz * #nx];
-                    __gen::sensitivity_parts(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut rz, &mut uz, &mut ux);
+                    #c;
                     Some((
                         __na::SMatrix::<f64, #nx, #nz>::from_row_slice(&rz),
                         __na::SMatrix::<f64, #nz, #nz>::from_row_slice(&uz),
@@ -91,6 +169,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         quote!()
     };
     let compensated_impl = if compensated {
+        let r = call(func("residual")?, "_dd", &["z"], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
+        let u = call(func("increment")?, "_dd", &["z"], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
         quote! {
             #[inline]
             fn residual_compensated(
@@ -99,10 +179,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 z: &__na::SVector<f64, #nz>,
                 lo: &__na::SVector<f64, #nz>,
                 x: &__na::SVector<f64, #nx>,
-            ) -> Option<__na::SVector<f64, #nx>> {
-                let mut r = [0.0f64; #nx];
-                __gen::residual_dd(&self.__params(), &[h], &z.data.0[0], &lo.data.0[0], &x.data.0[0], &mut r);
-                Some(__na::SVector::from(r))
+                out: &mut __na::SVector<f64, #nx>,
+            ) -> bool {
+                #r;
+                true
             }
 
             #[inline]
@@ -112,10 +192,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 z: &__na::SVector<f64, #nz>,
                 lo: &__na::SVector<f64, #nz>,
                 x: &__na::SVector<f64, #nx>,
-            ) -> Option<__na::SVector<f64, #nz>> {
-                let mut dz = [0.0f64; #nz];
-                __gen::increment_dd(&self.__params(), &[h], &z.data.0[0], &lo.data.0[0], &x.data.0[0], &mut dz);
-                Some(__na::SVector::from(dz))
+                out: &mut __na::SVector<f64, #nz>,
+            ) -> bool {
+                #u;
+                true
             }
         }
     } else {
@@ -129,6 +209,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let qnames: Vec<&str> = sys.phys_q.iter().map(|s| s.name.as_str()).collect();
     let vnames: Vec<&str> = sys.phys_v.iter().map(|s| s.name.as_str()).collect();
     let znames: Vec<&str> = sys.state.iter().map(|s| s.name.as_str()).collect();
+    let xnames: Vec<&str> = sys.unknowns.iter().map(|s| s.name.as_str()).collect();
     let inv = sys.invariants.iter().map(|i| {
         let n = &i.name;
         let k = match i.kind {
@@ -140,21 +221,55 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     });
     let init_names: Vec<&str> = sys.initials.iter().map(|(n, _, _)| n.as_str()).collect();
     let nin = init_names.len();
-    let init_fns: Vec<Ident> = init_names.iter().map(|n| format_ident!("initial_{}", n)).collect();
+    let init_calls = init_names
+        .iter()
+        .map(|n| {
+            call(
+                func(&format!("initial_{n}"))?,
+                "",
+                &[],
+                &cold_slots,
+                &[arr_mut("q", nq), arr_mut("v", nv)],
+            )
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let state_of_call = call(
+        func("init_state")?,
+        "",
+        &[],
+        &cold_slots,
+        &[arr_mut("z", nz), arr_mut("x", nx)],
+    )?;
+    let physical_call = call(
+        func("physical")?,
+        "",
+        &[],
+        &cold_slots,
+        &[arr_mut("q", nq), arr_mut("v", nv)],
+    )?;
+    let invariants_call = call(func("invariants")?, "", &[], &cold_slots, &[arr_mut("out", ni)])?;
     let observe = if nk == 0 {
-        quote!(let y = [0.0f64; 0];)
+        quote!(true)
     } else {
+        let c = call(
+            func("observe_system")?,
+            "",
+            &[],
+            &cold_slots,
+            &[quote!(&mut k), quote!(&mut b)],
+        )?;
         quote! {
+            let p = self.__params();
             let mut k = [0.0f64; #nk * #nk];
             let mut b = [0.0f64; #nk];
-            __gen::observe_system(&p, z, &mut k, &mut b);
+            #c;
             let km = __na::SMatrix::<f64, #nk, #nk>::from_row_slice(&k);
             let mut bv = __na::SVector::<f64, #nk>::from(b);
-            __rt::lu::solve_in_place(&km, &mut bv).map_err(|_| __rt::StepError::Observation {
-                step,
-                reason: "the mass matrix is singular here (a singularity of the model's coordinates?)".to_string(),
-            })?;
-            let y: [f64; #nk] = bv.into();
+            if __rt::lu::solve_in_place(&km, &mut bv).is_err() {
+                return false;
+            }
+            y.copy_from_slice(bv.as_slice());
+            true
         }
     };
     let doc_struct = format!(
@@ -191,6 +306,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 pub const STATE: [&'static str; #nz] = [#(#znames),*];
                 /// Names of the model's named initial states.
                 pub const INITIAL_STATES: [&'static str; #nin] = [#(#init_names),*];
+                const __UNKNOWNS: [&'static str; #nx] = [#(#xnames),*];
                 const __INVARIANTS: [(&'static str, __rt::InvariantKind); #ni] = [#(#inv),*];
 
                 /// The model with the parameter values of its file.
@@ -202,102 +318,37 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     [#(self.#pfields),*]
                 }
 
-                fn __check_params(&self) -> Result<(), __rt::StepError> {
-                    for (name, value) in Self::PARAMETERS.iter().zip(self.__params()) {
-                        if !value.is_finite() {
-                            return Err(__rt::StepError::InvalidInput(format!("parameter `{name}` = {value} is not finite")));
-                        }
-                    }
-                    Ok(())
-                }
-
                 /// The scheme's state for physical coordinates `q` and velocities `ξ`.
-                /// Fails on non-finite data, or where the physical state cannot be
-                /// recovered from the scheme's state (a coordinate singularity).
+                /// Fails on non-finite data, on data off the model's constraints, or
+                /// where the physical state cannot be recovered from the scheme's
+                /// state (a coordinate singularity).
                 pub fn initial_state(&self, q: [f64; #nq], v: [f64; #nv]) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
-                    if let Some(bad) = q.iter().chain(v.iter()).position(|x| !x.is_finite()) {
-                        let name = Self::COORDINATES.iter().chain(Self::VELOCITIES.iter()).nth(bad).copied().unwrap_or("?");
-                        return Err(__rt::StepError::InvalidInput(format!("initial value of `{name}` is not finite")));
-                    }
-                    self.__check_params()?;
-                    let p = self.__params();
-                    let mut z = [0.0f64; #nz];
-                    let mut x = [0.0f64; #nx];
-                    __gen::init_state(&p, &q, &v, &mut z, &mut x);
-                    let state = __rt::State { z: __na::SVector::from(z), lo: __na::SVector::zeros(), warm: __na::SVector::from(x), step: 0 };
-                    // Data off the constraints are never run silently.
-                    let scale = 1.0 + q.iter().chain(v.iter()).map(|x| x * x).sum::<f64>();
-                    let tolerance = 1e-9 * scale;
-                    // Components a constraint eliminates (e.g. `xi[2] = 0`) do not
-                    // enter the state: data that set them otherwise are refused.
-                    let (q2, v2) = self.physical(&state)?;
-                    let names = Self::COORDINATES.iter().chain(Self::VELOCITIES.iter());
-                    for ((name, a), b) in names.zip(q.iter().chain(v.iter())).zip(q2.iter().chain(v2.iter())) {
-                        if (a - b).abs() > tolerance {
-                            return Err(__rt::StepError::InvalidInput(format!(
-                                "the initial data are off the constraints: `{}` = {} but the constrained state has {:.6e} (difference {:.3e}); project them onto the constraints first",
-                                name, a, b, a - b
-                            )));
-                        }
-                    }
-                    let mut values = [0.0f64; #ni];
-                    __gen::invariants(&p, &q2, &v2, &mut values);
-                    for (k, (name, kind)) in Self::__INVARIANTS.iter().enumerate() {
-                        if *kind == __rt::InvariantKind::Constraint && !(values[k].abs() <= tolerance) {
-                            return Err(__rt::StepError::InvalidInput(format!(
-                                "the initial data violate `{}` by {:.3e} (tolerance {:.1e}); project them onto the constraints first",
-                                name, values[k], tolerance
-                            )));
-                        }
-                    }
-                    Ok(state)
+                    __rt::Kernels::initial_state(self, &q, &v)
                 }
 
                 /// The physical data `(q, ξ)` of a named initial state of the model file.
                 pub fn initial_conditions(&self, name: &str) -> Option<([f64; #nq], [f64; #nv])> {
-                    let p = self.__params();
-                    match name {
-                        #(#init_names => {
-                            let mut q = [0.0f64; #nq];
-                            let mut v = [0.0f64; #nv];
-                            __gen::#init_fns(&p, &mut q, &mut v);
-                            Some((q, v))
-                        })*
-                        _ => None,
-                    }
+                    let mut q = [0.0f64; #nq];
+                    let mut v = [0.0f64; #nv];
+                    __rt::Kernels::initial_data(self, name, &mut q, &mut v).then_some((q, v))
                 }
 
                 /// The scheme's state for a named initial state of the model file.
                 pub fn initial(&self, name: &str) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
-                    let (q, v) = self.initial_conditions(name).ok_or_else(|| {
-                        __rt::StepError::InvalidInput(format!(
-                            "model `{}` has no initial state `{}` (it has: {})",
-                            Self::MODEL,
-                            name,
-                            Self::INITIAL_STATES.join(", ")
-                        ))
-                    })?;
-                    self.initial_state(q, v)
+                    __rt::Kernels::initial_named(self, name)
                 }
 
                 /// A stepper with step size `h`.
                 pub fn stepper(&self, h: f64) -> Result<__rt::Stepper<'_, Self, #nz, #nx>, __rt::StepError> {
-                    self.__check_params()?;
+                    __rt::Kernels::check_parameters(self)?;
                     __rt::Stepper::new(self, h)
                 }
 
                 /// The physical state `(q, ξ)` of a scheme state.
                 pub fn physical(&self, state: &__rt::State<#nz, #nx>) -> Result<([f64; #nq], [f64; #nv]), __rt::StepError> {
-                    let p = self.__params();
-                    let step = state.step;
-                    let z: &[f64; #nz] = &state.z.data.0[0];
-                    #observe
                     let mut q = [0.0f64; #nq];
                     let mut v = [0.0f64; #nv];
-                    __gen::physical(&p, z, &y, &mut q, &mut v);
-                    if q.iter().chain(v.iter()).any(|x| !x.is_finite()) {
-                        return Err(__rt::StepError::Observation { step, reason: "non-finite physical state".to_string() });
-                    }
+                    __rt::Kernels::physical_into(self, &state.z, state.step, &mut q, &mut v)?;
                     Ok((q, v))
                 }
 
@@ -305,60 +356,111 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 /// (names in `invariant_info`).
                 pub fn invariants(&self, state: &__rt::State<#nz, #nx>) -> Result<[f64; #ni], __rt::StepError> {
                     let (q, v) = self.physical(state)?;
-                    let p = self.__params();
                     let mut out = [0.0f64; #ni];
-                    __gen::invariants(&p, &q, &v, &mut out);
+                    __rt::Kernels::invariants_of(self, &q, &v, &mut out);
                     Ok(out)
                 }
             }
 
-            impl __rt::StepSystem<#nz, #nx> for #ident {
-                const SCHEME: &'static str = #scheme;
+            #[allow(unused_variables)]
+            impl __rt::Kernels<__na::Const<#nz>, __na::Const<#nx>> for #ident {
+                fn model(&self) -> &str {
+                    #model
+                }
 
-                #[inline]
-                fn residual(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> __na::SVector<f64, #nx> {
-                    let mut r = [0.0f64; #nx];
-                    __gen::residual(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut r);
-                    __na::SVector::from(r)
+                fn scheme(&self) -> &str {
+                    #scheme
+                }
+
+                fn dims(&self) -> (__na::Const<#nz>, __na::Const<#nx>) {
+                    (__na::Const, __na::Const)
+                }
+
+                fn names(&self, list: __rt::NameList) -> Vec<&str> {
+                    match list {
+                        __rt::NameList::Parameters => Self::PARAMETERS.to_vec(),
+                        __rt::NameList::Coordinates => Self::COORDINATES.to_vec(),
+                        __rt::NameList::Velocities => Self::VELOCITIES.to_vec(),
+                        __rt::NameList::State => Self::STATE.to_vec(),
+                        __rt::NameList::Unknowns => Self::__UNKNOWNS.to_vec(),
+                        __rt::NameList::InitialStates => Self::INITIAL_STATES.to_vec(),
+                    }
+                }
+
+                fn invariant_info(&self) -> Vec<(&str, __rt::InvariantKind)> {
+                    Self::__INVARIANTS.to_vec()
+                }
+
+                fn parameters(&self) -> Vec<f64> {
+                    self.__params().to_vec()
                 }
 
                 #[inline]
-                fn jacobian(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> __na::SMatrix<f64, #nx, #nx> {
-                    let mut j = [0.0f64; #nx * #nx];
-                    __gen::jacobian(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut j);
-                    __na::SMatrix::<f64, #nx, #nx>::from_row_slice(&j)
+                fn residual(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+                    #residual_call;
                 }
 
                 #[inline]
-                fn increment(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> __na::SVector<f64, #nz> {
-                    let mut out = [0.0f64; #nz];
-                    __gen::increment(&self.__params(), &[h], &z.data.0[0], &x.data.0[0], &mut out);
-                    __na::SVector::from(out)
+                fn jacobian(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SMatrix<f64, #nx, #nx>) {
+                    #jacobian_call;
                 }
 
                 #[inline]
-                fn predict(&self, h: f64, z: &__na::SVector<f64, #nz>, w: &__na::SVector<f64, #nx>) -> __na::SVector<f64, #nx> {
-                    let mut out = [0.0f64; #nx];
-                    __gen::predict(&self.__params(), &[h], &z.data.0[0], &w.data.0[0], &mut out);
-                    __na::SVector::from(out)
+                fn increment(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nz>) {
+                    #increment_call;
+                }
+
+                #[inline]
+                fn predict(&self, h: f64, z: &__na::SVector<f64, #nz>, previous: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+                    #predict_call;
                 }
 
                 #sensitivity_impl
 
                 #compensated_impl
 
-                fn invariant_info(&self) -> &'static [(&'static str, __rt::InvariantKind)] {
-                    &Self::__INVARIANTS
+                fn observe_size(&self) -> usize {
+                    #nk
                 }
 
-                fn invariants_into(&self, z: &__na::SVector<f64, #nz>, out: &mut [f64]) -> Result<(), String> {
-                    let state = __rt::State { z: *z, lo: __na::SVector::zeros(), warm: __na::SVector::zeros(), step: 0 };
-                    let vals = self.invariants(&state).map_err(|e| e.to_string())?;
-                    out[..#ni].copy_from_slice(&vals);
-                    Ok(())
+                fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) {
+                    let p = self.__params();
+                    #state_of_call;
+                }
+
+                fn observe(&self, z: &[f64], y: &mut [f64]) -> bool {
+                    #observe
+                }
+
+                fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]) {
+                    let p = self.__params();
+                    #physical_call;
+                }
+
+                fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+                    let p = self.__params();
+                    let out = &mut out[..#ni];
+                    #invariants_call;
+                }
+
+                fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool {
+                    let p = self.__params();
+                    match name {
+                        #(#init_names => {
+                            #init_calls;
+                            true
+                        })*
+                        _ => false,
+                    }
                 }
             }
         };
     };
     Ok((tokens, stats))
+}
+
+/// `<&mut [f64; len]>::try_from(name)`: a slice argument as the array a generated function takes.
+fn arr_mut(n: &str, len: usize) -> TokenStream {
+    let id = format_ident!("{}", n);
+    quote!(<&mut [f64; #len]>::try_from(#id).expect("argument length"))
 }

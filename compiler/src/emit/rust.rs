@@ -1,23 +1,27 @@
-//! Straight-line programs → Rust functions of fixed-size arrays.
+//! Register programs → Rust functions of fixed-size arrays.
 //!
-//! Knows tapes and Rust; nothing of mechanics. Bodies longer than
-//! [`CHUNK`] instructions are split into `#[inline(never)]` parts that share
-//! a scratch array, since rustc's compile time grows super-linearly with the
-//! size of one function.
+//! Knows programs and Rust; nothing of mechanics. The printer writes one `let`
+//! per register instruction, in the program's order, so the emitted Rust
+//! evaluates exactly what the interpreter and the JIT evaluate. One printer
+//! serves `f64` and double-double bodies. Bodies longer than [`CHUNK`]
+//! instructions are split into `#[inline(never)]` parts that share a scratch
+//! array, since rustc's compile time grows super-linearly with the size of one
+//! function.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
+use super::program::{lower, Instr, Program};
 use crate::sym::tape::UnboundSymbol;
-use crate::sym::{Func, Function, Graph, Op, Operand, Tape};
+use crate::sym::{Function, Graph};
 
-/// Largest number of instructions in one emitted function body.
-pub const CHUNK: usize = 400;
+/// Largest number of register instructions in one emitted function body.
+pub const CHUNK: usize = 800;
 
 /// Statistics of an emitted function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EmitStats {
-    /// instructions after common-subexpression elimination
+    /// register instructions after common-subexpression elimination
     pub ops: usize,
     /// emitted functions (1 unless the body was split)
     pub parts: usize,
@@ -32,163 +36,14 @@ fn num(c: f64) -> TokenStream {
     }
 }
 
-struct Names<'a> {
-    /// (argument ident, index within it) per tape input
-    inputs: &'a [(Ident, usize)],
-    /// chunk owning each temp
-    owner: &'a [usize],
-    /// chunk being emitted (usize::MAX: the outer function)
-    current: usize,
-    /// double-double mode: the arguments passed as `hi` and `hi_lo` pairs
-    dd: Option<&'a [String]>,
-}
-
-impl Names<'_> {
-    fn operand(&self, o: &Operand) -> TokenStream {
-        let value = self.operand_raw(o);
-        match (self.dd, o) {
-            (Some(_), Operand::Const(_)) => quote!(__Dd::from(#value)),
-            (Some(dd), Operand::Input(i)) => {
-                let (a, k) = &self.inputs[*i];
-                if dd.iter().any(|n| a == n) {
-                    let lo = format_ident!("{}_lo", a);
-                    quote!(__Dd::new(#a[#k], #lo[#k]))
-                } else {
-                    quote!(__Dd::from(#value))
-                }
-            }
-            _ => value,
-        }
-    }
-
-    fn operand_raw(&self, o: &Operand) -> TokenStream {
-        match *o {
-            Operand::Const(c) => num(c),
-            Operand::Input(i) => {
-                let (a, k) = &self.inputs[i];
-                quote!(#a[#k])
-            }
-            Operand::Temp(t) => {
-                if self.owner[t] == self.current {
-                    let id = format_ident!("t{}", t);
-                    quote!(#id)
-                } else {
-                    quote!(__t[#t])
-                }
-            }
-        }
-    }
-
-    fn op(&self, op: &Op) -> TokenStream {
-        let join = |xs: &[Operand], sep: TokenStream| -> TokenStream {
-            let mut out = TokenStream::new();
-            for (i, x) in xs.iter().enumerate() {
-                if i > 0 {
-                    out.extend(sep.clone());
-                }
-                out.extend(self.operand(x));
-            }
-            out
-        };
-        match op {
-            Op::Sum { pos, neg } => {
-                let n: Vec<TokenStream> = neg.iter().map(|x| self.operand(x)).collect();
-                if pos.is_empty() {
-                    // `-a - b`, not `0.0 - a - b`: IEEE forbids folding the zero away.
-                    match n.split_first() {
-                        Some((first, rest)) => quote!(-(#first) #(- #rest)*),
-                        None if self.dd.is_some() => quote!(__Dd::from(0.0f64)),
-                        None => quote!(0.0f64),
-                    }
-                } else {
-                    let p = join(pos, quote!(+));
-                    quote!(#p #(- #n)*)
-                }
-            }
-            Op::Product { num, den } => {
-                let one = if self.dd.is_some() {
-                    quote!(__Dd::from(1.0f64))
-                } else {
-                    quote!(1.0f64)
-                };
-                let n = if num.is_empty() { one } else { join(num, quote!(*)) };
-                if den.is_empty() {
-                    n
-                } else {
-                    let d = join(den, quote!(*));
-                    quote!(#n / (#d))
-                }
-            }
-            Op::Powi(a, n) => {
-                let a = self.operand(a);
-                match (n, self.dd) {
-                    (2, _) => quote!(#a * #a),
-                    (3, _) => quote!(#a * #a * #a),
-                    (_, Some(_)) => quote!((#a).powi(#n)),
-                    _ => quote!(f64::powi(#a, #n)),
-                }
-            }
-            Op::Sqrt(a) => {
-                let a = self.operand(a);
-                if self.dd.is_some() {
-                    quote!((#a).sqrt())
-                } else {
-                    quote!(f64::sqrt(#a))
-                }
-            }
-            Op::Powf(a, e) => {
-                let a = self.operand(a);
-                let e = num(*e);
-                if self.dd.is_some() {
-                    quote!((#a).map(|v| f64::powf(v, #e)))
-                } else {
-                    quote!(f64::powf(#a, #e))
-                }
-            }
-            Op::Pow(a, b) => {
-                let (a, b) = (self.operand(a), self.operand(b));
-                if self.dd.is_some() {
-                    quote!(__Dd::from(f64::powf((#a).to_f64(), (#b).to_f64())))
-                } else {
-                    quote!(f64::powf(#a, #b))
-                }
-            }
-            Op::Call(f, a) => {
-                let a = self.operand(a);
-                let f = Ident::new(
-                    match f {
-                        Func::Ln => "ln",
-                        other => other.name(),
-                    },
-                    Span::call_site(),
-                );
-                if self.dd.is_some() {
-                    quote!((#a).map(f64::#f))
-                } else {
-                    quote!(f64::#f(#a))
-                }
-            }
-        }
-    }
-}
-
-fn operands(op: &Op) -> Vec<Operand> {
-    match op {
-        Op::Sum { pos, neg } => pos.iter().chain(neg).copied().collect(),
-        Op::Product { num, den } => num.iter().chain(den).copied().collect(),
-        Op::Powi(a, _) | Op::Sqrt(a) | Op::Powf(a, _) | Op::Call(_, a) => vec![*a],
-        Op::Pow(a, b) => vec![*a, *b],
-    }
-}
-
-/// The parameters of an emitted function and where each tape input and output lives.
+/// The parameters of an emitted function and where each input and output lives.
 struct Signature {
-    /// (argument, index) per tape input
+    /// (argument, index) per input register
     inputs: Vec<(Ident, usize)>,
     /// `name: &[f64; n]` per input (plus `name_lo` for double-double arguments), then
     /// `name: &mut [f64; n]` per output
     params: Vec<TokenStream>,
-    /// (argument, index) per tape output
+    /// (argument, index) per program output
     outs: Vec<(Ident, usize)>,
 }
 
@@ -215,35 +70,173 @@ fn signature(f: &Function, dd_args: &[String]) -> Signature {
     Signature { inputs, params, outs }
 }
 
+/// Prints registers and instructions of one program as Rust expressions.
+struct Printer<'a> {
+    prog: &'a Program,
+    sig: &'a Signature,
+    /// double-double mode: the arguments passed as `hi` and `hi_lo` pairs
+    dd: Option<&'a [String]>,
+    /// chunk owning each instruction
+    owner: Vec<usize>,
+    /// slot in the shared scratch array of each instruction whose result
+    /// crosses a chunk (or is an output of a split body)
+    slot: Vec<Option<usize>>,
+    /// chunk being printed (usize::MAX: the outer function)
+    current: usize,
+}
+
+impl Printer<'_> {
+    /// The value of register `r`.
+    fn reg(&self, r: u32) -> TokenStream {
+        let r = r as usize;
+        let base = self.prog.result_base();
+        if r < self.prog.n_inputs {
+            let (a, k) = &self.sig.inputs[r];
+            match self.dd {
+                Some(dd) if dd.iter().any(|n| a == n) => {
+                    let lo = format_ident!("{}_lo", a);
+                    quote!(__Dd::new(#a[#k], #lo[#k]))
+                }
+                Some(_) => quote!(__Dd::from(#a[#k])),
+                None => quote!(#a[#k]),
+            }
+        } else if r < base {
+            let c = num(self.prog.consts[r - self.prog.n_inputs]);
+            match self.dd {
+                Some(_) => quote!(__Dd::from(#c)),
+                None => c,
+            }
+        } else {
+            let i = r - base;
+            match self.slot[i] {
+                Some(s) if self.owner[i] != self.current => quote!(__t[#s]),
+                _ => {
+                    let t = format_ident!("t{}", i);
+                    quote!(#t)
+                }
+            }
+        }
+    }
+
+    fn instr(&self, i: &Instr) -> TokenStream {
+        let r = |k: u32| self.reg(k);
+        let dd = self.dd.is_some();
+        match *i {
+            Instr::Add(a, b) => {
+                let (a, b) = (r(a), r(b));
+                quote!(#a + #b)
+            }
+            Instr::Sub(a, b) => {
+                let (a, b) = (r(a), r(b));
+                quote!(#a - #b)
+            }
+            Instr::Mul(a, b) => {
+                let (a, b) = (r(a), r(b));
+                quote!(#a * #b)
+            }
+            Instr::Div(a, b) => {
+                let (a, b) = (r(a), r(b));
+                quote!(#a / #b)
+            }
+            Instr::Neg(a) => {
+                let a = r(a);
+                quote!(-#a)
+            }
+            Instr::Sqrt(a) => {
+                let a = r(a);
+                if dd {
+                    quote!(#a.sqrt())
+                } else {
+                    quote!(f64::sqrt(#a))
+                }
+            }
+            Instr::Powi(a, n) => {
+                let a = r(a);
+                if dd {
+                    quote!(#a.powi(#n))
+                } else {
+                    quote!(f64::powi(#a, #n))
+                }
+            }
+            Instr::Powf(a, e) => {
+                let (a, e) = (r(a), num(e));
+                if dd {
+                    quote!(#a.map(|v| f64::powf(v, #e)))
+                } else {
+                    quote!(f64::powf(#a, #e))
+                }
+            }
+            Instr::Pow(a, b) => {
+                let (a, b) = (r(a), r(b));
+                if dd {
+                    quote!(__Dd::from(f64::powf(#a.to_f64(), #b.to_f64())))
+                } else {
+                    quote!(f64::powf(#a, #b))
+                }
+            }
+            Instr::Call(f, a) => {
+                let a = r(a);
+                let f = format_ident!("{}", f.name());
+                if dd {
+                    quote!(#a.map(f64::#f))
+                } else {
+                    quote!(f64::#f(#a))
+                }
+            }
+        }
+    }
+
+    /// `let t_i: T = ...;` for instruction `i`, stored to the scratch array where it escapes.
+    fn stmt(&self, i: usize) -> TokenStream {
+        let t = format_ident!("t{}", i);
+        let e = self.instr(&self.prog.instrs[i]);
+        let ty = if self.dd.is_some() { quote!(__Dd) } else { quote!(f64) };
+        match self.slot[i] {
+            Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
+            None => quote!(let #t: #ty = #e;),
+        }
+    }
+
+    /// `out[k] = value;` for every output.
+    fn assigns(&self) -> Vec<TokenStream> {
+        let round = self.dd.is_some();
+        self.sig
+            .outs
+            .iter()
+            .zip(&self.prog.outputs)
+            .map(|((a, k), &o)| {
+                let v = self.reg(o);
+                if round {
+                    quote!(#a[#k] = #v.to_f64();)
+                } else {
+                    quote!(#a[#k] = #v;)
+                }
+            })
+            .collect()
+    }
+}
+
 /// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`.
 pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
-    let tape: Tape = f.tape(g)?;
+    let prog = lower(&f.tape(g)?);
+    let sig = signature(f, &[]);
+    let n = prog.instrs.len();
+    let nparts = n.div_ceil(CHUNK).max(1);
+    let stats = EmitStats { ops: n, parts: nparts };
     let name = format_ident!("{}", f.name);
-    let Signature { inputs, params, outs } = signature(f, &[]);
-    let nops = tape.ops.len();
-    let nparts = nops.div_ceil(CHUNK).max(1);
-    let stats = EmitStats {
-        ops: nops,
-        parts: nparts,
-    };
-    let owner: Vec<usize> = (0..nops).map(|i| if nparts == 1 { 0 } else { i / CHUNK }).collect();
+    let params = &sig.params;
 
     if nparts == 1 {
-        let names = Names {
-            inputs: &inputs,
-            owner: &owner,
-            current: 0,
+        let p = Printer {
+            prog: &prog,
+            sig: &sig,
             dd: None,
+            owner: vec![0; n],
+            slot: vec![None; n],
+            current: 0,
         };
-        let lets = tape.ops.iter().enumerate().map(|(i, op)| {
-            let t = format_ident!("t{}", i);
-            let e = names.op(op);
-            quote!(let #t: f64 = #e;)
-        });
-        let assigns = outs.iter().zip(&tape.outputs).map(|((a, k), o)| {
-            let v = names.operand(o);
-            quote!(#a[#k] = #v;)
-        });
+        let lets = (0..n).map(|i| p.stmt(i));
+        let assigns = p.assigns();
         return Ok((
             quote! {
                 #[inline]
@@ -257,22 +250,34 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         ));
     }
 
-    // Split: temps used outside their chunk (or as outputs) live in `__t`.
-    let mut escapes = vec![false; nops];
-    for (i, op) in tape.ops.iter().enumerate() {
-        for o in operands(op) {
-            if let Operand::Temp(t) = o {
-                if owner[t] != owner[i] {
-                    escapes[t] = true;
-                }
+    // Split: results read outside their chunk, or by the outer function, live in `__t`.
+    let owner: Vec<usize> = (0..n).map(|i| i / CHUNK).collect();
+    let base = prog.result_base();
+    let mut escapes = vec![false; n];
+    for (i, ins) in prog.instrs.iter().enumerate() {
+        let (ops, k) = ins.operands();
+        for &r in &ops[..k] {
+            let r = r as usize;
+            if r >= base && owner[r - base] != owner[i] {
+                escapes[r - base] = true;
             }
         }
     }
-    for o in &tape.outputs {
-        if let Operand::Temp(t) = o {
-            escapes[*t] = true;
+    for &o in &prog.outputs {
+        if o as usize >= base {
+            escapes[o as usize - base] = true;
         }
     }
+    let mut slots = 0;
+    let slot: Vec<Option<usize>> = escapes
+        .iter()
+        .map(|&e| {
+            e.then(|| {
+                slots += 1;
+                slots - 1
+            })
+        })
+        .collect();
     let in_args: Vec<TokenStream> = f
         .inputs
         .iter()
@@ -283,51 +288,37 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         })
         .collect();
     let in_names: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a)).collect();
+    let mut p = Printer {
+        prog: &prog,
+        sig: &sig,
+        dd: None,
+        owner,
+        slot,
+        current: 0,
+    };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
     for c in 0..nparts {
-        let names = Names {
-            inputs: &inputs,
-            owner: &owner,
-            current: c,
-            dd: None,
-        };
+        p.current = c;
         let part = format_ident!("{}_part{}", f.name, c);
-        let range = c * CHUNK..((c + 1) * CHUNK).min(nops);
-        let body = range.map(|i| {
-            let t = format_ident!("t{}", i);
-            let e = names.op(&tape.ops[i]);
-            if escapes[i] {
-                quote!(let #t: f64 = #e; __t[#i] = #t;)
-            } else {
-                quote!(let #t: f64 = #e;)
-            }
-        });
+        let body = (c * CHUNK..((c + 1) * CHUNK).min(n)).map(|i| p.stmt(i));
         parts.push(quote! {
             #[inline(never)]
             #[allow(unused_variables, clippy::all)]
-            fn #part(#(#in_args,)* __t: &mut [f64; #nops]) {
+            fn #part(#(#in_args,)* __t: &mut [f64; #slots]) {
                 #(#body)*
             }
         });
         calls.push(quote!(#part(#(#in_names,)* &mut __t);));
     }
-    let names = Names {
-        inputs: &inputs,
-        owner: &owner,
-        current: usize::MAX,
-        dd: None,
-    };
-    let assigns = outs.iter().zip(&tape.outputs).map(|((a, k), o)| {
-        let v = names.operand(o);
-        quote!(#a[#k] = #v;)
-    });
+    p.current = usize::MAX;
+    let assigns = p.assigns();
     Ok((
         quote! {
             #(#parts)*
             #[allow(unused_variables, clippy::all)]
             pub fn #name(#(#params),*) {
-                let mut __t = [0.0f64; #nops];
+                let mut __t = [0.0f64; #slots];
                 #(#calls)*
                 #(#assigns)*
             }
@@ -341,28 +332,24 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
 /// argument named in `dd_args` comes as a pair `arg: &[f64; n], arg_lo: &[f64; n]`.
 /// Results are rounded to `f64`. `None` for bodies above [`CHUNK`] instructions.
 pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Option<TokenStream>, UnboundSymbol> {
-    let tape: Tape = f.tape(g)?;
-    if tape.ops.len() > CHUNK {
+    let prog = lower(&f.tape(g)?);
+    let n = prog.instrs.len();
+    if n > CHUNK {
         return Ok(None);
     }
     let name = format_ident!("{}_dd", f.name);
-    let Signature { inputs, params, outs } = signature(f, dd_args);
-    let owner = vec![0; tape.ops.len()];
-    let names = Names {
-        inputs: &inputs,
-        owner: &owner,
-        current: 0,
+    let sig = signature(f, dd_args);
+    let p = Printer {
+        prog: &prog,
+        sig: &sig,
         dd: Some(dd_args),
+        owner: vec![0; n],
+        slot: vec![None; n],
+        current: 0,
     };
-    let lets = tape.ops.iter().enumerate().map(|(i, op)| {
-        let t = format_ident!("t{}", i);
-        let e = names.op(op);
-        quote!(let #t: __Dd = #e;)
-    });
-    let assigns = outs.iter().zip(&tape.outputs).map(|((a, k), o)| {
-        let v = names.operand(o);
-        quote!(#a[#k] = (#v).to_f64();)
-    });
+    let lets = (0..n).map(|i| p.stmt(i));
+    let assigns = p.assigns();
+    let params = &sig.params;
     Ok(Some(quote! {
         #[inline]
         #[allow(unused_variables, clippy::all)]

@@ -1,4 +1,4 @@
-//! Schemes: each turns a [`Model`](crate::model::Model) into a
+//! Schemes: each turns a [`Model`] into a
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
 pub mod constrained;
@@ -51,9 +51,39 @@ impl Scheme {
         ("energy_momentum", None),
     ];
 
+    /// Every scheme, in the order tools list them.
+    pub const LIST: [Scheme; 5] = [
+        Scheme::Hamel(Kinematics::Averaged),
+        Scheme::Hamel(Kinematics::Midpoint),
+        Scheme::StormerVerlet,
+        Scheme::Rattle,
+        Scheme::EnergyMomentum,
+    ];
+
+    /// The scheme's name on the command line and in summaries: `hamel`,
+    /// `hamel_midpoint`, `stormer_verlet`, `rattle`, `energy_momentum`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Hamel(Kinematics::Averaged) => "hamel",
+            Scheme::Hamel(Kinematics::Midpoint) => "hamel_midpoint",
+            Scheme::StormerVerlet => "stormer_verlet",
+            Scheme::Rattle => "rattle",
+            Scheme::EnergyMomentum => "energy_momentum",
+        }
+    }
+
     /// Parses a scheme name as written in attributes and on the command line
-    /// (`hamel`, with `kinematics` `midpoint` or `averaged`; default `averaged`).
+    /// (`hamel`, with `kinematics` `midpoint` or `averaged`, default `averaged`;
+    /// or `hamel_midpoint`, `hamel_averaged`).
     pub fn from_names(scheme: &str, kinematics: Option<&str>) -> Result<Scheme, SchemeError> {
+        if let Some(k) = scheme.strip_prefix("hamel_") {
+            return match kinematics {
+                Some(given) if given != k => Err(SchemeError(format!(
+                    "scheme `{scheme}` and kinematics `{given}` disagree"
+                ))),
+                _ => Scheme::from_names("hamel", Some(k)),
+            };
+        }
         match scheme {
             "hamel" => Ok(Scheme::Hamel(match kinematics {
                 None | Some("averaged") => Kinematics::Averaged,
@@ -71,7 +101,8 @@ impl Scheme {
             "rattle" => Ok(Scheme::Rattle),
             "energy_momentum" => Ok(Scheme::EnergyMomentum),
             other => Err(SchemeError(format!(
-                "unknown scheme `{other}` (available: hamel, stormer_verlet, rattle, energy_momentum)"
+                "unknown scheme `{other}` (available: {})",
+                Scheme::LIST.map(Scheme::name).join(", ")
             ))),
         }
     }
@@ -84,5 +115,19 @@ impl Scheme {
             Scheme::Rattle => rattle::derive(model),
             Scheme::EnergyMomentum => energy_momentum::derive(model),
         }
+    }
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses the names [`Scheme::name`] gives, and `hamel_averaged`.
+impl std::str::FromStr for Scheme {
+    type Err = SchemeError;
+    fn from_str(s: &str) -> Result<Scheme, SchemeError> {
+        Scheme::from_names(s, None)
     }
 }

@@ -196,7 +196,11 @@ impl StepSystem {
         let v = Self::syms(&self.phys_v);
         let inp = |items: &[(&str, &Vec<Id>)]| items.iter().map(|(n, s)| (n.to_string(), (*s).clone())).collect();
         let hv = vec![self.h];
-        let flat_jac: Vec<Id> = self.jacobian.iter().flatten().copied().collect();
+        // Column-major, as nalgebra stores matrices: back-ends write it in place.
+        let nx = self.jacobian.len();
+        let flat_jac: Vec<Id> = (0..nx)
+            .flat_map(|c| self.jacobian.iter().map(move |row| row[c]))
+            .collect();
         let flat_obs: Vec<Id> = self.obs_matrix.iter().flatten().copied().collect();
         let mut fs = vec![
             Function {

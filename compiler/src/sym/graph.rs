@@ -23,44 +23,7 @@ impl Id {
     }
 }
 
-/// Elementary functions of one argument (square root is a power `x^0.5`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub enum Func {
-    /// sine
-    Sin,
-    /// cosine
-    Cos,
-    /// tangent
-    Tan,
-    /// exponential
-    Exp,
-    /// natural logarithm
-    Ln,
-}
-
-impl Func {
-    /// Applies the function to a number.
-    pub fn apply(self, x: f64) -> f64 {
-        match self {
-            Func::Sin => x.sin(),
-            Func::Cos => x.cos(),
-            Func::Tan => x.tan(),
-            Func::Exp => x.exp(),
-            Func::Ln => x.ln(),
-        }
-    }
-
-    /// The function's name as written in model files and in Rust (`f64::sin`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Func::Sin => "sin",
-            Func::Cos => "cos",
-            Func::Tan => "tan",
-            Func::Exp => "exp",
-            Func::Ln => "ln",
-        }
-    }
-}
+pub use hamel_kernel::Func;
 
 /// One node of the DAG. Children of `Add` and `Mul` are flattened and sorted, so
 /// that commutative re-orderings hash to the same node.

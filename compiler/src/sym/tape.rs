@@ -177,47 +177,6 @@ impl Tape {
             outputs: outs,
         })
     }
-
-    /// Evaluates the program. `temps` is scratch space, reused across calls.
-    pub fn eval_into(&self, inputs: &[f64], temps: &mut Vec<f64>, out: &mut [f64]) {
-        temps.clear();
-        let v = |o: &Operand, t: &[f64]| match *o {
-            Operand::Input(i) => inputs[i],
-            Operand::Const(c) => c,
-            Operand::Temp(i) => t[i],
-        };
-        for op in &self.ops {
-            let x = match op {
-                Op::Sum { pos, neg } => {
-                    pos.iter().map(|o| v(o, temps)).sum::<f64>() - neg.iter().map(|o| v(o, temps)).sum::<f64>()
-                }
-                Op::Product { num, den } => {
-                    let n: f64 = num.iter().map(|o| v(o, temps)).product();
-                    if den.is_empty() {
-                        n
-                    } else {
-                        n / den.iter().map(|o| v(o, temps)).product::<f64>()
-                    }
-                }
-                Op::Powi(a, n) => v(a, temps).powi(*n),
-                Op::Sqrt(a) => v(a, temps).sqrt(),
-                Op::Powf(a, n) => v(a, temps).powf(*n),
-                Op::Pow(a, b) => v(a, temps).powf(v(b, temps)),
-                Op::Call(f, a) => f.apply(v(a, temps)),
-            };
-            temps.push(x);
-        }
-        for (o, r) in self.outputs.iter().zip(out.iter_mut()) {
-            *r = v(o, temps);
-        }
-    }
-
-    /// Evaluates the program into a new vector (tests and tools).
-    pub fn eval(&self, inputs: &[f64]) -> Vec<f64> {
-        let mut out = vec![0.0; self.outputs.len()];
-        self.eval_into(inputs, &mut Vec::new(), &mut out);
-        out
-    }
 }
 
 #[cfg(test)]
@@ -239,11 +198,6 @@ mod tests {
         // sin(x y) appears in all three outputs but is computed once
         let sins = t.ops.iter().filter(|o| matches!(o, Op::Call(Func::Sin, _))).count();
         assert_eq!(sins, 1);
-        let vals = t.eval(&[0.4, 2.5]);
-        for (k, &o) in outs.iter().enumerate() {
-            let e = g.eval(o, &|s| [0.4, 2.5][s as usize]);
-            assert!((vals[k] - e).abs() < 1e-15);
-        }
     }
 
     #[test]

@@ -1,0 +1,15 @@
+//! The evaluation core every hamel back-end shares: register programs
+//! ([`program`]), their interpreter in `f64` or double-double ([`dd`]), and the
+//! elementary functions ([`func`]). It knows nothing of mechanics, of Rust
+//! tokens or of machine code: the compiler writes programs, the Rust printer,
+//! the interpreter and the JIT read them.
+
+#![warn(missing_docs)]
+
+pub mod dd;
+pub mod func;
+pub mod program;
+
+pub use dd::Dd;
+pub use func::Func;
+pub use program::{Instr, Program, Value};

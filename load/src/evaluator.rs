@@ -1,0 +1,222 @@
+//! Kernel evaluation for the run-time back-ends: each compiled function's
+//! inputs are assembled from its declared argument list, then evaluated by
+//! the interpreter or by JIT-compiled code.
+//!
+//! Arguments are data: a function declares which slots it reads (`p`, `h`,
+//! `z`, …) and in which order, and [`Args`] holds the values of every slot.
+//! A new kind of input (time, control inputs) is one more [`Slot`], not a new
+//! signature.
+
+use std::cell::RefCell;
+use std::str::FromStr;
+
+use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
+use hamel_jit::JitCode;
+use hamel_kernel::{Dd, Program};
+
+use crate::{Backend, LoadError};
+
+/// A kernel input slot, as named in compiled functions' argument lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// parameter values
+    P,
+    /// step size
+    H,
+    /// the scheme's state
+    Z,
+    /// the unknowns of the step
+    X,
+    /// the previous step's unknowns (predictor input)
+    W,
+    /// physical coordinates
+    Q,
+    /// physical velocities
+    V,
+    /// solution of the observation system
+    Y,
+}
+
+impl Slot {
+    const COUNT: usize = 8;
+}
+
+impl FromStr for Slot {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Slot, String> {
+        Ok(match s {
+            "p" => Slot::P,
+            "h" => Slot::H,
+            "z" => Slot::Z,
+            "x" => Slot::X,
+            "w" => Slot::W,
+            "q" => Slot::Q,
+            "v" => Slot::V,
+            "y" => Slot::Y,
+            other => {
+                return Err(format!(
+                    "kernel input `{other}` is not supported by the run-time back-end"
+                ))
+            }
+        })
+    }
+}
+
+/// The values of the slots one call provides (unset slots are empty).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Args<'a> {
+    slots: [&'a [f64]; Slot::COUNT],
+}
+
+impl<'a> Args<'a> {
+    /// Sets slot `s`.
+    pub fn with(mut self, s: Slot, values: &'a [f64]) -> Self {
+        self.slots[s as usize] = values;
+        self
+    }
+
+    fn get(&self, s: Slot) -> &'a [f64] {
+        self.slots[s as usize]
+    }
+}
+
+/// The functions of a compiled step, ready to evaluate with one back-end.
+pub struct Evaluator {
+    names: Vec<String>,
+    /// declared argument slots and their lengths, per function
+    inputs: Vec<Vec<(Slot, usize)>>,
+    programs: Vec<Program>,
+    jit: Option<JitCode>,
+    scratch: RefCell<Scratch>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    inputs: Vec<f64>,
+    regs: Vec<f64>,
+    regs_dd: Vec<Dd>,
+}
+
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator")
+            .field("functions", &self.names)
+            .field("jit", &self.jit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Index of a function in [`Evaluator`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FnId(usize);
+
+impl Evaluator {
+    /// Prepares every function of `step` for `backend` (JIT: compiles them all now).
+    pub fn new(step: &CompiledStep, backend: Backend) -> Result<Evaluator, LoadError> {
+        let mut names = Vec::new();
+        let mut inputs = Vec::new();
+        let mut programs = Vec::new();
+        for (
+            name,
+            CompiledFunction {
+                program, inputs: ins, ..
+            },
+        ) in step.functions()
+        {
+            let slots = ins
+                .iter()
+                .map(|(s, n)| {
+                    Ok((
+                        s.parse::<Slot>()
+                            .map_err(|e| LoadError::Scheme(format!("`{name}`: {e}")))?,
+                        *n,
+                    ))
+                })
+                .collect::<Result<Vec<_>, LoadError>>()?;
+            names.push(name.to_string());
+            inputs.push(slots);
+            programs.push(program.clone());
+        }
+        let jit = match backend {
+            Backend::Interpreter => None,
+            Backend::Jit => {
+                let refs: Vec<&Program> = programs.iter().collect();
+                Some(JitCode::compile(&refs).map_err(|e| LoadError::Jit(e.to_string()))?)
+            }
+        };
+        Ok(Evaluator {
+            names,
+            inputs,
+            programs,
+            jit,
+            scratch: RefCell::new(Scratch::default()),
+        })
+    }
+
+    /// The back-end evaluating these kernels.
+    pub fn backend(&self) -> Backend {
+        if self.jit.is_some() {
+            Backend::Jit
+        } else {
+            Backend::Interpreter
+        }
+    }
+
+    /// The function called `name`, if the step has one.
+    pub fn id(&self, name: &str) -> Option<FnId> {
+        self.names.iter().position(|n| n == name).map(FnId)
+    }
+
+    /// Number of outputs of function `f`.
+    pub fn outputs(&self, f: FnId) -> usize {
+        self.programs[f.0].outputs.len()
+    }
+
+    fn gather(&self, f: FnId, args: &Args, buf: &mut Vec<f64>) {
+        buf.clear();
+        for &(s, n) in &self.inputs[f.0] {
+            let v = args.get(s);
+            assert_eq!(
+                v.len(),
+                n,
+                "`{}`: slot {s:?} has {} values, expected {n}",
+                self.names[f.0],
+                v.len()
+            );
+            buf.extend_from_slice(v);
+        }
+    }
+
+    /// Evaluates function `f` on `args` into `out` (its outputs concatenated).
+    pub fn eval(&self, f: FnId, args: &Args, out: &mut [f64]) {
+        let mut guard = self.scratch.borrow_mut();
+        let Scratch { inputs, regs, .. } = &mut *guard;
+        self.gather(f, args, inputs);
+        match &self.jit {
+            Some(code) => code.call(f.0, inputs, out),
+            None => self.programs[f.0].eval_into(inputs, regs, out),
+        }
+    }
+
+    /// Evaluates function `f` in double-double arithmetic with slot `s` at
+    /// `args[s] + lo` (compensated runs); every other input and constant
+    /// enters with a zero low part. Always interpreted: the JIT compiles `f64`
+    /// code only, and the interpreter's double-double follows the same order
+    /// as the derived `*_dd` functions.
+    pub fn eval_dd(&self, f: FnId, args: &Args, s: Slot, lo: &[f64], out: &mut [f64]) {
+        let mut guard = self.scratch.borrow_mut();
+        let Scratch { regs_dd, .. } = &mut *guard;
+        let values = self.inputs[f.0].iter().flat_map(|&(slot, n)| {
+            let hi = args.get(slot);
+            debug_assert_eq!(hi.len(), n);
+            (0..n).map(move |k| {
+                if slot == s {
+                    Dd::new(hi[k], lo[k])
+                } else {
+                    Dd::from(hi[k])
+                }
+            })
+        });
+        self.programs[f.0].eval_with(values, regs_dd, out);
+    }
+}

@@ -1,0 +1,147 @@
+//! Load and step hamel model files at run time, without compiling Rust.
+//!
+//! A model file is parsed, lowered and derived with the same compiler the
+//! `#[derive(Integrator)]` macro uses; each function of the derived step is
+//! lowered to a register program, and the programs are evaluated by one of two
+//! back-ends ([`Backend`]): the JIT (native code through cranelift, the
+//! default) or the interpreter. Both evaluate the register programs in the
+//! order the derived Rust evaluates them, so all three agree to the bit. The
+//! runtime's Newton driver steps the result ([`System`] implements
+//! [`hamel_runtime::Kernels`]).
+//!
+//! ```no_run
+//! use hamel_load::{compile, read_model, Backend};
+//! use hamel_runtime::DynStepper;
+//!
+//! let model = read_model("models/spherical_pendulum.hamel".as_ref(), &[])?;
+//! let sys = compile(&model, "hamel".parse()?, Backend::Jit)?;
+//! let mut state = sys.initial("published")?;
+//! let mut stepper = DynStepper::new(&sys, 0.2)?;
+//! for _ in 0..10_000 {
+//!     stepper.step(&mut state)?;
+//! }
+//! println!("{:?}", sys.invariants(&state.z, state.step)?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod evaluator;
+pub mod system;
+
+use std::path::Path;
+use std::str::FromStr;
+
+use hamel_compiler::emit::compiled::CompiledStep;
+pub use hamel_compiler::scheme::Scheme;
+pub use hamel_compiler::Model;
+
+pub use evaluator::{Args, Evaluator, Slot};
+pub use system::System;
+
+/// Largest model file read, in bytes: model files are small text files.
+pub const MAX_MODEL_BYTES: u64 = 4 << 20;
+
+/// What evaluates a loaded model's kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// native code compiled when the model is loaded (cranelift)
+    #[default]
+    Jit,
+    /// the register-program interpreter
+    Interpreter,
+}
+
+impl Backend {
+    /// Every back-end.
+    pub const ALL: [Backend; 2] = [Backend::Jit, Backend::Interpreter];
+
+    /// The back-end's name on the command line and in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Jit => "jit",
+            Backend::Interpreter => "interpreter",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = LoadError;
+    fn from_str(s: &str) -> Result<Backend, LoadError> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| LoadError::Usage(format!("unknown back-end `{s}` (available: jit, interpreter)")))
+    }
+}
+
+/// Why a model could not be loaded or compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// the model file could not be read
+    #[error("cannot read model file `{path}`: {reason}")]
+    Read {
+        /// the path as given
+        path: String,
+        /// what went wrong
+        reason: String,
+    },
+    /// the model file has errors (located diagnostics, all of them)
+    #[error("{0}")]
+    Model(String),
+    /// the scheme is unknown or does not apply to the model
+    #[error("{0}")]
+    Scheme(String),
+    /// the JIT could not compile the model's kernels
+    #[error("{0}")]
+    Jit(String),
+    /// a bad name or value given by the caller
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl From<hamel_compiler::scheme::SchemeError> for LoadError {
+    fn from(e: hamel_compiler::scheme::SchemeError) -> LoadError {
+        LoadError::Scheme(e.0)
+    }
+}
+
+/// Reads and validates a model file, with sizes of indexed families overridden.
+pub fn read_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
+    let shown = path.display().to_string();
+    let read = |reason: String| LoadError::Read {
+        path: shown.clone(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| read(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(read("not a regular file".into()));
+    }
+    if meta.len() > MAX_MODEL_BYTES {
+        return Err(read(format!(
+            "{} bytes, more than a model file may have ({MAX_MODEL_BYTES})",
+            meta.len()
+        )));
+    }
+    let src = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
+    load_source(&shown, &src, sizes)
+}
+
+/// Validates model source text; `name` is how errors refer to it.
+pub fn load_source(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
+    hamel_compiler::model::load_with_sizes(name, src, sizes)
+        .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))
+}
+
+/// Derives `scheme` for `model` and prepares it for `backend`.
+pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, LoadError> {
+    let sys = scheme.derive(model)?;
+    let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
+    System::new(step, backend)
+}

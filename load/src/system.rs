@@ -1,0 +1,310 @@
+//! A model file's step on the run-time back-ends: compiled functions
+//! ([`CompiledStep`]) evaluated by an [`Evaluator`], driven by the same Newton
+//! driver as derived code through the runtime's [`Kernels`] seam and [`hamel_runtime::DynStepper`].
+
+use hamel_compiler::emit::compiled::CompiledStep;
+use hamel_compiler::scheme::InvariantKind as SymKind;
+use hamel_runtime::lu;
+use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
+use hamel_runtime::{DynState, InvariantKind, Kernels, NameList, StepError};
+
+use crate::evaluator::{Args, Evaluator, FnId, Slot};
+use crate::{Backend, LoadError};
+
+/// A compiled step with parameter values.
+#[derive(Debug)]
+pub struct System {
+    step: CompiledStep,
+    params: Vec<f64>,
+    kernels: Evaluator,
+    hot: Hot,
+}
+
+/// The functions Newton calls every iteration, looked up once.
+#[derive(Debug)]
+struct Hot {
+    residual: FnId,
+    jacobian: FnId,
+    increment: FnId,
+    predict: FnId,
+}
+
+impl System {
+    /// The step with the parameter values of the model file, evaluated by `backend`.
+    pub fn new(step: CompiledStep, backend: Backend) -> Result<Self, LoadError> {
+        let params = step.params.iter().map(|(_, d)| *d).collect();
+        let kernels = Evaluator::new(&step, backend)?;
+        let get = |n: &str| {
+            kernels
+                .id(n)
+                .ok_or_else(|| LoadError::Scheme(format!("internal error: the compiled step has no function `{n}`")))
+        };
+        let hot = Hot {
+            residual: get("residual")?,
+            jacobian: get("jacobian")?,
+            increment: get("increment")?,
+            predict: get("predict")?,
+        };
+        Ok(Self {
+            step,
+            params,
+            kernels,
+            hot,
+        })
+    }
+
+    /// The back-end evaluating the kernels.
+    pub fn backend(&self) -> Backend {
+        self.kernels.backend()
+    }
+
+    /// The compiled step (names, sizes, programs).
+    pub fn compiled(&self) -> &CompiledStep {
+        &self.step
+    }
+
+    /// Sets parameter `name` (struct-field spelling, e.g. `m_1` for `m[1]`).
+    pub fn set_param(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let k = self.step.params.iter().position(|(n, _)| n == name).ok_or_else(|| {
+            let known: Vec<&str> = self.step.params.iter().map(|(n, _)| n.as_str()).collect();
+            format!(
+                "model `{}` has no parameter `{name}` (it has: {})",
+                self.step.model,
+                known.join(", ")
+            )
+        })?;
+        if !value.is_finite() {
+            return Err(format!("parameter `{name}` = {value} is not finite"));
+        }
+        self.params[k] = value;
+        Ok(())
+    }
+
+    /// Evaluates the cold function `name` on `args`, its outputs split into `outs`.
+    fn run(&self, name: &str, args: &Args, outs: &mut [&mut [f64]]) {
+        let f = self
+            .kernels
+            .id(name)
+            .unwrap_or_else(|| panic!("compiled step has no function `{name}`"));
+        let mut flat = vec![0.0; self.kernels.outputs(f)];
+        self.kernels.eval(f, args, &mut flat);
+        let mut k = 0;
+        for o in outs.iter_mut() {
+            let n = o.len();
+            o.copy_from_slice(&flat[k..k + n]);
+            k += n;
+        }
+    }
+
+    /// Arguments of a hot kernel: parameters, step size, state and `slot`.
+    fn hot_args<'a>(&'a self, h: &'a [f64], z: &'a [f64], slot: Slot, b: &'a [f64]) -> Args<'a> {
+        Args::default()
+            .with(Slot::P, &self.params)
+            .with(Slot::H, h)
+            .with(Slot::Z, z)
+            .with(slot, b)
+    }
+
+    fn pqv<'a>(&'a self, q: &'a [f64], v: &'a [f64]) -> Args<'a> {
+        Args::default()
+            .with(Slot::P, &self.params)
+            .with(Slot::Q, q)
+            .with(Slot::V, v)
+    }
+
+    /// Physical data `(q, ξ)` of a named initial state of the model file.
+    pub fn initial_conditions(&self, name: &str) -> Option<(Vec<f64>, Vec<f64>)> {
+        Kernels::initial_conditions(self, name)
+    }
+
+    /// The scheme's state for a named initial state.
+    pub fn initial(&self, name: &str) -> Result<DynState, StepError> {
+        self.initial_named(name)
+    }
+
+    /// Rejects non-finite parameters.
+    pub fn check_params(&self) -> Result<(), StepError> {
+        self.check_parameters()
+    }
+
+    /// The physical state `(q, ξ)` of a scheme state `z` (taken at step `step`, for errors).
+    pub fn physical(&self, z: &DVector<f64>, step: u64) -> Result<(Vec<f64>, Vec<f64>), StepError> {
+        self.physical_state(z, step)
+    }
+
+    /// The model's `let` definitions (see [`CompiledStep::lets`]) at a physical state, concatenated.
+    pub fn lets(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
+        let n = self.step.lets.iter().map(|(_, k)| k).sum();
+        let mut out = vec![0.0; n];
+        self.run("lets", &self.pqv(q, v), &mut [&mut out]);
+        out
+    }
+
+    /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
+    pub fn invariants(&self, z: &DVector<f64>, step: u64) -> Result<Vec<f64>, StepError> {
+        let (q, v) = self.physical(z, step)?;
+        Ok(self.invariants_at(&q, &v))
+    }
+
+    /// Energy, invariants and constraint residuals at a physical state `(q, ξ)`.
+    pub fn invariants_at(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; self.step.invariants.len()];
+        self.invariants_of(q, v, &mut out);
+        out
+    }
+}
+
+fn kind(k: SymKind) -> InvariantKind {
+    match k {
+        SymKind::Energy => InvariantKind::Energy,
+        SymKind::Monitored => InvariantKind::Monitored,
+        SymKind::Constraint => InvariantKind::Constraint,
+    }
+}
+
+impl Kernels<Dyn, Dyn> for System {
+    fn model(&self) -> &str {
+        &self.step.model
+    }
+
+    fn scheme(&self) -> &str {
+        &self.step.scheme
+    }
+
+    fn dims(&self) -> (Dyn, Dyn) {
+        (Dyn(self.step.state.len()), Dyn(self.step.unknowns.len()))
+    }
+
+    fn names(&self, list: NameList) -> Vec<&str> {
+        let v: Vec<&str> = match list {
+            NameList::Parameters => return self.step.params.iter().map(|(n, _)| n.as_str()).collect(),
+            NameList::Coordinates => self.step.coordinates.iter().map(String::as_str).collect(),
+            NameList::Velocities => self.step.velocities.iter().map(String::as_str).collect(),
+            NameList::State => self.step.state.iter().map(String::as_str).collect(),
+            NameList::Unknowns => self.step.unknowns.iter().map(String::as_str).collect(),
+            NameList::InitialStates => self.step.initials.iter().map(String::as_str).collect(),
+        };
+        v
+    }
+
+    fn invariant_info(&self) -> Vec<(&str, InvariantKind)> {
+        self.step
+            .invariants
+            .iter()
+            .map(|(n, k)| (n.as_str(), kind(*k)))
+            .collect()
+    }
+
+    fn parameters(&self) -> Vec<f64> {
+        self.params.clone()
+    }
+
+    fn residual(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval(self.hot.residual, &args, out.as_mut_slice());
+    }
+
+    fn jacobian(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DMatrix<f64>) {
+        // The program writes column-major, as nalgebra stores matrices.
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval(self.hot.jacobian, &args, out.as_mut_slice());
+    }
+
+    fn increment(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval(self.hot.increment, &args, out.as_mut_slice());
+    }
+
+    fn predict(&self, h: f64, z: &DVector<f64>, previous: &DVector<f64>, out: &mut DVector<f64>) {
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::W, previous.as_slice());
+        self.kernels.eval(self.hot.predict, &args, out.as_mut_slice());
+    }
+
+    fn residual_compensated(
+        &self,
+        h: f64,
+        z: &DVector<f64>,
+        lo: &DVector<f64>,
+        x: &DVector<f64>,
+        out: &mut DVector<f64>,
+    ) -> bool {
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels
+            .eval_dd(self.hot.residual, &args, Slot::Z, lo.as_slice(), out.as_mut_slice());
+        true
+    }
+
+    fn increment_compensated(
+        &self,
+        h: f64,
+        z: &DVector<f64>,
+        lo: &DVector<f64>,
+        x: &DVector<f64>,
+        out: &mut DVector<f64>,
+    ) -> bool {
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels
+            .eval_dd(self.hot.increment, &args, Slot::Z, lo.as_slice(), out.as_mut_slice());
+        true
+    }
+
+    fn observe_size(&self) -> usize {
+        self.step.observe_size
+    }
+
+    fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) {
+        self.run("init_state", &self.pqv(q, v), &mut [z, x]);
+    }
+
+    fn observe(&self, z: &[f64], y: &mut [f64]) -> bool {
+        let nk = self.step.observe_size;
+        let mut k = vec![0.0; nk * nk];
+        let mut b = vec![0.0; nk];
+        self.run(
+            "observe_system",
+            &Args::default().with(Slot::P, &self.params).with(Slot::Z, z),
+            &mut [&mut k, &mut b],
+        );
+        let km = DMatrix::from_row_slice(nk, nk, &k);
+        let mut bv = DVector::from_vec(b);
+        if lu::solve_in_place(&km, &mut bv).is_err() {
+            return false;
+        }
+        y.copy_from_slice(bv.as_slice());
+        true
+    }
+
+    fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]) {
+        self.run(
+            "physical",
+            &Args::default()
+                .with(Slot::P, &self.params)
+                .with(Slot::Z, z)
+                .with(Slot::Y, y),
+            &mut [q, v],
+        );
+    }
+
+    fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+        let n = self.step.invariants.len();
+        self.run("invariants", &self.pqv(q, v), &mut [&mut out[..n]]);
+    }
+
+    fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool {
+        if !self.step.initials.iter().any(|n| n == name) {
+            return false;
+        }
+        self.run(
+            &format!("initial_{name}"),
+            &Args::default().with(Slot::P, &self.params),
+            &mut [q, v],
+        );
+        true
+    }
+}

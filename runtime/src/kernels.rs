@@ -1,0 +1,274 @@
+//! The kernel seam: what a compiled model provides to the runtime, whoever
+//! compiled it — the derive (fixed sizes), the interpreter or the JIT (sizes
+//! known at run time). Everything that is not a kernel (initial-state checks,
+//! recovery of the physical state, parameter checks, invariants along a run)
+//! is written once here, as provided methods, on top of the kernels.
+
+use nalgebra::allocator::Allocator;
+use nalgebra::{DefaultAllocator, Dim, OMatrix, OVector};
+
+use crate::error::StepError;
+use crate::state::StateOf;
+
+/// What an invariant measures, and so how its error is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvariantKind {
+    /// energy: relative deviation from the initial value
+    Energy,
+    /// a monitored quantity (momentum, length, ...): deviation from the initial value
+    Monitored,
+    /// a constraint residual: its absolute value
+    Constraint,
+}
+
+/// The storage a step with state size `Z` and `X` unknowns needs: nalgebra's
+/// allocator bounds, named once. Every `DefaultAllocator` has them.
+pub trait Alloc<Z: Dim, X: Dim>:
+    Allocator<Z> + Allocator<X> + Allocator<X, X> + Allocator<X, Z> + Allocator<Z, Z> + Allocator<Z, X>
+{
+}
+
+impl<Z: Dim, X: Dim, A> Alloc<Z, X> for A where
+    A: Allocator<Z> + Allocator<X> + Allocator<X, X> + Allocator<X, Z> + Allocator<Z, Z> + Allocator<Z, X>
+{
+}
+
+/// A list of names a compiled model carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameList {
+    /// parameters, in model order (struct-field spelling: `m_1` for `m[1]`)
+    Parameters,
+    /// physical coordinate components
+    Coordinates,
+    /// physical velocity components
+    Velocities,
+    /// components of the scheme's state
+    State,
+    /// the step's unknowns
+    Unknowns,
+    /// the model file's named initial states
+    InitialStates,
+}
+
+/// Largest observation system solved without a heap allocation.
+const STACK_OBSERVE: usize = 32;
+
+/// One compiled model under one scheme: the implicit step `R(x; z) = 0`,
+/// `z' = z + U(x; z)` and the model's own kernels. `Z` is the size of the
+/// scheme's state, `X` the number of unknowns (`Const` for derived code, `Dyn`
+/// for the run-time back-ends).
+///
+/// Hot kernels write into `out`, so that a Newton iteration allocates nothing.
+/// Matrices are nalgebra's (column-major).
+pub trait Kernels<Z: Dim, X: Dim>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// Name of the model in its file.
+    fn model(&self) -> &str;
+    /// Scheme label, e.g. `hamel(averaged)`.
+    fn scheme(&self) -> &str;
+    /// Sizes of the state and of the unknowns.
+    fn dims(&self) -> (Z, X);
+    /// The names of one list.
+    fn names(&self, list: NameList) -> Vec<&str>;
+    /// Names and kinds of the monitored quantities, energy first.
+    fn invariant_info(&self) -> Vec<(&str, InvariantKind)>;
+    /// Current parameter values, in the order of [`NameList::Parameters`].
+    fn parameters(&self) -> Vec<f64>;
+
+    /// `R(x; z)`.
+    fn residual(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, X>);
+    /// `∂R/∂x`, analytic.
+    fn jacobian(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OMatrix<f64, X, X>);
+    /// The increment `z' − z = U(x; z)` once `R(x; z) = 0`.
+    fn increment(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
+    /// Starting guess from the state and the previous step's solution.
+    fn predict(&self, h: f64, z: &OVector<f64, Z>, previous: &OVector<f64, X>, out: &mut OVector<f64, X>);
+    /// The residual at the state `z + lo`, in double-double arithmetic, for
+    /// compensated runs; `false` where not available (then nothing is written).
+    fn residual_compensated(
+        &self,
+        _h: f64,
+        _z: &OVector<f64, Z>,
+        _lo: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+        _out: &mut OVector<f64, X>,
+    ) -> bool {
+        false
+    }
+    /// The increment at `z + lo` in double-double (see [`Kernels::residual_compensated`]).
+    fn increment_compensated(
+        &self,
+        _h: f64,
+        _z: &OVector<f64, Z>,
+        _lo: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+        _out: &mut OVector<f64, Z>,
+    ) -> bool {
+        false
+    }
+    /// `(∂R/∂z, ∂U/∂z, ∂U/∂x)` at `(z, x)`, for step-map sensitivities;
+    /// `None` where not compiled.
+    #[allow(clippy::type_complexity)]
+    fn sensitivity_parts(
+        &self,
+        _h: f64,
+        _z: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+    ) -> Option<(OMatrix<f64, X, Z>, OMatrix<f64, Z, Z>, OMatrix<f64, Z, X>)> {
+        None
+    }
+
+    /// Size of the linear system that recovers the physical state (0: none).
+    fn observe_size(&self) -> usize;
+    /// The scheme's state `z` and a first warm start `x` for physical data `(q, ξ)`.
+    fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]);
+    /// Solves the observation system at `z` into `y`; `false` where it is singular.
+    fn observe(&self, z: &[f64], y: &mut [f64]) -> bool;
+    /// The physical state `(q, ξ)` from `z` and the observation solution `y`.
+    fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]);
+    /// Energy, invariants and constraint residuals at a physical state, into
+    /// the first entries of `out` (as many as [`Kernels::invariant_info`] names).
+    fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]);
+    /// The physical data of a named initial state; `false` if the model has none of that name.
+    fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool;
+
+    // ---- the model glue, once for every back-end ----
+
+    /// Rejects non-finite parameter values.
+    fn check_parameters(&self) -> Result<(), StepError> {
+        for (name, value) in self.names(NameList::Parameters).iter().zip(self.parameters()) {
+            if !value.is_finite() {
+                return Err(StepError::InvalidInput(format!(
+                    "parameter `{name}` = {value} is not finite"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The physical state `(q, ξ)` of the scheme state `z` (taken at step
+    /// `step`, for errors), written into `q` and `v`. Fails where the
+    /// observation system is singular or the result is not finite.
+    fn physical_into(&self, z: &OVector<f64, Z>, step: u64, q: &mut [f64], v: &mut [f64]) -> Result<(), StepError> {
+        let n = self.observe_size();
+        let mut stack = [0.0f64; STACK_OBSERVE];
+        let mut heap = Vec::new();
+        let y: &mut [f64] = if n <= STACK_OBSERVE {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, 0.0);
+            &mut heap
+        };
+        if n > 0 && !self.observe(z.as_slice(), y) {
+            return Err(StepError::Observation {
+                step,
+                reason: "the mass matrix is singular here (a singularity of the model's coordinates?)".to_string(),
+            });
+        }
+        self.physical_of(z.as_slice(), y, q, v);
+        if q.iter().chain(v.iter()).any(|x| !x.is_finite()) {
+            return Err(StepError::Observation {
+                step,
+                reason: "non-finite physical state".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The physical state `(q, ξ)` of the scheme state `z`, as vectors.
+    fn physical_state(&self, z: &OVector<f64, Z>, step: u64) -> Result<(Vec<f64>, Vec<f64>), StepError> {
+        let mut q = vec![0.0; self.names(NameList::Coordinates).len()];
+        let mut v = vec![0.0; self.names(NameList::Velocities).len()];
+        self.physical_into(z, step, &mut q, &mut v)?;
+        Ok((q, v))
+    }
+
+    /// Evaluates the monitored quantities on the physical state of `z` into `out`.
+    fn invariants_into(&self, z: &OVector<f64, Z>, out: &mut [f64]) -> Result<(), String> {
+        let (q, v) = self.physical_state(z, 0).map_err(|e| match e {
+            StepError::Observation { reason, .. } => reason,
+            other => other.to_string(),
+        })?;
+        self.invariants_of(&q, &v, out);
+        Ok(())
+    }
+
+    /// The scheme's state for physical data `(q, ξ)`. Refuses non-finite data,
+    /// data whose components a constraint eliminates but that set them
+    /// otherwise, and data off the model's constraints (tolerance
+    /// `1e-9 · (1 + ‖(q, ξ)‖²)`).
+    fn initial_state(&self, q: &[f64], v: &[f64]) -> Result<StateOf<Z, X>, StepError> {
+        let qn = self.names(NameList::Coordinates);
+        let vn = self.names(NameList::Velocities);
+        if q.len() != qn.len() || v.len() != vn.len() {
+            return Err(StepError::InvalidInput(format!(
+                "expected {} coordinate and {} velocity values, got {} and {}",
+                qn.len(),
+                vn.len(),
+                q.len(),
+                v.len()
+            )));
+        }
+        let names: Vec<&str> = qn.iter().chain(&vn).copied().collect();
+        if let Some(bad) = q.iter().chain(v).position(|x| !x.is_finite()) {
+            return Err(StepError::InvalidInput(format!(
+                "initial value of `{}` is not finite",
+                names[bad]
+            )));
+        }
+        self.check_parameters()?;
+        let (zd, xd) = self.dims();
+        let mut state = StateOf::zeros(zd, xd);
+        self.state_of(q, v, state.z.as_mut_slice(), state.warm.as_mut_slice());
+        let scale = 1.0 + q.iter().chain(v).map(|x| x * x).sum::<f64>();
+        let tolerance = 1e-9 * scale;
+        // Components a constraint eliminates (e.g. `xi[2] = 0`) do not enter the
+        // scheme's state: data that set them otherwise are refused, not dropped.
+        let (q2, v2) = self.physical_state(&state.z, 0)?;
+        for ((name, a), b) in names.iter().zip(q.iter().chain(v)).zip(q2.iter().chain(&v2)) {
+            if (a - b).abs() > tolerance {
+                return Err(StepError::InvalidInput(format!(
+                    "the initial data are off the constraints: `{name}` = {a} but the constrained state has {b:.6e} (difference {:.3e}); project them onto the constraints first",
+                    a - b
+                )));
+            }
+        }
+        let info = self.invariant_info();
+        let mut values = vec![0.0; info.len()];
+        self.invariants_of(&q2, &v2, &mut values);
+        for ((name, kind), value) in info.iter().zip(&values) {
+            if *kind == InvariantKind::Constraint && (value.is_nan() || value.abs() > tolerance) {
+                return Err(StepError::InvalidInput(format!(
+                    "the initial data violate `{name}` by {value:.3e} (tolerance {tolerance:.1e}); project them onto the constraints first"
+                )));
+            }
+        }
+        Ok(state)
+    }
+
+    /// The physical data `(q, ξ)` of a named initial state of the model file.
+    fn initial_conditions(&self, name: &str) -> Option<(Vec<f64>, Vec<f64>)> {
+        let mut q = vec![0.0; self.names(NameList::Coordinates).len()];
+        let mut v = vec![0.0; self.names(NameList::Velocities).len()];
+        self.initial_data(name, &mut q, &mut v).then_some((q, v))
+    }
+
+    /// The scheme's state for a named initial state of the model file.
+    fn initial_named(&self, name: &str) -> Result<StateOf<Z, X>, StepError> {
+        let (q, v) = self.initial_conditions(name).ok_or_else(|| {
+            let known = self.names(NameList::InitialStates);
+            StepError::InvalidInput(format!(
+                "model `{}` has no initial state `{name}` (it has: {})",
+                self.model(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })?;
+        self.initial_state(&q, &v)
+    }
+}
