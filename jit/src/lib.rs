@@ -1,5 +1,7 @@
 //! A JIT back-end for register programs: each [`Program`] becomes one native
-//! function `fn(inputs: *const f64, out: *mut f64)` through cranelift.
+//! function `fn(args: *const *const f64, out: *mut f64)` through cranelift,
+//! reading its input registers from the argument arrays in place (the
+//! program's inputs are the arrays concatenated, as the caller declares them).
 //!
 //! The generated code performs the program's instructions in the program's
 //! order, one IEEE operation each: cranelift does not contract `a * b + c` into
@@ -28,8 +30,8 @@ fn err(e: impl std::fmt::Display) -> JitError {
     JitError(e.to_string())
 }
 
-/// Signature of every compiled program: inputs concatenated, outputs concatenated.
-type Entry = unsafe extern "C" fn(*const f64, *mut f64);
+/// Signature of every compiled program: one pointer per argument array, outputs concatenated.
+type Entry = unsafe extern "C" fn(*const *const f64, *mut f64);
 
 extern "C" fn powi(x: f64, n: i32) -> f64 {
     x.powi(n)
@@ -82,7 +84,8 @@ fn func_symbol(f: Func) -> &'static str {
 pub struct JitCode {
     module: Option<JITModule>,
     entries: Vec<Entry>,
-    sizes: Vec<(usize, usize)>,
+    /// argument array lengths and output count, per function
+    shapes: Vec<(Vec<usize>, usize)>,
 }
 
 // SAFETY: the compiled functions are pure (they read `inputs`, write `out`,
@@ -108,8 +111,19 @@ impl Drop for JitCode {
 }
 
 impl JitCode {
-    /// Compiles `programs`; function `i` of the result runs `programs[i]`.
-    pub fn compile(programs: &[&Program]) -> Result<JitCode, JitError> {
+    /// Compiles `programs`; function `i` of the result runs `programs[i].0`,
+    /// whose input registers are filled from argument arrays of the lengths
+    /// `programs[i].1`, in order.
+    pub fn compile(programs: &[(&Program, &[usize])]) -> Result<JitCode, JitError> {
+        for (k, (p, arrays)) in programs.iter().enumerate() {
+            if arrays.iter().sum::<usize>() != p.n_inputs {
+                return Err(JitError(format!(
+                    "program {k}: argument arrays of {} values for {} inputs",
+                    arrays.iter().sum::<usize>(),
+                    p.n_inputs
+                )));
+            }
+        }
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").map_err(err)?;
         flags.set("use_colocated_libcalls", "false").map_err(err)?;
@@ -143,7 +157,7 @@ impl JitCode {
         let mut ctx: Context = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::with_capacity(programs.len());
-        for (k, prog) in programs.iter().enumerate() {
+        for (k, &(prog, arrays)) in programs.iter().enumerate() {
             let id = module
                 .declare_function(&format!("program{k}"), Linkage::Local, &sig)
                 .map_err(err)?;
@@ -154,7 +168,7 @@ impl JitCode {
                 b.append_block_params_for_function_params(block);
                 b.switch_to_block(block);
                 b.seal_block(block);
-                let (inp, out) = (b.block_params(block)[0], b.block_params(block)[1]);
+                let (args, out) = (b.block_params(block)[0], b.block_params(block)[1]);
                 let mut refs =
                     |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
                 let powi_ref = refs(powi_id, &mut b);
@@ -165,9 +179,14 @@ impl JitCode {
                     b.inst_results(c)[0]
                 };
                 let flags = MemFlagsData::trusted();
+                let read = MemFlagsData::trusted().with_readonly();
                 let mut regs: Vec<Value> = Vec::with_capacity(prog.registers());
-                for i in 0..prog.n_inputs {
-                    regs.push(b.ins().load(types::F64, flags, inp, (8 * i) as i32));
+                let width = i32::from(ptr.bytes() as u8);
+                for (a, &n) in arrays.iter().enumerate() {
+                    let base = b.ins().load(ptr, read, args, width * a as i32);
+                    for i in 0..n {
+                        regs.push(b.ins().load(types::F64, read, base, (8 * i) as i32));
+                    }
                 }
                 for &c in &prog.consts {
                     regs.push(b.ins().f64const(c));
@@ -223,7 +242,10 @@ impl JitCode {
         Ok(JitCode {
             module: Some(module),
             entries,
-            sizes: programs.iter().map(|p| (p.n_inputs, p.outputs.len())).collect(),
+            shapes: programs
+                .iter()
+                .map(|(p, arrays)| (arrays.to_vec(), p.outputs.len()))
+                .collect(),
         })
     }
 
@@ -237,19 +259,43 @@ impl JitCode {
         self.entries.is_empty()
     }
 
-    /// Runs function `k` on `inputs` (all input arrays concatenated) into `out`.
+    /// Runs function `k` on argument arrays given as pointers, writing its outputs to `out`.
+    ///
+    /// # Safety
+    /// `args` must point to as many pointers as function `k` has argument
+    /// arrays, each valid for reading that array's length (see
+    /// [`JitCode::compile`]), and `out` must be valid for writing its output count.
+    #[inline]
+    pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, out: *mut f64) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.entries[k])(args, out) }
+    }
+
+    /// Runs function `k` on its argument arrays into `out` (outputs concatenated).
     ///
     /// # Panics
-    /// If the slices are not the sizes of program `k`'s inputs and outputs.
+    /// If the arrays are not the lengths function `k` was compiled for.
     #[inline]
-    pub fn call(&self, k: usize, inputs: &[f64], out: &mut [f64]) {
-        let (ni, no) = self.sizes[k];
+    pub fn call(&self, k: usize, args: &[&[f64]], out: &mut [f64]) {
+        let (arrays, no) = &self.shapes[k];
         assert!(
-            inputs.len() == ni && out.len() == no,
+            args.len() == arrays.len() && args.iter().zip(arrays).all(|(a, &n)| a.len() == n) && out.len() == *no,
             "program {k}: wrong argument sizes"
         );
-        // SAFETY: sizes checked above; the code reads exactly `ni` inputs and writes `no` outputs.
-        unsafe { (self.entries[k])(inputs.as_ptr(), out.as_mut_ptr()) }
+        let mut stack = [std::ptr::null::<f64>(); 16];
+        let heap: Vec<*const f64>;
+        let ptrs: &[*const f64] = if args.len() <= stack.len() {
+            for (p, a) in stack.iter_mut().zip(args) {
+                *p = a.as_ptr();
+            }
+            &stack[..args.len()]
+        } else {
+            heap = args.iter().map(|a| a.as_ptr()).collect();
+            &heap
+        };
+        // SAFETY: lengths checked above; the code reads exactly those arrays and
+        // writes `no` outputs.
+        unsafe { (self.entries[k])(ptrs.as_ptr(), out.as_mut_ptr()) }
     }
 }
 
@@ -281,13 +327,17 @@ mod tests {
             ],
             outputs: vec![4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 2, 0],
         };
-        let code = JitCode::compile(&[&p, &p]).unwrap();
+        let code = JitCode::compile(&[(&p, &[2]), (&p, &[1, 0, 1])]).unwrap();
         assert_eq!(code.len(), 2);
         let mut out = vec![0.0; p.outputs.len()];
         for x in [0.3, 1.7, 12.25, 1e-9] {
             for y in [-2.0, 0.4, 3.3] {
-                code.call(1, &[x, y], &mut out);
                 let want = p.eval(&[x, y]);
+                code.call(0, &[&[x, y]], &mut out);
+                for (a, b) in out.iter().zip(&want) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "x = {x}, y = {y}: {a} vs {b}");
+                }
+                code.call(1, &[&[x], &[], &[y]], &mut out);
                 for (a, b) in out.iter().zip(&want) {
                     assert_eq!(a.to_bits(), b.to_bits(), "x = {x}, y = {y}: {a} vs {b}");
                 }

@@ -133,6 +133,12 @@ impl Evaluator {
                     ))
                 })
                 .collect::<Result<Vec<_>, LoadError>>()?;
+            if slots.len() > Slot::COUNT {
+                return Err(LoadError::Scheme(format!(
+                    "internal error: `{name}` declares {} argument arrays",
+                    slots.len()
+                )));
+            }
             names.push(name.to_string());
             inputs.push(slots);
             programs.push(program.clone());
@@ -140,7 +146,8 @@ impl Evaluator {
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
-                let refs: Vec<&Program> = programs.iter().collect();
+                let lengths: Vec<Vec<usize>> = inputs.iter().map(|s| s.iter().map(|&(_, n)| n).collect()).collect();
+                let refs: Vec<(&Program, &[usize])> = programs.iter().zip(&lengths).map(|(p, l)| (p, &l[..])).collect();
                 Some(JitCode::compile(&refs).map_err(|e| LoadError::Jit(e.to_string()))?)
             }
         };
@@ -172,9 +179,42 @@ impl Evaluator {
         self.programs[f.0].outputs.len()
     }
 
-    fn gather(&self, f: FnId, args: &Args, buf: &mut Vec<f64>) {
-        buf.clear();
-        for &(s, n) in &self.inputs[f.0] {
+    /// Evaluates function `f` on `args` into `out` (its outputs concatenated).
+    ///
+    /// # Panics
+    /// If a slot the function reads has the wrong length.
+    pub fn eval(&self, f: FnId, args: &Args, out: &mut [f64]) {
+        let slots = &self.inputs[f.0];
+        if let Some(code) = &self.jit {
+            // The JIT reads the argument arrays in place.
+            let mut ptrs = [std::ptr::null::<f64>(); Slot::COUNT];
+            for (p, &(s, n)) in ptrs.iter_mut().zip(slots) {
+                let v = args.get(s);
+                assert_eq!(
+                    v.len(),
+                    n,
+                    "`{}`: slot {s:?} has {} values, expected {n}",
+                    self.names[f.0],
+                    v.len()
+                );
+                *p = v.as_ptr();
+            }
+            assert_eq!(
+                out.len(),
+                self.programs[f.0].outputs.len(),
+                "`{}`: output length",
+                self.names[f.0]
+            );
+            // SAFETY: one pointer per declared argument array (a function has at
+            // most one array per slot), each checked for its length, and `out`
+            // checked for the output count.
+            unsafe { code.call_raw(f.0, ptrs.as_ptr(), out.as_mut_ptr()) };
+            return;
+        }
+        let mut guard = self.scratch.borrow_mut();
+        let Scratch { inputs, regs, .. } = &mut *guard;
+        inputs.clear();
+        for &(s, n) in slots {
             let v = args.get(s);
             assert_eq!(
                 v.len(),
@@ -183,19 +223,9 @@ impl Evaluator {
                 self.names[f.0],
                 v.len()
             );
-            buf.extend_from_slice(v);
+            inputs.extend_from_slice(v);
         }
-    }
-
-    /// Evaluates function `f` on `args` into `out` (its outputs concatenated).
-    pub fn eval(&self, f: FnId, args: &Args, out: &mut [f64]) {
-        let mut guard = self.scratch.borrow_mut();
-        let Scratch { inputs, regs, .. } = &mut *guard;
-        self.gather(f, args, inputs);
-        match &self.jit {
-            Some(code) => code.call(f.0, inputs, out),
-            None => self.programs[f.0].eval_into(inputs, regs, out),
-        }
+        self.programs[f.0].eval_into(inputs, regs, out);
     }
 
     /// Evaluates function `f` in double-double arithmetic with slot `s` at

@@ -68,72 +68,113 @@ where
     pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
         let n = self.perm.len();
         let s = self.m.as_mut_slice();
-        let mut big = 0.0f64;
-        for x in s.iter() {
-            if !x.is_finite() {
-                return Err(FactorError::NonFinite);
-            }
-            big = big.max(x.abs());
-        }
-        if big == 0.0 {
-            return Err(FactorError::Singular);
-        }
-        let tiny = big * 1e3 * f64::EPSILON;
-        // s[col * n + row]
-        for k in 0..n {
-            let mut p = k;
-            let mut pv = s[k * n + k].abs();
-            for i in k + 1..n {
-                let x = s[k * n + i].abs();
-                if x > pv {
-                    p = i;
-                    pv = x;
-                }
-            }
-            if pv <= tiny {
-                return Err(FactorError::Singular);
-            }
-            self.perm[k] = p;
-            if p != k {
-                for c in 0..n {
-                    s.swap(c * n + k, c * n + p);
-                }
-            }
-            let inv = 1.0 / s[k * n + k];
-            s[k * n + k] = inv;
-            for i in k + 1..n {
-                let f = s[k * n + i] * inv;
-                s[k * n + i] = f;
-                for j in k + 1..n {
-                    let u = s[j * n + k];
-                    s[j * n + i] -= f * u;
-                }
-            }
-        }
-        Ok(())
+        let perm = self.perm.as_mut_slice();
+        small_sizes!(n, factor_core(s, perm))
     }
 
     /// Overwrites `b` with the solution of `a x = b`.
     pub fn solve(&self, b: &mut OVector<f64, D>) {
         let n = self.perm.len();
-        let v = b.as_mut_slice();
-        let m = self.m.as_slice();
-        // Whole rows were swapped during factoring, so PA = LU: permute first.
-        for k in 0..n {
-            v.swap(k, self.perm[k]);
+        small_sizes!(n, solve_core(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice()))
+    }
+}
+
+/// Calls `f(args…, n)` with `n` a literal for sizes up to 16, so that the
+/// inlined loops are unrolled for run-time-sized (`Dyn`) matrices as they are
+/// for fixed ones; the arithmetic is the same for every size.
+macro_rules! small_sizes {
+    ($n:expr, $f:ident($($a:expr),*)) => {
+        match $n {
+            1 => $f($($a,)* 1),
+            2 => $f($($a,)* 2),
+            3 => $f($($a,)* 3),
+            4 => $f($($a,)* 4),
+            5 => $f($($a,)* 5),
+            6 => $f($($a,)* 6),
+            7 => $f($($a,)* 7),
+            8 => $f($($a,)* 8),
+            9 => $f($($a,)* 9),
+            10 => $f($($a,)* 10),
+            11 => $f($($a,)* 11),
+            12 => $f($($a,)* 12),
+            13 => $f($($a,)* 13),
+            14 => $f($($a,)* 14),
+            15 => $f($($a,)* 15),
+            16 => $f($($a,)* 16),
+            n => $f($($a,)* n),
         }
-        for k in 0..n {
-            for i in k + 1..n {
-                v[i] -= m[k * n + i] * v[k];
+    };
+}
+use small_sizes;
+
+/// LU with partial pivoting of the column-major `n × n` matrix `s`, in place.
+#[inline(always)]
+fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), FactorError> {
+    let s = &mut s[..n * n];
+    let mut big = 0.0f64;
+    for x in s.iter() {
+        if !x.is_finite() {
+            return Err(FactorError::NonFinite);
+        }
+        big = big.max(x.abs());
+    }
+    if big == 0.0 {
+        return Err(FactorError::Singular);
+    }
+    let tiny = big * 1e3 * f64::EPSILON;
+    // s[col * n + row]
+    for k in 0..n {
+        let mut p = k;
+        let mut pv = s[k * n + k].abs();
+        for i in k + 1..n {
+            let x = s[k * n + i].abs();
+            if x > pv {
+                p = i;
+                pv = x;
             }
         }
-        for i in (0..n).rev() {
-            let mut s = v[i];
-            for j in i + 1..n {
-                s -= m[j * n + i] * v[j];
-            }
-            v[i] = s * m[i * n + i];
+        if pv <= tiny {
+            return Err(FactorError::Singular);
         }
+        perm[k] = p;
+        if p != k {
+            for c in 0..n {
+                s.swap(c * n + k, c * n + p);
+            }
+        }
+        let inv = 1.0 / s[k * n + k];
+        s[k * n + k] = inv;
+        for i in k + 1..n {
+            let f = s[k * n + i] * inv;
+            s[k * n + i] = f;
+            for j in k + 1..n {
+                let u = s[j * n + k];
+                s[j * n + i] -= f * u;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Overwrites `v` with the solution of `a x = v` from the factors `m` of `a`.
+#[inline(always)]
+fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
+    let (m, v) = (&m[..n * n], &mut v[..n]);
+    // Whole rows were swapped during factoring, so PA = LU: permute first.
+    for k in 0..n {
+        v.swap(k, perm[k]);
+    }
+    for k in 0..n {
+        for i in k + 1..n {
+            v[i] -= m[k * n + i] * v[k];
+        }
+    }
+    for i in (0..n).rev() {
+        let mut s = v[i];
+        for j in i + 1..n {
+            s -= m[j * n + i] * v[j];
+        }
+        v[i] = s * m[i * n + i];
     }
 }
 

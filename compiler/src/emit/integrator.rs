@@ -134,10 +134,28 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     ];
     let out_vec = quote!(&mut out.data.0[0]);
     let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
-    let residual_call = call(func("residual")?, "", &[], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
+    let residual_call = call(
+        func("residual")?,
+        "",
+        &[],
+        &hot_slots("x"),
+        std::slice::from_ref(&out_vec),
+    )?;
     let jacobian_call = call(func("jacobian")?, "", &[], &hot_slots("x"), &[out_mat])?;
-    let increment_call = call(func("increment")?, "", &[], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
-    let predict_call = call(func("predict")?, "", &[], &hot_slots("previous"), std::slice::from_ref(&out_vec))?;
+    let increment_call = call(
+        func("increment")?,
+        "",
+        &[],
+        &hot_slots("x"),
+        std::slice::from_ref(&out_vec),
+    )?;
+    let predict_call = call(
+        func("predict")?,
+        "",
+        &[],
+        &hot_slots("previous"),
+        std::slice::from_ref(&out_vec),
+    )?;
     let sensitivity_impl = if sys.sensitivity.is_some() {
         let c = call(
             func("sensitivity_parts")?,
@@ -169,8 +187,20 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         quote!()
     };
     let compensated_impl = if compensated {
-        let r = call(func("residual")?, "_dd", &["z"], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
-        let u = call(func("increment")?, "_dd", &["z"], &hot_slots("x"), std::slice::from_ref(&out_vec))?;
+        let r = call(
+            func("residual")?,
+            "_dd",
+            &["z"],
+            &hot_slots("x"),
+            std::slice::from_ref(&out_vec),
+        )?;
+        let u = call(
+            func("increment")?,
+            "_dd",
+            &["z"],
+            &hot_slots("x"),
+            std::slice::from_ref(&out_vec),
+        )?;
         quote! {
             #[inline]
             fn residual_compensated(
