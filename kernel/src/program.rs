@@ -249,7 +249,10 @@ impl Program {
 /// snapshot tests keep, so that a change of evaluation order shows in review.
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "inputs r0..r{}", self.n_inputs)?;
+        match self.n_inputs {
+            0 => writeln!(f, "no inputs")?,
+            n => writeln!(f, "inputs r0..=r{}", n - 1)?,
+        }
         for (k, c) in self.consts.iter().enumerate() {
             writeln!(f, "r{} = {c:?}", self.n_inputs + k)?;
         }
