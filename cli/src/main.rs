@@ -359,11 +359,12 @@ fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         );
     }
     println!(
-        "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({})",
+        "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({}, kernels prepared in {:.1} ms)",
         run.newton.mean(),
         run.newton.max_iterations,
         run.ns_per_step,
-        run.backend
+        run.backend,
+        run.prepare_ms
     );
     println!(
         "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",

@@ -35,6 +35,8 @@ pub struct Run {
     pub scheme: String,
     /// what evaluated the kernels
     pub backend: Backend,
+    /// time the back-end took to prepare the kernels (JIT compilation), ms
+    pub prepare_ms: f64,
     /// name of the initial state, if a named one was used
     pub initial: Option<String>,
     /// options of the run
@@ -135,6 +137,7 @@ impl Run {
             "file": file,
             "scheme": self.scheme,
             "backend": self.backend.name(),
+            "backend_prepare_ms": self.prepare_ms,
             "initial": self.initial,
             "steps": self.options.steps,
             "h": self.options.h,
@@ -225,6 +228,7 @@ pub fn run(sys: &System, mut state: DynState, initial: Option<String>, opt: &Run
         model: c.model.clone(),
         scheme: c.scheme.clone(),
         backend: sys.backend(),
+        prepare_ms: sys.prepare_time().as_secs_f64() * 1e3,
         initial,
         options: RunOptions {
             record_every: every,

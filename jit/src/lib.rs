@@ -30,8 +30,12 @@ fn err(e: impl std::fmt::Display) -> JitError {
     JitError(e.to_string())
 }
 
-/// Signature of every compiled program: one pointer per argument array, outputs concatenated.
-type Entry = unsafe extern "C" fn(*const *const f64, *mut f64);
+/// Signature of every compiled program: one pointer per argument array,
+/// scratch space (see [`JitCode::scratch_len`]), outputs concatenated.
+type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64);
+
+/// Largest number of instructions compiled as one native function.
+pub const CHUNK: usize = 2000;
 
 extern "C" fn powi(x: f64, n: i32) -> f64 {
     x.powi(n)
@@ -86,6 +90,8 @@ pub struct JitCode {
     entries: Vec<Entry>,
     /// argument array lengths and output count, per function
     shapes: Vec<(Vec<usize>, usize)>,
+    /// scratch values per function
+    scratch: Vec<usize>,
 }
 
 // SAFETY: the compiled functions are pure (they read `inputs`, write `out`,
@@ -151,84 +157,214 @@ impl JitCode {
             func_ids.push((f, import(func_symbol(f), &[types::F64])?));
         }
 
+        // Every function — a program's entry and the parts of a long program —
+        // takes (argument array pointers, scratch, outputs).
         let mut sig = module.make_signature();
-        sig.params.push(AbiParam::new(ptr));
-        sig.params.push(AbiParam::new(ptr));
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(ptr));
+        }
         let mut ctx: Context = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::with_capacity(programs.len());
+        let mut scratch = Vec::with_capacity(programs.len());
+        let width = i32::from(ptr.bytes() as u8);
         for (k, &(prog, arrays)) in programs.iter().enumerate() {
-            let id = module
-                .declare_function(&format!("program{k}"), Linkage::Local, &sig)
-                .map_err(err)?;
-            ctx.func.signature = sig.clone();
-            {
-                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                let block = b.create_block();
-                b.append_block_params_for_function_params(block);
-                b.switch_to_block(block);
-                b.seal_block(block);
-                let (args, out) = (b.block_params(block)[0], b.block_params(block)[1]);
-                let mut refs =
-                    |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
-                let powi_ref = refs(powi_id, &mut b);
-                let powf_ref = refs(powf_id, &mut b);
-                let func_refs: Vec<(Func, FuncRef)> = func_ids.iter().map(|&(f, id)| (f, refs(id, &mut b))).collect();
-                let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
-                    let c = b.ins().call(f, args);
-                    b.inst_results(c)[0]
-                };
-                let flags = MemFlagsData::trusted();
-                let read = MemFlagsData::trusted().with_readonly();
-                let mut regs: Vec<Value> = Vec::with_capacity(prog.registers());
-                let width = i32::from(ptr.bytes() as u8);
-                for (a, &n) in arrays.iter().enumerate() {
-                    let base = b.ins().load(ptr, read, args, width * a as i32);
-                    for i in 0..n {
-                        regs.push(b.ins().load(types::F64, read, base, (8 * i) as i32));
+            // Long programs are split into parts compiled as separate functions:
+            // register allocation grows faster than linearly with function size.
+            // Results read by a later part (or that are outputs of a split
+            // program) pass through the scratch array.
+            let n = prog.instrs.len();
+            let parts = n.div_ceil(CHUNK).max(1);
+            let base = prog.result_base();
+            let part_of = |r: u32| (r as usize).checked_sub(base).map(|i| i / CHUNK);
+            let mut slot: Vec<Option<u32>> = vec![None; n];
+            let mut slots = 0u32;
+            let mut escape = |r: u32, reader: usize, slot: &mut Vec<Option<u32>>| {
+                if let Some(p) = part_of(r) {
+                    if p != reader && slot[r as usize - base].is_none() {
+                        slot[r as usize - base] = Some(slots);
+                        slots += 1;
                     }
                 }
-                for &c in &prog.consts {
-                    regs.push(b.ins().f64const(c));
+            };
+            for (i, ins) in prog.instrs.iter().enumerate() {
+                let (ops, m) = ins.operands();
+                for &r in &ops[..m] {
+                    escape(r, i / CHUNK, &mut slot);
                 }
-                for ins in &prog.instrs {
-                    let r = |k: u32| regs[k as usize];
-                    let v = match *ins {
-                        Instr::Add(a, c) => b.ins().fadd(r(a), r(c)),
-                        Instr::Sub(a, c) => b.ins().fsub(r(a), r(c)),
-                        Instr::Mul(a, c) => b.ins().fmul(r(a), r(c)),
-                        Instr::Div(a, c) => b.ins().fdiv(r(a), r(c)),
-                        Instr::Neg(a) => b.ins().fneg(r(a)),
-                        Instr::Sqrt(a) => b.ins().sqrt(r(a)),
-                        Instr::Powi(a, n) => {
-                            let n = b.ins().iconst(types::I32, i64::from(n));
-                            call(&mut b, powi_ref, &[r(a), n])
-                        }
-                        Instr::Powf(a, e) => {
-                            let e = b.ins().f64const(e);
-                            call(&mut b, powf_ref, &[r(a), e])
-                        }
-                        Instr::Pow(a, c) => call(&mut b, powf_ref, &[r(a), r(c)]),
-                        Instr::Call(f, a) => {
-                            let fr = func_refs
-                                .iter()
-                                .find(|(g, _)| *g == f)
-                                .map(|p| p.1)
-                                .expect("every Func imported");
-                            call(&mut b, fr, &[r(a)])
-                        }
-                    };
-                    regs.push(v);
-                }
-                for (j, &o) in prog.outputs.iter().enumerate() {
-                    b.ins().store(flags, regs[o as usize], out, (8 * j) as i32);
-                }
-                b.ins().return_(&[]);
-                b.finalize(tcfg);
             }
-            module.define_function(id, &mut ctx).map_err(err)?;
-            module.clear_context(&mut ctx);
+            for &o in &prog.outputs {
+                escape(o, parts - 1, &mut slot);
+            }
+            // input register → (argument array, offset)
+            let input_at: Vec<(usize, usize)> = arrays
+                .iter()
+                .enumerate()
+                .flat_map(|(a, &len)| (0..len).map(move |i| (a, i)))
+                .collect();
+
+            let mut part_ids = Vec::with_capacity(parts);
+            for c in 0..parts {
+                let id = module
+                    .declare_function(&format!("program{k}_part{c}"), Linkage::Local, &sig)
+                    .map_err(err)?;
+                ctx.func.signature = sig.clone();
+                {
+                    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                    let block = b.create_block();
+                    b.append_block_params_for_function_params(block);
+                    b.switch_to_block(block);
+                    b.seal_block(block);
+                    let params = b.block_params(block).to_vec();
+                    let (args, tmp, out) = (params[0], params[1], params[2]);
+                    let mut refs =
+                        |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
+                    let powi_ref = refs(powi_id, &mut b);
+                    let powf_ref = refs(powf_id, &mut b);
+                    let func_refs: Vec<(Func, FuncRef)> =
+                        func_ids.iter().map(|&(f, id)| (f, refs(id, &mut b))).collect();
+                    let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
+                        let c = b.ins().call(f, args);
+                        b.inst_results(c)[0]
+                    };
+                    let flags = MemFlagsData::trusted();
+                    let read = MemFlagsData::trusted().with_readonly();
+                    // Values of the registers this part has read or computed.
+                    let mut vals: Vec<Option<Value>> = vec![None; prog.registers()];
+                    let mut arg_base: Vec<Option<Value>> = vec![None; arrays.len()];
+                    let value = |r: u32,
+                                 b: &mut FunctionBuilder,
+                                 vals: &mut Vec<Option<Value>>,
+                                 arg_base: &mut Vec<Option<Value>>|
+                     -> Value {
+                        let r = r as usize;
+                        if let Some(v) = vals[r] {
+                            return v;
+                        }
+                        let v = if r < prog.n_inputs {
+                            let (a, i) = input_at[r];
+                            let p = *arg_base[a].get_or_insert_with(|| b.ins().load(ptr, read, args, width * a as i32));
+                            b.ins().load(types::F64, read, p, (8 * i) as i32)
+                        } else if r < base {
+                            b.ins().f64const(prog.consts[r - prog.n_inputs])
+                        } else {
+                            let s = slot[r - base].expect("a result from another part has a scratch slot");
+                            b.ins().load(types::F64, flags, tmp, 8 * s as i32)
+                        };
+                        vals[r] = Some(v);
+                        v
+                    };
+                    for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                        let v = match prog.instrs[i] {
+                            Instr::Add(a, d) => {
+                                let (x, y) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                b.ins().fadd(x, y)
+                            }
+                            Instr::Sub(a, d) => {
+                                let (x, y) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                b.ins().fsub(x, y)
+                            }
+                            Instr::Mul(a, d) => {
+                                let (x, y) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                b.ins().fmul(x, y)
+                            }
+                            Instr::Div(a, d) => {
+                                let (x, y) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                b.ins().fdiv(x, y)
+                            }
+                            Instr::Neg(a) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                b.ins().fneg(x)
+                            }
+                            Instr::Sqrt(a) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                b.ins().sqrt(x)
+                            }
+                            Instr::Powi(a, e) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                let e = b.ins().iconst(types::I32, i64::from(e));
+                                call(&mut b, powi_ref, &[x, e])
+                            }
+                            Instr::Powf(a, e) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                let e = b.ins().f64const(e);
+                                call(&mut b, powf_ref, &[x, e])
+                            }
+                            Instr::Pow(a, d) => {
+                                let (x, y) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                call(&mut b, powf_ref, &[x, y])
+                            }
+                            Instr::Call(f, a) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                let fr = func_refs
+                                    .iter()
+                                    .find(|(g, _)| *g == f)
+                                    .map(|p| p.1)
+                                    .expect("every Func imported");
+                                call(&mut b, fr, &[x])
+                            }
+                        };
+                        vals[base + i] = Some(v);
+                        if let Some(s) = slot[i] {
+                            b.ins().store(flags, v, tmp, 8 * s as i32);
+                        }
+                    }
+                    if c == parts - 1 {
+                        for (j, &o) in prog.outputs.iter().enumerate() {
+                            let v = value(o, &mut b, &mut vals, &mut arg_base);
+                            b.ins().store(flags, v, out, (8 * j) as i32);
+                        }
+                    }
+                    b.ins().return_(&[]);
+                    b.finalize(tcfg);
+                }
+                module.define_function(id, &mut ctx).map_err(err)?;
+                module.clear_context(&mut ctx);
+                part_ids.push(id);
+            }
+            let id = if parts == 1 {
+                part_ids[0]
+            } else {
+                // The entry calls the parts in order.
+                let id = module
+                    .declare_function(&format!("program{k}"), Linkage::Local, &sig)
+                    .map_err(err)?;
+                ctx.func.signature = sig.clone();
+                {
+                    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                    let block = b.create_block();
+                    b.append_block_params_for_function_params(block);
+                    b.switch_to_block(block);
+                    b.seal_block(block);
+                    let params = b.block_params(block).to_vec();
+                    for &p in &part_ids {
+                        let f = module.declare_func_in_func(p, b.func);
+                        b.ins().call(f, &params);
+                    }
+                    b.ins().return_(&[]);
+                    b.finalize(tcfg);
+                }
+                module.define_function(id, &mut ctx).map_err(err)?;
+                module.clear_context(&mut ctx);
+                id
+            };
             ids.push(id);
+            scratch.push(slots as usize);
         }
         module.finalize_definitions().map_err(err)?;
         let entries = ids
@@ -246,6 +382,7 @@ impl JitCode {
                 .iter()
                 .map(|(p, arrays)| (arrays.to_vec(), p.outputs.len()))
                 .collect(),
+            scratch,
         })
     }
 
@@ -259,16 +396,22 @@ impl JitCode {
         self.entries.is_empty()
     }
 
+    /// Number of scratch values function `k` needs (0 unless it was split into parts).
+    pub fn scratch_len(&self, k: usize) -> usize {
+        self.scratch[k]
+    }
+
     /// Runs function `k` on argument arrays given as pointers, writing its outputs to `out`.
     ///
     /// # Safety
     /// `args` must point to as many pointers as function `k` has argument
     /// arrays, each valid for reading that array's length (see
-    /// [`JitCode::compile`]), and `out` must be valid for writing its output count.
+    /// [`JitCode::compile`]); `scratch` must be valid for reading and writing
+    /// [`JitCode::scratch_len`] values, and `out` for writing its output count.
     #[inline]
-    pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, out: *mut f64) {
+    pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, scratch: *mut f64, out: *mut f64) {
         // SAFETY: the caller's contract.
-        unsafe { (self.entries[k])(args, out) }
+        unsafe { (self.entries[k])(args, scratch, out) }
     }
 
     /// Runs function `k` on its argument arrays into `out` (outputs concatenated).
@@ -293,9 +436,10 @@ impl JitCode {
             heap = args.iter().map(|a| a.as_ptr()).collect();
             &heap
         };
-        // SAFETY: lengths checked above; the code reads exactly those arrays and
-        // writes `no` outputs.
-        unsafe { (self.entries[k])(ptrs.as_ptr(), out.as_mut_ptr()) }
+        let mut tmp = vec![0.0; self.scratch[k]];
+        // SAFETY: lengths checked above; the code reads exactly those arrays,
+        // uses `scratch_len` scratch values and writes `no` outputs.
+        unsafe { (self.entries[k])(ptrs.as_ptr(), tmp.as_mut_ptr(), out.as_mut_ptr()) }
     }
 }
 
@@ -343,5 +487,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn split_programs_agree_with_the_interpreter_to_the_bit() {
+        // A long chain whose values are read across parts and from inputs,
+        // constants and earlier results alike.
+        let mut instrs = Vec::new();
+        let base = 3u32;
+        for i in 0..(2 * CHUNK + 123) as u32 {
+            let r = base + i;
+            instrs.push(match i % 4 {
+                0 => Instr::Add(r - 1, 0),
+                1 => Instr::Mul(r - 1, if i > 7 { r - 7 } else { 1 }),
+                2 => Instr::Call(Func::Sin, r - 1),
+                _ => Instr::Sub(r - 1, 2),
+            });
+        }
+        let n = instrs.len() as u32;
+        let p = Program {
+            n_inputs: 2,
+            consts: vec![0.25],
+            instrs,
+            outputs: vec![base + n - 1, base + 5, base + CHUNK as u32 + 1, 1, 2],
+        };
+        let code = JitCode::compile(&[(&p, &[1, 1])]).unwrap();
+        assert!(code.scratch_len(0) > 0, "the program was split");
+        let mut out = vec![0.0; p.outputs.len()];
+        code.call(0, &[&[0.3], &[0.7]], &mut out);
+        let want = p.eval(&[0.3, 0.7]);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&out), bits(&want));
     }
 }

@@ -92,6 +92,8 @@ pub struct Evaluator {
 
 #[derive(Default)]
 struct Scratch {
+    /// the JIT's scratch values (split functions)
+    jit: Vec<f64>,
     inputs: Vec<f64>,
     regs: Vec<f64>,
     regs_dd: Vec<Dd>,
@@ -205,10 +207,13 @@ impl Evaluator {
                 "`{}`: output length",
                 self.names[f.0]
             );
+            let mut guard = self.scratch.borrow_mut();
+            let tmp = &mut guard.jit;
+            tmp.resize(tmp.len().max(code.scratch_len(f.0)), 0.0);
             // SAFETY: one pointer per declared argument array (a function has at
-            // most one array per slot), each checked for its length, and `out`
-            // checked for the output count.
-            unsafe { code.call_raw(f.0, ptrs.as_ptr(), out.as_mut_ptr()) };
+            // most one array per slot), each checked for its length; scratch of
+            // at least `scratch_len` values; `out` checked for the output count.
+            unsafe { code.call_raw(f.0, ptrs.as_ptr(), tmp.as_mut_ptr(), out.as_mut_ptr()) };
             return;
         }
         let mut guard = self.scratch.borrow_mut();

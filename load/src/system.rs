@@ -18,6 +18,8 @@ pub struct System {
     params: Vec<f64>,
     kernels: Evaluator,
     hot: Hot,
+    /// time spent preparing the kernels (JIT: compiling them)
+    prepared_in: std::time::Duration,
 }
 
 /// The functions Newton calls every iteration, looked up once.
@@ -33,7 +35,9 @@ impl System {
     /// The step with the parameter values of the model file, evaluated by `backend`.
     pub fn new(step: CompiledStep, backend: Backend) -> Result<Self, LoadError> {
         let params = step.params.iter().map(|(_, d)| *d).collect();
+        let started = std::time::Instant::now();
         let kernels = Evaluator::new(&step, backend)?;
+        let prepared_in = started.elapsed();
         let get = |n: &str| {
             kernels
                 .id(n)
@@ -50,7 +54,14 @@ impl System {
             params,
             kernels,
             hot,
+            prepared_in,
         })
+    }
+
+    /// Wall time spent preparing the kernels for the back-end (for the JIT:
+    /// compiling every function to native code).
+    pub fn prepare_time(&self) -> std::time::Duration {
+        self.prepared_in
     }
 
     /// The back-end evaluating the kernels.
