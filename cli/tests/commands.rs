@@ -399,3 +399,54 @@ fn a_run_that_fails_midway_keeps_what_it_computed() {
     assert_eq!(rows, good + 2, "header + initial state + good steps");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn both_back_ends_give_the_same_summary_numbers_and_say_which_ran() {
+    let mut summaries = Vec::new();
+    for backend in ["jit", "interpreter"] {
+        let dir = tmp(&format!("backend-{backend}"));
+        let (code, out, err) = hamel(&[
+            "simulate",
+            "models/double_spherical_pendulum.hamel",
+            "--init",
+            "pattern_I",
+            "--h",
+            "0.01",
+            "--steps",
+            "300",
+            "--no-plots",
+            "--backend",
+            backend,
+            "--out",
+            dir.to_str().unwrap(),
+            "--summary",
+            "json",
+        ]);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        let s = last_json(&out);
+        assert_eq!(s["backend"], backend);
+        assert!(s["backend_prepare_ms"].as_f64().unwrap() >= 0.0);
+        summaries.push(s);
+    }
+    for key in [
+        "max_energy_error_rel",
+        "max_constraint_error",
+        "max_momentum_error_rel",
+        "energy_min",
+        "energy_max",
+    ] {
+        assert_eq!(summaries[0][key], summaries[1][key], "{key}");
+    }
+    let (code, _, err) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.2",
+        "--steps",
+        "2",
+        "--backend",
+        "gpu",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("gpu"), "{err}");
+}
