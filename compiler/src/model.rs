@@ -152,6 +152,8 @@ struct Lowerer<'a> {
     sizes: HashMap<String, i64>,
     /// expression nodes that may still be lowered (a bound on total work)
     budget: u64,
+    /// the unroll limit was hit and reported (it is reported once)
+    unroll_limit_hit: bool,
 }
 
 /// Expression nodes lowered per model at most (unrolled loops and sums included).
@@ -552,11 +554,7 @@ struct Placed<'a> {
 fn unroll<'a>(lw: &mut Lowerer, items: &'a [(Item, Span)], env: &[(String, i64)], out: &mut Vec<Placed<'a>>) {
     for (item, span) in items {
         if out.len() >= MAX_ITEMS {
-            if !lw
-                .errors
-                .iter()
-                .any(|e| e.message.starts_with("loops unroll to more than"))
-            {
+            if !std::mem::replace(&mut lw.unroll_limit_hit, true) {
                 lw.error(
                     *span,
                     format!("loops unroll to more than {MAX_ITEMS} items; reduce the sizes"),
@@ -688,6 +686,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         families: HashSet::new(),
         sizes: HashMap::new(),
         budget: MAX_WORK,
+        unroll_limit_hit: false,
     };
 
     // Sizes first: they may be used anywhere.
@@ -821,6 +820,8 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
     let v_syms: Vec<Id> = vels.iter().map(|s| s.sym).collect();
     let q_syms: Vec<Id> = coords.iter().map(|s| s.sym).collect();
     let mut frame: Option<Vec<Option<Id>>> = has_frame.then(|| vec![None; coords.len()]);
+    // coordinates that have a frame equation (whether or not it lowered)
+    let mut frame_written: HashSet<String> = HashSet::new();
     let mut lagrangian = None;
     let (mut vcons, mut hcons, mut invariants, mut initials) = (vec![], vec![], vec![], vec![]);
     for p in &placed {
@@ -836,6 +837,8 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                         );
                         continue;
                     };
+                    // Whatever goes wrong below is reported there, not as a missing equation.
+                    frame_written.insert(grp.name.clone());
                     let Ok(rhs) = lw.expr(&eq.value) else { continue };
                     let rhs = Lowerer::flatten(rhs);
                     if rhs.len() != grp.ty.components() {
@@ -954,8 +957,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         None => None,
         Some(fr) => {
             for grp in &coord_groups {
-                let named = format!("`{}`", grp.name);
-                if fr[grp.offset].is_none() && !lw.errors.iter().any(|e| e.message.contains(&named)) {
+                if fr[grp.offset].is_none() && !frame_written.contains(&grp.name) {
                     let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
                     lw.error(
                         sp,
@@ -1230,5 +1232,13 @@ model spherical_pendulum {
         let e = load("f.hamel", src).unwrap_err().to_string();
         assert!(e.contains("not linear in the velocities"), "{e}");
         assert!(e.contains("coordinate `b` has no frame equation"), "{e}");
+    }
+
+    #[test]
+    fn a_frame_equation_that_fails_to_lower_is_reported_once() {
+        let src = "model f {\n coordinates { a: vec3 }\n velocities { w: vec3 }\n frame { a' = cross(a, zeta) }\n lagrangian = dot(w, w)\n}";
+        let e = load("f.hamel", src).unwrap_err();
+        assert_eq!(e.0.len(), 1, "{e}");
+        assert!(e.0[0].message.contains("unknown name `zeta`"), "{e}");
     }
 }

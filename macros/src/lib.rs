@@ -207,8 +207,10 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let scheme_name = attr.scheme.as_ref().map_or("hamel".to_string(), LitStr::value);
     let kin = attr.kinematics.as_ref().map(LitStr::value);
     let scheme = hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()).map_err(|e| {
+        // The scheme alone parses: then the kinematics are what is wrong.
+        let scheme_ok = hamel_compiler::scheme::Scheme::from_names(&scheme_name, None).is_ok();
         let span = match (&attr.kinematics, &attr.scheme) {
-            (Some(k), _) if e.0.contains("kinematics") => k.span(),
+            (Some(k), _) if scheme_ok => k.span(),
             (_, Some(s)) => s.span(),
             _ => Span::call_site(),
         };
