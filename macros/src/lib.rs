@@ -43,7 +43,64 @@ pub fn derive_integrator(input: TokenStream) -> TokenStream {
     });
     match result {
         Ok(ts) => ts.into(),
-        Err(e) => e.to_compile_error().into(),
+        Err(e) => {
+            let error = e.to_compile_error();
+            let stub = stub(&input);
+            quote!(#error #stub).into()
+        }
+    }
+}
+
+/// Items with the names and shapes the derive would have generated (sizes 0,
+/// bodies unreachable), emitted beside a derive error so that the user sees
+/// that error, not a cascade of "no function `with_defaults`" in their code.
+fn stub(input: &DeriveInput) -> proc_macro2::TokenStream {
+    if !input.generics.params.is_empty() || !matches!(input.data, Data::Struct(_)) {
+        return quote!();
+    }
+    let ident = &input.ident;
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_variables, unreachable_code, clippy::all)]
+        const _: () = {
+            use ::hamel::runtime as __rt;
+            use ::hamel::runtime::nalgebra as __na;
+            type __V = __na::SVector<f64, 0>;
+            type __M = __na::SMatrix<f64, 0, 0>;
+            impl #ident {
+                pub const MODEL: &'static str = "";
+                pub const PARAMETERS: [&'static str; 0] = [];
+                pub const COORDINATES: [&'static str; 0] = [];
+                pub const VELOCITIES: [&'static str; 0] = [];
+                pub const STATE: [&'static str; 0] = [];
+                pub const INITIAL_STATES: [&'static str; 0] = [];
+                pub fn with_defaults() -> Self { unreachable!() }
+                pub fn initial_state(&self, q: [f64; 0], v: [f64; 0]) -> Result<__rt::State<0, 0>, __rt::StepError> { unreachable!() }
+                pub fn initial_conditions(&self, name: &str) -> Option<([f64; 0], [f64; 0])> { unreachable!() }
+                pub fn initial(&self, name: &str) -> Result<__rt::State<0, 0>, __rt::StepError> { unreachable!() }
+                pub fn stepper(&self, h: f64) -> Result<__rt::Stepper<'_, Self, 0, 0>, __rt::StepError> { unreachable!() }
+                pub fn physical(&self, state: &__rt::State<0, 0>) -> Result<([f64; 0], [f64; 0]), __rt::StepError> { unreachable!() }
+                pub fn invariants(&self, state: &__rt::State<0, 0>) -> Result<[f64; 0], __rt::StepError> { unreachable!() }
+            }
+            impl __rt::Kernels<__na::Const<0>, __na::Const<0>> for #ident {
+                fn model(&self) -> &str { unreachable!() }
+                fn scheme(&self) -> &str { unreachable!() }
+                fn dims(&self) -> (__na::Const<0>, __na::Const<0>) { unreachable!() }
+                fn names(&self, list: __rt::NameList) -> Vec<&str> { unreachable!() }
+                fn invariant_info(&self) -> Vec<(&str, __rt::InvariantKind)> { unreachable!() }
+                fn parameters(&self) -> Vec<f64> { unreachable!() }
+                fn residual(&self, h: f64, z: &__V, x: &__V, out: &mut __V) { unreachable!() }
+                fn jacobian(&self, h: f64, z: &__V, x: &__V, out: &mut __M) { unreachable!() }
+                fn increment(&self, h: f64, z: &__V, x: &__V, out: &mut __V) { unreachable!() }
+                fn predict(&self, h: f64, z: &__V, w: &__V, out: &mut __V) { unreachable!() }
+                fn observe_size(&self) -> usize { unreachable!() }
+                fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) { unreachable!() }
+                fn observe(&self, z: &[f64], y: &mut [f64]) -> bool { unreachable!() }
+                fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]) { unreachable!() }
+                fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) { unreachable!() }
+                fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool { unreachable!() }
+            }
+        };
     }
 }
 
