@@ -42,15 +42,6 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    /// Every scheme, with its name and kinematics as written in attributes.
-    pub const ALL: [(&'static str, Option<&'static str>); 5] = [
-        ("hamel", Some("averaged")),
-        ("hamel", Some("midpoint")),
-        ("stormer_verlet", None),
-        ("rattle", None),
-        ("energy_momentum", None),
-    ];
-
     /// Every scheme, in the order tools list them.
     pub const LIST: [Scheme; 5] = [
         Scheme::Hamel(Kinematics::Averaged),

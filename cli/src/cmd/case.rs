@@ -1,0 +1,76 @@
+//! What `simulate`, `compare` and `patterns` share: one case run from the command line.
+
+use std::path::{Path, PathBuf};
+
+use hamel_cli::case::{self, pairs};
+use hamel_cli::simulate::{self, Run, RunOptions};
+use hamel_cli::{load_model, Error};
+use hamel_compiler::scheme::Scheme;
+
+use crate::CaseArgs;
+
+pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
+    if !case.h.is_finite() || case.h == 0.0 {
+        return Err(Error::Usage(format!(
+            "--h {}: the step size must be finite and non-zero",
+            case.h
+        )));
+    }
+    match (case.steps, case.t_end) {
+        (Some(n), _) => Ok(n),
+        (None, Some(t)) => {
+            let n = (t / case.h).round();
+            if !n.is_finite() || n < 0.0 {
+                return Err(Error::Usage(format!(
+                    "--t-end {t} with --h {}: not a number of steps",
+                    case.h
+                )));
+            }
+            Ok(n as u64)
+        }
+        (None, None) => Err(Error::Usage("give --steps N or --t-end T".into())),
+    }
+}
+
+pub fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
+    run_case_with(case, scheme, case.every).map(|(run, _)| run)
+}
+
+pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let params = pairs::<f64>("--set", &case.set)?;
+    let steps = steps_of(case)?;
+    let model = load_model(&case.model, &sizes)?;
+    let sys = case::system(&model, scheme, case.backend.into(), &params)?;
+    let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
+    let opt = RunOptions {
+        h: case.h,
+        steps,
+        compensated: case.compensated,
+        record_every: every,
+        progress: true,
+    };
+    let run = simulate::run(&sys, state, init, &opt)?;
+    Ok((run, sys))
+}
+
+pub fn out_dir(case: &CaseArgs, model: &str, what: &str) -> PathBuf {
+    case.out
+        .clone()
+        .unwrap_or_else(|| Path::new("hamel-out").join(format!("{model}-{what}")))
+}
+
+/// `model — scheme, h = …, N steps, initial state …`
+pub fn headline(run: &Run) -> String {
+    format!(
+        "{} — {}, h = {}, {} steps{}",
+        run.model,
+        run.scheme,
+        run.options.h,
+        run.options.steps,
+        run.initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default()
+    )
+}

@@ -1,0 +1,54 @@
+//! `hamel check`: parse and validate model files; list what each scheme derives.
+
+use std::path::PathBuf;
+
+use hamel_cli::case::pairs;
+use hamel_cli::{load_model, Error};
+use hamel_compiler::scheme::Scheme;
+
+pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
+    let sizes = pairs::<i64>("--size", sizes)?;
+    let mut failed = 0;
+    for path in models {
+        let model = match load_model(path, &sizes) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("{e}");
+                failed += 1;
+                continue;
+            }
+        };
+        println!(
+            "{}: model `{}` — {} coordinate(s), {} velocit{}, {} parameter(s), {} velocity / {} holonomic constraint(s), initial states: {}",
+            path.display(),
+            model.name,
+            model.coords.len(),
+            model.vels.len(),
+            if model.vels.len() == 1 { "y" } else { "ies" },
+            model.params.len(),
+            model.velocity_constraints.len(),
+            model.holonomic.len(),
+            if model.initials.is_empty() {
+                "none".to_string()
+            } else {
+                model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        );
+        for scheme in Scheme::LIST {
+            let label = scheme.name();
+            match scheme.derive(&model) {
+                Ok(sys) => println!(
+                    "  {label:<18} {} unknowns, state of {}",
+                    sys.unknowns.len(),
+                    sys.state.len()
+                ),
+                Err(e) => println!("  {label:<18} not applicable: {e}"),
+            }
+        }
+    }
+    if failed > 0 {
+        Err(Error::Model(format!("{failed} model file(s) with errors")))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,84 @@
+//! `hamel compare`: the same case under several schemes.
+
+use hamel_cli::case::pairs;
+use hamel_cli::simulate::Run;
+use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
+use hamel_compiler::scheme::Scheme;
+
+use super::case::{out_dir, run_case};
+use crate::CaseArgs;
+
+/// One row of a comparison table.
+pub fn table_row(run: &Run, file: &str) -> (String, serde_json::Value) {
+    let s = run.summary(file);
+    let f = |k: &str| s[k].as_f64().map_or("—".to_string(), |v| format!("{v:.2e}"));
+    (
+        format!(
+            "{:<30} {:>12} {:>12} {:>12} {:>10.0} {:>7.2}",
+            run.scheme,
+            f("max_energy_error_rel"),
+            f("max_constraint_error"),
+            f("max_momentum_error_rel"),
+            run.ns_per_step,
+            run.newton.mean()
+        ),
+        s,
+    )
+}
+
+pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let model = load_model(&case.model, &sizes)?;
+    let chosen: Vec<Scheme> = if schemes.is_empty() {
+        all_schemes().into_iter().filter(|s| s.derive(&model).is_ok()).collect()
+    } else {
+        schemes
+            .iter()
+            .map(|s| parse_scheme(s.trim(), None))
+            .collect::<Result<_, _>>()?
+    };
+    if chosen.is_empty() {
+        return Err(Error::Scheme(format!("no scheme applies to {}", case.model.display())));
+    }
+    let mut runs = Vec::new();
+    for &s in &chosen {
+        runs.push(run_case(case, s)?);
+    }
+    let file = case.model.display().to_string();
+    let dir = out_dir(case, &model.name, "compare");
+    for (r, s) in runs.iter().zip(&chosen) {
+        r.write_csv(&dir.join(scheme_name(*s)))?;
+    }
+    if !case.no_plots {
+        figures::write(&runs.iter().collect::<Vec<_>>(), &dir)?;
+    }
+    let first = &runs[0];
+    println!(
+        "{} — h = {}, {} steps{}",
+        first.model,
+        first.options.h,
+        first.options.steps,
+        first
+            .initial
+            .as_ref()
+            .map(|i| format!(", initial state {i}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "{:<30} {:>12} {:>12} {:>12} {:>10} {:>7}",
+        "scheme", "max|ΔE/E|", "constraint", "max|ΔJ/J|", "ns/step", "Newton"
+    );
+    let mut all = Vec::new();
+    for r in &runs {
+        let (row, s) = table_row(r, &file);
+        println!("{row}");
+        all.push(s);
+    }
+    let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
+    println!("wrote {}", dir.display());
+    if case.summary.is_some() {
+        println!("{summary}");
+    }
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! `hamel report`: the main job.
+
+use std::path::Path;
+
+use hamel_cli::{Backend, Error};
+
+pub fn report_cmd(out: &Path, backend: Backend) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    eprintln!("hamel report: writing {} ({backend} back-end)", out.display());
+    let index = hamel_cli::report::write(out, backend, &mut |line| eprintln!("{line}"))?;
+    println!(
+        "report written in {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        index.display()
+    );
+    println!("(also {})", out.join("index.md").display());
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `hamel simulate`: one run, its table, CSV files, plots and summary.
+
+use hamel_cli::{figures, scheme_name, Error};
+use hamel_compiler::scheme::Scheme;
+
+use super::case::{headline, out_dir, run_case};
+use crate::CaseArgs;
+
+pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
+    let run = match run_case(case, scheme) {
+        Ok(run) => run,
+        Err(Error::RunFailed { error, partial }) => {
+            // What was computed up to the failure is worth seeing.
+            let dir = out_dir(case, &partial.model, scheme_name(scheme));
+            partial.write_csv(&dir)?;
+            if !case.no_plots && partial.steps.len() > 1 {
+                figures::write(&[&partial], &dir)?;
+            }
+            eprintln!(
+                "the run stopped after {} good step(s); CSV files{} up to there are in {}",
+                partial.options.steps,
+                if case.no_plots { "" } else { " and plots" },
+                dir.display()
+            );
+            return Err(Error::Step(error));
+        }
+        Err(e) => return Err(e),
+    };
+    let file = case.model.display().to_string();
+    let summary = run.summary(&file);
+    let dir = out_dir(case, &run.model, scheme_name(scheme));
+    run.write_csv(&dir)?;
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
+    let plots = if case.no_plots {
+        Vec::new()
+    } else {
+        figures::write(&[&run], &dir)?
+    };
+    println!(
+        "{}{}",
+        headline(&run),
+        if case.compensated { ", compensated" } else { "" }
+    );
+    println!(
+        "{:<28} {:>12} {:>14} {:>14}",
+        "quantity", "initial", "max |error|", "max rel error"
+    );
+    for r in run.monitor.reports() {
+        let kind = match r.kind {
+            hamel_runtime::InvariantKind::Energy => "",
+            hamel_runtime::InvariantKind::Monitored => "",
+            hamel_runtime::InvariantKind::Constraint => " (constraint)",
+        };
+        println!(
+            "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}",
+            format!("{}{kind}", r.name),
+            r.initial,
+            r.max_abs_error,
+            r.max_rel_error
+        );
+    }
+    println!(
+        "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({}, kernels prepared in {:.1} ms)",
+        run.newton.mean(),
+        run.newton.max_iterations,
+        run.ns_per_step,
+        run.backend,
+        run.prepare_ms
+    );
+    println!(
+        "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",
+        dir.display(),
+        if plots.is_empty() { "" } else { ", plots" }
+    );
+    if case.summary.is_some() {
+        println!("{summary}");
+    }
+    Ok(())
+}
