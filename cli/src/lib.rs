@@ -58,6 +58,33 @@ pub enum Error {
     /// writing output failed
     #[error("{0}")]
     Output(String),
+    /// standard output was closed by its reader (e.g. `| head`): the command
+    /// stops quietly
+    #[error("standard output closed")]
+    ClosedOutput,
+}
+
+/// Writes one line to standard output. A reader that went away (a closed
+/// pipe) ends the command quietly ([`Error::ClosedOutput`]); any other failure
+/// (a full disk) is an error, never a panic.
+pub fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => Error::ClosedOutput,
+            _ => Error::Output(format!("cannot write to standard output: {e}")),
+        })
+}
+
+/// `println!` that returns [`Error`] instead of panicking (see [`write_line`]).
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::write_line(format_args!($($t)*))?
+    };
 }
 
 impl From<LoadError> for Error {

@@ -175,7 +175,7 @@ fn main() -> ExitCode {
         } => cmd::patterns::patterns_cmd(&case, scheme.as_deref(), &rates, &points),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(Error::ClosedOutput) => ExitCode::SUCCESS,
         Err(Error::Usage(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(2)

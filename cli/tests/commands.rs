@@ -450,3 +450,46 @@ fn both_back_ends_give_the_same_summary_numbers_and_say_which_ran() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("gpu"), "{err}");
 }
+
+#[test]
+fn a_closed_or_full_stdout_ends_the_command_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // The reader takes one line and goes away, as `hamel check models/*.hamel | head -1` does.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hamel"))
+        // The chains take a while to derive, so their lines come after the reader left.
+        .args([
+            "check",
+            "models/spherical_chain.hamel",
+            "models/spherical_chain.hamel",
+            "models/spherical_chain.hamel",
+            "--size",
+            "N=6",
+        ])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the hamel binary runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("spherical_chain"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // A full device is an error with a message, not a panic.
+    if let Ok(full) = std::fs::File::create("/dev/full") {
+        let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
+            .args(["check", "models/spherical_pendulum.hamel"])
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+    }
+}

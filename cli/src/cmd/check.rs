@@ -18,7 +18,7 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
                 continue;
             }
         };
-        println!(
+        hamel_cli::out!(
             "{}: model `{}` — {} coordinate(s), {} velocit{}, {} parameter(s), {} velocity / {} holonomic constraint(s), initial states: {}",
             path.display(),
             model.name,
@@ -37,12 +37,12 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
         for scheme in Scheme::LIST {
             let label = scheme.name();
             match scheme.derive(&model) {
-                Ok(sys) => println!(
+                Ok(sys) => hamel_cli::out!(
                     "  {label:<18} {} unknowns, state of {}",
                     sys.unknowns.len(),
                     sys.state.len()
                 ),
-                Err(e) => println!("  {label:<18} not applicable: {e}"),
+                Err(e) => hamel_cli::out!("  {label:<18} not applicable: {e}"),
             }
         }
     }

@@ -53,7 +53,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         figures::write(&runs.iter().collect::<Vec<_>>(), &dir)?;
     }
     let first = &runs[0];
-    println!(
+    hamel_cli::out!(
         "{} — h = {}, {} steps{}",
         first.model,
         first.options.h,
@@ -64,21 +64,26 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
             .map(|i| format!(", initial state {i}"))
             .unwrap_or_default()
     );
-    println!(
+    hamel_cli::out!(
         "{:<30} {:>12} {:>12} {:>12} {:>10} {:>7}",
-        "scheme", "max|ΔE/E|", "constraint", "max|ΔJ/J|", "ns/step", "Newton"
+        "scheme",
+        "max|ΔE/E|",
+        "constraint",
+        "max|ΔJ/J|",
+        "ns/step",
+        "Newton"
     );
     let mut all = Vec::new();
     for r in &runs {
         let (row, s) = table_row(r, &file);
-        println!("{row}");
+        hamel_cli::out!("{row}");
         all.push(s);
     }
     let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
     std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
-    println!("wrote {}", dir.display());
+    hamel_cli::out!("wrote {}", dir.display());
     if case.summary.is_some() {
-        println!("{summary}");
+        hamel_cli::out!("{summary}");
     }
     Ok(())
 }

@@ -76,18 +76,18 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
     });
     std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
-    println!("{}; points {}", headline(&run), names.join(", "));
+    hamel_cli::out!("{}; points {}", headline(&run), names.join(", "));
     for (n, v) in &a.reduced {
         let (lo, hi) = v
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
-        println!("  {n:<8} in [{lo:.6}, {hi:.6}]");
+        hamel_cli::out!("  {n:<8} in [{lo:.6}, {hi:.6}]");
     }
     match a.reduced_period {
-        Some(p) => println!("dominant reduced period  {p:.6} s ({} whole periods in the run)", (run.options.steps as f64 * run.options.h / p).floor()),
-        None => println!("dominant reduced period  none (the reduced motion does not oscillate, or the run is shorter than two periods)"),
+        Some(p) => hamel_cli::out!("dominant reduced period  {p:.6} s ({} whole periods in the run)", (run.options.steps as f64 * run.options.h / p).floor()),
+        None => hamel_cli::out!("dominant reduced period  none (the reduced motion does not oscillate, or the run is shorter than two periods)"),
     }
-    println!(
+    hamel_cli::out!(
         "critical rate Ω_c        {:.9} rad/s ({})",
         a.critical_rate,
         if a.periods_averaged > 0 {
@@ -97,7 +97,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         }
     );
     if let Some((x, y)) = a.rate_halves {
-        println!(
+        hamel_cli::out!(
             "  over the first / last half of those periods: {x:.6} / {y:.6} rad/s{}",
             if (x - y).abs() > 1e-3 * x.abs().max(1e-12) {
                 " — not converged: run longer"
@@ -107,19 +107,19 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         );
     }
     if a.axis_clearance < 0.05 {
-        println!("  note: link 1 comes within {:.1} % of its largest horizontal length to the axis; its azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
+        hamel_cli::out!("  note: link 1 comes within {:.1} % of its largest horizontal length to the axis; its azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
     }
     for r in &resonant {
-        println!(
+        hamel_cli::out!(
             "  resonant rate k = {:>2}, n = {}: {:.6} rad/s",
             r["k"],
             r["n"],
             r["rate"].as_f64().unwrap_or(f64::NAN)
         );
     }
-    println!("wrote {}", dir.display());
+    hamel_cli::out!("wrote {}", dir.display());
     if case.summary.is_some() {
-        println!("{summary}");
+        hamel_cli::out!("{summary}");
     }
     Ok(())
 }

@@ -8,11 +8,11 @@ pub fn report_cmd(out: &Path, backend: Backend) -> Result<(), Error> {
     let started = std::time::Instant::now();
     eprintln!("hamel report: writing {} ({backend} back-end)", out.display());
     let index = hamel_cli::report::write(out, backend, &mut |line| eprintln!("{line}"))?;
-    println!(
+    hamel_cli::out!(
         "report written in {:.1} s: {}",
         started.elapsed().as_secs_f64(),
         index.display()
     );
-    println!("(also {})", out.join("index.md").display());
+    hamel_cli::out!("(also {})", out.join("index.md").display());
     Ok(())
 }

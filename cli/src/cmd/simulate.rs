@@ -36,14 +36,17 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     } else {
         figures::write(&[&run], &dir)?
     };
-    println!(
+    hamel_cli::out!(
         "{}{}",
         headline(&run),
         if case.compensated { ", compensated" } else { "" }
     );
-    println!(
+    hamel_cli::out!(
         "{:<28} {:>12} {:>14} {:>14}",
-        "quantity", "initial", "max |error|", "max rel error"
+        "quantity",
+        "initial",
+        "max |error|",
+        "max rel error"
     );
     for r in run.monitor.reports() {
         let kind = match r.kind {
@@ -51,7 +54,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
             hamel_runtime::InvariantKind::Monitored => "",
             hamel_runtime::InvariantKind::Constraint => " (constraint)",
         };
-        println!(
+        hamel_cli::out!(
             "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}",
             format!("{}{kind}", r.name),
             r.initial,
@@ -59,7 +62,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
             r.max_rel_error
         );
     }
-    println!(
+    hamel_cli::out!(
         "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({}, kernels prepared in {:.1} ms)",
         run.newton.mean(),
         run.newton.max_iterations,
@@ -67,13 +70,13 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         run.backend,
         run.prepare_ms
     );
-    println!(
+    hamel_cli::out!(
         "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",
         dir.display(),
         if plots.is_empty() { "" } else { ", plots" }
     );
     if case.summary.is_some() {
-        println!("{summary}");
+        hamel_cli::out!("{summary}");
     }
     Ok(())
 }
