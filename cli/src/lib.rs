@@ -58,6 +58,10 @@ pub enum Error {
     /// writing output failed
     #[error("{0}")]
     Output(String),
+    /// the run finished but is not trustworthy (non-finite values, an energy
+    /// or constraint error beyond bounds); its outputs were written
+    #[error("{0}")]
+    Untrustworthy(String),
     /// standard output was closed by its reader (e.g. `| head`): the command
     /// stops quietly
     #[error("standard output closed")]

@@ -176,6 +176,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) | Err(Error::ClosedOutput) => ExitCode::SUCCESS,
+        Err(Error::Untrustworthy(msg)) => {
+            eprintln!("warning: {msg}");
+            ExitCode::from(3)
+        }
         Err(Error::Usage(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(2)

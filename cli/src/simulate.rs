@@ -108,6 +108,12 @@ impl Run {
             .collect()
     }
 
+    /// What makes the run untrustworthy (non-finite values, an energy or
+    /// constraint error beyond [`hamel_runtime::Health`]'s defaults); empty if nothing.
+    pub fn warnings(&self) -> Vec<String> {
+        self.monitor.warnings(&hamel_runtime::Health::default())
+    }
+
     /// The run summary (the `--summary json` object).
     pub fn summary(&self, file: &str) -> Value {
         let reports = self.monitor.reports();
@@ -132,7 +138,10 @@ impl Run {
                 )
             })
             .collect();
+        let warnings = self.warnings();
         json!({
+            "ok": warnings.is_empty(),
+            "warnings": warnings,
             "model": self.model,
             "file": file,
             "scheme": self.scheme,

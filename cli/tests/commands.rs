@@ -493,3 +493,49 @@ fn a_closed_or_full_stdout_ends_the_command_without_a_panic() {
         assert!(err.contains("cannot write to standard output"), "{err}");
     }
 }
+
+#[test]
+fn a_run_that_goes_non_finite_is_flagged_not_summarized_as_finite() {
+    // V = 2 ln q pulls q through 0; past it ln q is NaN.
+    let dir = tmp("nan-run");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("lnq.hamel");
+    std::fs::write(
+        &model,
+        "model lnq {\n  parameters { m = 1.0 }\n  coordinates { q }\n  lagrangian = 0.5 * m * q'^2 - 2 * ln(q)\n  initial start { q = 1.0, q' = -3.0 }\n}\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let (code, out, err) = hamel(&[
+        "simulate",
+        model.to_str().unwrap(),
+        "--scheme",
+        "stormer_verlet",
+        "--h",
+        "0.05",
+        "--steps",
+        "100",
+        "--no-plots",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(3), "{out}\n{err}");
+    assert!(err.contains("`energy` is not finite from step"), "{err}");
+    let s = last_json(&out);
+    assert_eq!(s["ok"], false);
+    assert!(s["max_energy_error_rel"].is_null(), "{}", s["max_energy_error_rel"]);
+    assert!(s["warnings"][0].as_str().unwrap().contains("not finite"));
+    // The outputs were still written.
+    assert!(out_dir.join("trajectory.csv").exists());
+}
+
+#[test]
+fn model_files_must_be_regular_files() {
+    for path in ["/dev/zero", "models"] {
+        let (code, _, err) = hamel(&["check", path]);
+        assert_eq!(code, Some(1), "{path}: {err}");
+        assert!(err.contains("not a regular file"), "{path}: {err}");
+    }
+}

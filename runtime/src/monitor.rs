@@ -19,6 +19,10 @@ pub struct InvariantReport {
     pub max_abs_error: f64,
     /// `max |I − I₀| / |I₀|` (for constraints, and where `I₀ = 0`: the absolute error)
     pub max_rel_error: f64,
+    /// index of the first observation (for runs: the step) at which the value
+    /// was NaN or infinite; from there on every error above is NaN, so that a
+    /// summary never reports a finite error for a run that produced non-finite values
+    pub non_finite_at: Option<u64>,
 }
 
 /// Tracks the largest deviation of each quantity from its initial value.
@@ -26,6 +30,27 @@ pub struct InvariantReport {
 pub struct Monitor {
     reports: Vec<InvariantReport>,
     started: bool,
+    observed: u64,
+}
+
+/// Bounds beyond which a run is flagged as not trustworthy (see [`Monitor::warnings`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Health {
+    /// largest relative energy error accepted (default 0.1: no structure-preserving
+    /// scheme at a step size that resolves the motion comes near it)
+    pub energy_rel: f64,
+    /// largest constraint residual accepted (default 1e-6; the hidden velocity
+    /// level of holonomic constraints, `… (velocity)`, is not judged)
+    pub constraint_abs: f64,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            energy_rel: 0.1,
+            constraint_abs: 1e-6,
+        }
+    }
 }
 
 impl Monitor {
@@ -41,11 +66,13 @@ impl Monitor {
                 max: f64::NEG_INFINITY,
                 max_abs_error: 0.0,
                 max_rel_error: 0.0,
+                non_finite_at: None,
             })
             .collect();
         Self {
             reports,
             started: false,
+            observed: 0,
         }
     }
 
@@ -54,6 +81,17 @@ impl Monitor {
         for (r, &v) in self.reports.iter_mut().zip(values) {
             if !self.started {
                 r.initial = v;
+            }
+            if r.non_finite_at.is_some() {
+                continue;
+            }
+            if !v.is_finite() || !r.initial.is_finite() {
+                r.non_finite_at = Some(self.observed);
+                r.min = f64::NAN;
+                r.max = f64::NAN;
+                r.max_abs_error = f64::NAN;
+                r.max_rel_error = f64::NAN;
+                continue;
             }
             r.min = r.min.min(v);
             r.max = r.max.max(v);
@@ -70,6 +108,44 @@ impl Monitor {
             r.max_rel_error = r.max_rel_error.max(rel);
         }
         self.started = true;
+        self.observed += 1;
+    }
+
+    /// Whether every quantity stayed finite and within `health`'s bounds.
+    pub fn is_healthy(&self, health: &Health) -> bool {
+        self.warnings(health).is_empty()
+    }
+
+    /// What makes the run untrustworthy, one sentence each (empty: nothing):
+    /// a quantity that became NaN or infinite (with the observation index, the
+    /// step of a run), an energy error or a constraint residual beyond `health`.
+    pub fn warnings(&self, health: &Health) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.reports {
+            if let Some(k) = r.non_finite_at {
+                out.push(format!("`{}` is not finite from step {k} on", r.name));
+                continue;
+            }
+            match r.kind {
+                InvariantKind::Energy if r.max_rel_error > health.energy_rel => out.push(format!(
+                    "the energy changed by {:.3e} (relative), more than {:.1e}: the step size does not resolve the motion, or the run passed near a singularity of the coordinates",
+                    r.max_rel_error, health.energy_rel
+                )),
+                // The hidden velocity level of holonomic constraints (named
+                // `… (velocity)` by the compiler) is reported, not judged:
+                // energy–momentum does not impose it, by design.
+                InvariantKind::Constraint
+                    if r.max_abs_error > health.constraint_abs && !r.name.ends_with("(velocity)") =>
+                {
+                    out.push(format!(
+                        "constraint `{}` is violated by {:.3e}, more than {:.1e}",
+                        r.name, r.max_abs_error, health.constraint_abs
+                    ))
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     /// The summaries, in the model's order.
@@ -98,5 +174,36 @@ mod tests {
         assert!((e.max_abs_error - 0.002).abs() < 1e-15);
         assert!((e.max_rel_error - 0.001).abs() < 1e-15);
         assert_eq!(m.get("c").unwrap().max_abs_error, 3e-16);
+    }
+
+    #[test]
+    fn non_finite_values_are_never_summarized_as_finite_errors() {
+        static INFO: [(&str, InvariantKind); 2] = [("E", InvariantKind::Energy), ("J", InvariantKind::Monitored)];
+        let mut m = Monitor::new(&INFO);
+        m.observe(&[2.0, 1.0]);
+        m.observe(&[2.1, 1.0]);
+        m.observe(&[f64::NAN, 1.0]);
+        m.observe(&[2.0, 1.0]);
+        let e = m.get("E").unwrap();
+        assert_eq!(e.non_finite_at, Some(2));
+        assert!(e.max_rel_error.is_nan() && e.max_abs_error.is_nan());
+        let w = m.warnings(&Health::default());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("`E` is not finite from step 2"), "{w:?}");
+        // NaN from the start is flagged too, not reported as error 0.
+        let mut m = Monitor::new(&INFO);
+        m.observe(&[f64::NAN, 1.0]);
+        m.observe(&[f64::NAN, 1.0]);
+        assert_eq!(m.get("E").unwrap().non_finite_at, Some(0));
+        assert!(!m.is_healthy(&Health::default()));
+    }
+
+    #[test]
+    fn an_energy_jump_is_flagged() {
+        static INFO: [(&str, InvariantKind); 1] = [("energy", InvariantKind::Energy)];
+        let mut m = Monitor::new(&INFO);
+        m.observe(&[-8.46]);
+        m.observe(&[1156.0]);
+        assert!(m.warnings(&Health::default())[0].contains("energy changed by"));
     }
 }

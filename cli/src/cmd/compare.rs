@@ -85,5 +85,9 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");
     }
-    Ok(())
+    super::simulate::untrustworthy(
+        runs.iter()
+            .flat_map(|r| r.warnings().into_iter().map(move |w| format!("{}: {w}", r.scheme)))
+            .collect(),
+    )
 }

@@ -78,5 +78,15 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");
     }
-    Ok(())
+    untrustworthy(run.warnings())
+}
+
+/// `Ok` for a run without warnings; else every warning but the last on
+/// standard error and the last as the error (exit code 3).
+pub fn untrustworthy(mut warnings: Vec<String>) -> Result<(), Error> {
+    let Some(last) = warnings.pop() else { return Ok(()) };
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    Err(Error::Untrustworthy(last))
 }
