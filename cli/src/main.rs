@@ -59,7 +59,7 @@ struct CaseArgs {
     #[arg(long)]
     steps: Option<u64>,
     /// final time (steps = round(T / h))
-    #[arg(long = "t-end")]
+    #[arg(long = "t-end", allow_negative_numbers = true)]
     t_end: Option<f64>,
     /// set a parameter, e.g. `--set m=2` (indexed parameters as `m_1`)
     #[arg(long = "set", value_name = "PARAM=VALUE")]

@@ -274,6 +274,10 @@ fn every_error_path_has_a_message_and_a_non_zero_exit() {
             "cannot read model file `models/none.hamel`",
         ),
         (
+            vec!["simulate", sp, "--h", "0.2", "--t-end", "-30"],
+            "--t-end -30 with --h 0.2: not a number of steps",
+        ),
+        (
             vec![
                 "simulate",
                 "tests/ui/models/bad_names.hamel",

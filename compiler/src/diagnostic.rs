@@ -99,14 +99,24 @@ impl Diagnostic {
         let pad = " ".repeat(num.len());
         writeln!(f, "{pad}--> {}:{}:{}", self.file, self.line, self.column)?;
         writeln!(f, "{pad} |")?;
-        writeln!(f, "{num} | {}", self.line_text)?;
-        let lead: String = self
-            .line_text
+        // A long line is shown as an excerpt around the error.
+        let chars: Vec<char> = self.line_text.chars().collect();
+        let (from, to) = if chars.len() > 2 * EXCERPT {
+            let from = (self.column - 1).saturating_sub(EXCERPT / 2);
+            (from, (from + EXCERPT).min(chars.len()))
+        } else {
+            (0, chars.len())
+        };
+        let (open, close) = (if from > 0 { "…" } else { "" }, if to < chars.len() { "…" } else { "" });
+        let shown: String = chars[from..to].iter().collect();
+        writeln!(f, "{num} | {open}{shown}{close}")?;
+        let lead: String = open
             .chars()
-            .take(self.column - 1)
+            .chain(chars[from..(self.column - 1).min(to)].iter().copied())
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
-        write!(f, "{pad} | {lead}{}", "^".repeat(self.width))
+        let width = self.width.min(to.saturating_sub(self.column - 1)).max(1);
+        write!(f, "{pad} | {lead}{}", "^".repeat(width))
     }
 }
 
@@ -116,6 +126,9 @@ impl fmt::Display for Diagnostic {
         self.fmt_located(f)
     }
 }
+
+/// Characters of a long line shown around an error.
+const EXCERPT: usize = 120;
 
 /// All errors found in one model file (never empty).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,5 +174,21 @@ mod tests {
         let text = d.to_string();
         assert!(text.contains("--> m.hamel:2:16"), "{text}");
         assert!(text.ends_with("|                ^^^"), "{text}");
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_as_an_excerpt_with_the_caret_in_place() {
+        let line = format!("{}bad{}", "x".repeat(10_000), "y".repeat(10_000));
+        let src = format!("model m {{\n{line}\n}}");
+        let start = src.find("bad").unwrap();
+        let d = Diagnostic::new("m.hamel", &src, Span { start, end: start + 3 }, "here");
+        let shown = d.to_string();
+        assert!(shown.len() < 600, "{} characters", shown.len());
+        let lines: Vec<&str> = shown.lines().collect();
+        let text = lines.iter().find(|l| l.starts_with("2 | ")).unwrap();
+        let caret = lines.last().unwrap();
+        let at = caret.find('^').unwrap();
+        assert_eq!(&text.chars().skip(at).take(3).collect::<String>(), "bad", "{shown}");
+        assert!(shown.contains("m.hamel:2:10001"), "{shown}");
     }
 }

@@ -31,6 +31,15 @@ pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
 
 /// [`load`] with sizes of indexed families overridden (e.g. `N = 8` from a derive).
 pub fn load_with_sizes(file: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, Diagnostics> {
+    // Files saved by other editors: a byte-order mark, CR LF or CR-only line ends.
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let normalized;
+    let src = if src.contains('\r') {
+        normalized = src.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        src
+    };
     let ast = crate::dsl::parse(file, src).map_err(|d| Diagnostics(vec![d]))?;
     lower(file, src, &ast, sizes)
 }
@@ -283,6 +292,20 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             }
             Item::Invariant(b) => {
                 let Ok(name) = lw.resolve(&b.name) else { continue };
+                if name == "energy" {
+                    lw.error(
+                        b.name.span,
+                        "`energy` is monitored already (⟨p, ξ⟩ − l, from the Lagrangian): give this invariant another name",
+                    );
+                    continue;
+                }
+                if invariants
+                    .iter()
+                    .any(|i: &Labelled| i.name == name || i.name.starts_with(&format!("{name}[")))
+                {
+                    lw.error(b.name.span, format!("duplicate invariant `{name}`"));
+                    continue;
+                }
                 if let Ok(v) = lw.expr(&b.value) {
                     match v {
                         Val::S(s) => invariants.push(Labelled { name, expr: s }),
@@ -461,5 +484,23 @@ model spherical_pendulum {
         let e = load("f.hamel", src).unwrap_err();
         assert_eq!(e.0.len(), 1, "{e}");
         assert!(e.0[0].message.contains("unknown name `zeta`"), "{e}");
+    }
+
+    #[test]
+    fn byte_order_marks_and_carriage_returns_are_accepted() {
+        let src = "\u{feff}model b {\r  coordinates { q }\r\n  lagrangian = 0.5 * q'^2 + foo\r}\r";
+        let e = load("b.hamel", src).unwrap_err();
+        assert_eq!(e.0.len(), 1, "{e}");
+        assert_eq!((e.0[0].line, e.0[0].column), (3, 29), "{e}");
+        assert!(load("b.hamel", &src.replace(" + foo", "")).is_ok());
+    }
+
+    #[test]
+    fn invariants_may_not_take_built_in_or_repeated_names() {
+        let src = "model i {\n coordinates { q }\n lagrangian = q'^2\n invariant energy = q\n invariant a = q\n invariant a = q'\n}";
+        let e = load("i.hamel", src).unwrap_err();
+        assert_eq!(e.0.len(), 2, "{e}");
+        assert!(e.0[0].message.contains("`energy` is monitored already"), "{e}");
+        assert!(e.0[1].message.contains("duplicate invariant `a`"), "{e}");
     }
 }
