@@ -91,6 +91,9 @@ struct CaseArgs {
     /// what evaluates the model's kernels
     #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
     backend: BackendArg,
+    /// write into an output folder that holds files hamel did not write
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Subcommand)]
@@ -132,6 +135,9 @@ enum Command {
         /// what evaluates the models' kernels
         #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
         backend: BackendArg,
+        /// write into a folder that holds files hamel did not write
+        #[arg(long)]
+        force: bool,
     },
     /// Reduced coordinates, dominant reduced period, critical rate Ω_c and
     /// rotating-frame views of a model with a vertical symmetry (theory §7.2).
@@ -166,7 +172,7 @@ fn main() -> ExitCode {
             parse_scheme(&scheme, k).and_then(|s| cmd::simulate::simulate_cmd(&case, s))
         }
         Command::Compare { case, schemes } => cmd::compare::compare_cmd(&case, &schemes),
-        Command::Report { out, backend } => cmd::report::report_cmd(&out, backend.into()),
+        Command::Report { out, backend, force } => cmd::report::report_cmd(&out, backend.into(), force),
         Command::Patterns {
             case,
             scheme,

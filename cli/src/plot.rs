@@ -95,6 +95,8 @@ fn both(
     std::fs::create_dir_all(dir).map_err(err(dir))?;
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
+    crate::output::refuse_link(&svg)?;
+    crate::output::refuse_link(&png)?;
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
         draw(root).map_err(err(&svg))?;

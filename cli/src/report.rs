@@ -529,8 +529,8 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
             .into(),
     ));
 
-    std::fs::write(out.join("index.md"), doc.markdown()).map_err(io)?;
+    crate::output::write(&out.join("index.md"), doc.markdown())?;
     let index = out.join("index.html");
-    std::fs::write(&index, doc.html("hamel report")).map_err(io)?;
+    crate::output::write(&index, doc.html("hamel report"))?;
     Ok(index)
 }

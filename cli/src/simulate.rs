@@ -172,7 +172,7 @@ impl Run {
     pub fn write_csv(&self, dir: &Path) -> Result<(), Error> {
         let out = Error::writing(dir);
         std::fs::create_dir_all(dir).map_err(out)?;
-        let mut t = std::io::BufWriter::new(std::fs::File::create(dir.join("trajectory.csv")).map_err(out)?);
+        let mut t = std::io::BufWriter::new(crate::output::create(&dir.join("trajectory.csv"))?);
         let header: Vec<String> = ["step".to_string(), "t".to_string()]
             .into_iter()
             .chain(self.coordinates.iter().cloned())
@@ -184,7 +184,7 @@ impl Run {
             writeln!(t, "{},{:e},{}", self.steps[k], self.time(k), row.join(",")).map_err(out)?;
         }
         t.flush().map_err(out)?;
-        let mut d = std::io::BufWriter::new(std::fs::File::create(dir.join("diagnostics.csv")).map_err(out)?);
+        let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
         let mut header = vec!["step".to_string(), "t".to_string()];
         for (n, k) in &self.invariants {
             header.push(n.clone());

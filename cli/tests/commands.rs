@@ -543,3 +543,49 @@ fn model_files_must_be_regular_files() {
         assert!(err.contains("not a regular file"), "{path}: {err}");
     }
 }
+
+#[test]
+fn output_never_overwrites_foreign_files_nor_writes_through_links() {
+    let dir = tmp("foreign");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mine = dir.join("trajectory.csv");
+    std::fs::write(&mine, "my data\n").unwrap();
+    let d = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "models/spherical_pendulum.hamel",
+            "--h",
+            "0.2",
+            "--steps",
+            "10",
+            "--no-plots",
+            "--out",
+            d,
+        ];
+        args.extend_from_slice(extra);
+        hamel(&args)
+    };
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("which hamel did not write") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my data\n");
+    let (code, _, err) = run(&["--force"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::read_to_string(&mine).unwrap().starts_with("step,t,"));
+    // Now the folder is hamel's; a link planted in it is not followed.
+    #[cfg(unix)]
+    {
+        let victim = tmp("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::remove_file(&mine).unwrap();
+        std::os::unix::fs::symlink(&victim, &mine).unwrap();
+        let (code, _, err) = run(&[]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+}

@@ -54,10 +54,14 @@ pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run
     Ok((run, sys))
 }
 
-pub fn out_dir(case: &CaseArgs, model: &str, what: &str) -> PathBuf {
-    case.out
+/// The output folder of a case, claimed for hamel (see [`hamel_cli::output::claim_dir`]).
+pub fn out_dir(case: &CaseArgs, model: &str, what: &str) -> Result<PathBuf, Error> {
+    let dir = case
+        .out
         .clone()
-        .unwrap_or_else(|| Path::new("hamel-out").join(format!("{model}-{what}")))
+        .unwrap_or_else(|| Path::new("hamel-out").join(format!("{model}-{what}")));
+    hamel_cli::output::claim_dir(&dir, case.force)?;
+    Ok(dir)
 }
 
 /// `model — scheme, h = …, N steps, initial state …`

@@ -45,7 +45,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         runs.push(run_case(case, s)?);
     }
     let file = case.model.display().to_string();
-    let dir = out_dir(case, &model.name, "compare");
+    let dir = out_dir(case, &model.name, "compare")?;
     for (r, s) in runs.iter().zip(&chosen) {
         r.write_csv(&dir.join(scheme_name(*s)))?;
     }
@@ -80,7 +80,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         all.push(s);
     }
     let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
-    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
+    hamel_cli::output::write(&dir.join("summary.json"), format!("{summary:#}\n"))?;
     hamel_cli::out!("wrote {}", dir.display());
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");

@@ -28,7 +28,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     let pos = patterns::positions(&sys, &run, &pts);
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
     let a = patterns::analyse(&t, &pos);
-    let dir = out_dir(case, &run.model, "patterns");
+    let dir = out_dir(case, &run.model, "patterns")?;
     run.write_csv(&dir)?;
     let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
     let resonant: Vec<serde_json::Value> = match a.reduced_period {
@@ -57,7 +57,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         }
         csv.push('\n');
     }
-    std::fs::write(dir.join("reduced.csv"), csv).map_err(Error::writing(&dir))?;
+    hamel_cli::output::write(&dir.join("reduced.csv"), csv)?;
     let summary = serde_json::json!({
         "model": run.model,
         "file": case.model.display().to_string(),
@@ -75,7 +75,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "resonant_rates": resonant,
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
     });
-    std::fs::write(dir.join("patterns.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
+    hamel_cli::output::write(&dir.join("patterns.json"), format!("{summary:#}\n"))?;
     hamel_cli::out!("{}; points {}", headline(&run), names.join(", "));
     for (n, v) in &a.reduced {
         let (lo, hi) = v

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use hamel_cli::{Backend, Error};
 
-pub fn report_cmd(out: &Path, backend: Backend) -> Result<(), Error> {
+pub fn report_cmd(out: &Path, backend: Backend, force: bool) -> Result<(), Error> {
+    hamel_cli::output::claim_dir(out, force)?;
     let started = std::time::Instant::now();
     eprintln!("hamel report: writing {} ({backend} back-end)", out.display());
     let index = hamel_cli::report::write(out, backend, &mut |line| eprintln!("{line}"))?;

@@ -11,7 +11,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         Ok(run) => run,
         Err(Error::RunFailed { error, partial }) => {
             // What was computed up to the failure is worth seeing.
-            let dir = out_dir(case, &partial.model, scheme_name(scheme));
+            let dir = out_dir(case, &partial.model, scheme_name(scheme))?;
             partial.write_csv(&dir)?;
             if !case.no_plots && partial.steps.len() > 1 {
                 figures::write(&[&partial], &dir)?;
@@ -28,9 +28,9 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     };
     let file = case.model.display().to_string();
     let summary = run.summary(&file);
-    let dir = out_dir(case, &run.model, scheme_name(scheme));
+    let dir = out_dir(case, &run.model, scheme_name(scheme))?;
     run.write_csv(&dir)?;
-    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).map_err(Error::writing(&dir))?;
+    hamel_cli::output::write(&dir.join("summary.json"), format!("{summary:#}\n"))?;
     let plots = if case.no_plots {
         Vec::new()
     } else {
