@@ -68,7 +68,7 @@ fn load(name: &str) -> Result<Model, Error> {
         .find(|(n, _)| *n == name)
         .map(|(_, s)| *s)
         .ok_or_else(|| Error::Usage(format!("no built-in model `{name}`")))?;
-    hamel_compiler::model::load(name, src).map_err(|d| Error::Model(d.to_string()))
+    Ok(hamel_load::load_source(name, src, &[])?)
 }
 
 #[derive(Clone, Copy)]
