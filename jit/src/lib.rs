@@ -256,33 +256,15 @@ impl JitCode {
                     };
                     for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
                         let v = match prog.instrs[i] {
-                            Instr::Add(a, d) => {
-                                let (x, y) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                b.ins().fadd(x, y)
-                            }
-                            Instr::Sub(a, d) => {
-                                let (x, y) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                b.ins().fsub(x, y)
-                            }
-                            Instr::Mul(a, d) => {
-                                let (x, y) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                b.ins().fmul(x, y)
-                            }
-                            Instr::Div(a, d) => {
-                                let (x, y) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                b.ins().fdiv(x, y)
+                            Instr::Add(a, d) | Instr::Sub(a, d) | Instr::Mul(a, d) | Instr::Div(a, d) => {
+                                let x = value(a, &mut b, &mut vals, &mut arg_base);
+                                let y = value(d, &mut b, &mut vals, &mut arg_base);
+                                match prog.instrs[i] {
+                                    Instr::Add(..) => b.ins().fadd(x, y),
+                                    Instr::Sub(..) => b.ins().fsub(x, y),
+                                    Instr::Mul(..) => b.ins().fmul(x, y),
+                                    _ => b.ins().fdiv(x, y),
+                                }
                             }
                             Instr::Neg(a) => {
                                 let x = value(a, &mut b, &mut vals, &mut arg_base);

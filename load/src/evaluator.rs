@@ -181,6 +181,19 @@ impl Evaluator {
         self.programs[f.0].outputs.len()
     }
 
+    /// The values of slot `s` for function `f`, checked to have the declared length `n`.
+    fn arg<'a>(&self, f: FnId, args: &Args<'a>, s: Slot, n: usize) -> &'a [f64] {
+        let v = args.get(s);
+        assert_eq!(
+            v.len(),
+            n,
+            "`{}`: slot {s:?} has {} values, expected {n}",
+            self.names[f.0],
+            v.len()
+        );
+        v
+    }
+
     /// Evaluates function `f` on `args` into `out` (its outputs concatenated).
     ///
     /// # Panics
@@ -191,15 +204,7 @@ impl Evaluator {
             // The JIT reads the argument arrays in place.
             let mut ptrs = [std::ptr::null::<f64>(); Slot::COUNT];
             for (p, &(s, n)) in ptrs.iter_mut().zip(slots) {
-                let v = args.get(s);
-                assert_eq!(
-                    v.len(),
-                    n,
-                    "`{}`: slot {s:?} has {} values, expected {n}",
-                    self.names[f.0],
-                    v.len()
-                );
-                *p = v.as_ptr();
+                *p = self.arg(f, args, s, n).as_ptr();
             }
             assert_eq!(
                 out.len(),
@@ -220,15 +225,7 @@ impl Evaluator {
         let Scratch { inputs, regs, .. } = &mut *guard;
         inputs.clear();
         for &(s, n) in slots {
-            let v = args.get(s);
-            assert_eq!(
-                v.len(),
-                n,
-                "`{}`: slot {s:?} has {} values, expected {n}",
-                self.names[f.0],
-                v.len()
-            );
-            inputs.extend_from_slice(v);
+            inputs.extend_from_slice(self.arg(f, args, s, n));
         }
         self.programs[f.0].eval_into(inputs, regs, out);
     }

@@ -269,6 +269,10 @@ impl Kernels<Dyn, Dyn> for System {
         self.step.observe_size
     }
 
+    fn physical_sizes(&self) -> (usize, usize) {
+        (self.step.coordinates.len(), self.step.velocities.len())
+    }
+
     fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) {
         self.run("init_state", &self.pqv(q, v), &mut [z, x]);
     }

@@ -177,21 +177,42 @@ where
         Ok(())
     }
 
+    /// Numbers of physical coordinates and velocities. Implementations that
+    /// know them without building name lists should say so: runs call this
+    /// at every observed step.
+    fn physical_sizes(&self) -> (usize, usize) {
+        (
+            self.names(NameList::Coordinates).len(),
+            self.names(NameList::Velocities).len(),
+        )
+    }
+
     /// The physical state `(q, ξ)` of the scheme state `z`, as vectors.
     fn physical_state(&self, z: &OVector<f64, Z>, step: u64) -> Result<(Vec<f64>, Vec<f64>), StepError> {
-        let mut q = vec![0.0; self.names(NameList::Coordinates).len()];
-        let mut v = vec![0.0; self.names(NameList::Velocities).len()];
+        let (nq, nv) = self.physical_sizes();
+        let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nv]);
         self.physical_into(z, step, &mut q, &mut v)?;
         Ok((q, v))
     }
 
-    /// Evaluates the monitored quantities on the physical state of `z` into `out`.
+    /// Evaluates the monitored quantities on the physical state of `z` into
+    /// `out`; allocates nothing for models of up to 32 coordinates and velocities.
     fn invariants_into(&self, z: &OVector<f64, Z>, out: &mut [f64]) -> Result<(), String> {
-        let (q, v) = self.physical_state(z, 0).map_err(|e| match e {
+        let (nq, nv) = self.physical_sizes();
+        let mut stack = [0.0f64; 2 * STACK_OBSERVE];
+        let mut heap = Vec::new();
+        let buf: &mut [f64] = if nq + nv <= stack.len() {
+            &mut stack[..nq + nv]
+        } else {
+            heap.resize(nq + nv, 0.0);
+            &mut heap
+        };
+        let (q, v) = buf.split_at_mut(nq);
+        self.physical_into(z, 0, q, v).map_err(|e| match e {
             StepError::Observation { reason, .. } => reason,
             other => other.to_string(),
         })?;
-        self.invariants_of(&q, &v, out);
+        self.invariants_of(q, v, out);
         Ok(())
     }
 

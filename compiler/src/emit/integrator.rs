@@ -453,6 +453,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     #nk
                 }
 
+                fn physical_sizes(&self) -> (usize, usize) {
+                    (#nq, #nv)
+                }
+
                 fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) {
                     let p = self.__params();
                     #state_of_call;
