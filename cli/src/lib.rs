@@ -99,6 +99,7 @@ impl From<LoadError> for Error {
             LoadError::Model(m) => Error::Model(m),
             LoadError::Scheme(m) | LoadError::Jit(m) => Error::Scheme(m),
             LoadError::Usage(m) => Error::Usage(m),
+            LoadError::State(e) => Error::Step(e),
         }
     }
 }

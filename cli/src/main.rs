@@ -107,6 +107,22 @@ enum Command {
         #[arg(long = "size", value_name = "NAME=VALUE")]
         sizes: Vec<String>,
     },
+    /// Run one model under one scheme for every row of a CSV file of initial
+    /// states and parameter values, on every core; one summary row per member.
+    Sweep {
+        #[command(flatten)]
+        case: CaseArgs,
+        /// scheme: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum
+        #[arg(long, default_value = "hamel")]
+        scheme: String,
+        /// CSV file: a header naming columns (`init`, parameters, coordinate or
+        /// velocity components such as `th` or `x[1]`), one member per row
+        #[arg(long, value_name = "FILE")]
+        members: PathBuf,
+        /// threads (default: one per core)
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Run a model file under one scheme: table, CSV files and plots.
     Simulate {
         #[command(flatten)]
@@ -171,6 +187,12 @@ fn main() -> ExitCode {
             });
             parse_scheme(&scheme, k).and_then(|s| cmd::simulate::simulate_cmd(&case, s))
         }
+        Command::Sweep {
+            case,
+            scheme,
+            members,
+            threads,
+        } => parse_scheme(&scheme, None).and_then(|s| cmd::sweep::sweep_cmd(&case, s, &members, threads)),
         Command::Compare { case, schemes } => cmd::compare::compare_cmd(&case, &schemes),
         Command::Report { out, backend, force } => cmd::report::report_cmd(&out, backend.into(), force),
         Command::Patterns {

@@ -100,9 +100,8 @@ fn run(c: &Case, log: &mut Log) -> Result<(Run, System), Error> {
         steps: c.steps,
         compensated: c.compensated,
         record_every: c.every,
-        progress: false,
     };
-    let r = simulate::run(&sys, state, Some(c.init.to_string()), &opt)?;
+    let r = simulate::run(&sys, state, Some(c.init.to_string()), &opt, false)?;
     Ok((r, sys))
 }
 
@@ -409,7 +408,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         let d = out.join(format!("4-{}", init.replace('_', "-")));
         let nm: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         patterns::write_plots(&d, &r, &a, &pos, &nm, &[])?;
-        r.write_csv(&d)?;
+        simulate::write_csv(&r, &d)?;
         let range = |i: usize| {
             let v = &a.reduced[i].1;
             let (lo, hi) = v

@@ -1,301 +1,30 @@
-//! Fixed-step runs of a [`System`]: every step monitored, a subsample of
-//! states recorded for CSV files and plots, Newton statistics and timing, and
-//! the run summary as JSON.
+//! Runs from the command line: [`hamel_load::run`] with a progress bar on a
+//! terminal, and the run's CSV files.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hamel_runtime::{DynState, DynStepper, InvariantKind, Kernels, Monitor, NewtonStats};
-use serde_json::{json, Value};
+use hamel_runtime::{DynState, InvariantKind};
 
-use crate::{Backend, Error, System};
+pub use hamel_load::run::{Run, RunOptions};
 
-/// How to run.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// step size
-    pub h: f64,
-    /// number of steps
-    pub steps: u64,
-    /// compensated (TwoSum) summation of the increments
-    pub compensated: bool,
-    /// record every `k`-th state (0: about 20,000 records at most)
-    pub record_every: u64,
-    /// show a progress bar on a terminal for runs longer than about a second
-    pub progress: bool,
-}
+use crate::{Error, System};
 
-/// What a run produced.
-#[derive(Clone, Debug)]
-pub struct Run {
-    /// model name
-    pub model: String,
-    /// scheme label
-    pub scheme: String,
-    /// what evaluated the kernels
-    pub backend: Backend,
-    /// time the back-end took to prepare the kernels (JIT compilation), ms
-    pub prepare_ms: f64,
-    /// name of the initial state, if a named one was used
-    pub initial: Option<String>,
-    /// options of the run
-    pub options: RunOptions,
-    /// coordinate component names
-    pub coordinates: Vec<String>,
-    /// velocity component names
-    pub velocities: Vec<String>,
-    /// monitored quantities
-    pub invariants: Vec<(String, InvariantKind)>,
-    /// recorded step indices
-    pub steps: Vec<u64>,
-    /// recorded physical coordinates
-    pub q: Vec<Vec<f64>>,
-    /// recorded physical velocities
-    pub v: Vec<Vec<f64>>,
-    /// recorded invariant values
-    pub values: Vec<Vec<f64>>,
-    /// errors over every step
-    pub monitor: Monitor,
-    /// Newton statistics
-    pub newton: NewtonStats,
-    /// mean wall time of one step (Newton solve and update; monitoring excluded)
-    pub ns_per_step: f64,
-}
-
-impl Run {
-    /// Time of record `k`.
-    pub fn time(&self, k: usize) -> f64 {
-        self.steps[k] as f64 * self.options.h
-    }
-
-    /// Error of quantity `i` in record `k`: relative for energy, deviation from
-    /// the initial value for monitored quantities, the residual for constraints.
-    pub fn error(&self, i: usize, k: usize) -> f64 {
-        let v = self.values[k][i];
-        let v0 = self.values[0][i];
-        match self.invariants[i].1 {
-            InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
-            InvariantKind::Constraint => v.abs(),
-            _ => (v - v0).abs(),
-        }
-    }
-
-    /// Indices of the invariants that measure angular momentum (named `J…` or `…momentum…`).
-    pub fn momentum_indices(&self) -> Vec<usize> {
-        (0..self.invariants.len())
-            .filter(|&i| is_momentum(&self.invariants[i].0) && self.invariants[i].1 == InvariantKind::Monitored)
-            .collect()
-    }
-
-    /// Indices of quantities reported as constraint errors: constraint
-    /// residuals (velocity constraints and holonomic ones at position level),
-    /// and monitored lengths/norms (the geometric constraints that director and
-    /// body-frame models keep by construction).
-    pub fn constraint_indices(&self) -> Vec<usize> {
-        (0..self.invariants.len())
-            .filter(|&i| {
-                let (n, k) = &self.invariants[i];
-                (*k == InvariantKind::Constraint && !is_hidden(n)) || is_length(n)
-            })
-            .collect()
-    }
-
-    /// Indices of the hidden (velocity-level) constraints `∇g·q̇` of holonomic ones.
-    pub fn hidden_constraint_indices(&self) -> Vec<usize> {
-        (0..self.invariants.len())
-            .filter(|&i| self.invariants[i].1 == InvariantKind::Constraint && is_hidden(&self.invariants[i].0))
-            .collect()
-    }
-
-    /// What makes the run untrustworthy (non-finite values, an energy or
-    /// constraint error beyond [`hamel_runtime::Health`]'s defaults); empty if nothing.
-    pub fn warnings(&self) -> Vec<String> {
-        self.monitor.warnings(&hamel_runtime::Health::default())
-    }
-
-    /// The run summary (the `--summary json` object).
-    pub fn summary(&self, file: &str) -> Value {
-        let reports = self.monitor.reports();
-        let energy = &reports[0];
-        // The largest of an error over a set of quantities (None for an empty set).
-        let largest = |ix: Vec<usize>, f: fn(&hamel_runtime::InvariantReport) -> f64| {
-            ix.into_iter().map(|i| f(&reports[i])).reduce(f64::max)
-        };
-        let constraint = largest(self.constraint_indices(), |r| r.max_abs_error);
-        let hidden = largest(self.hidden_constraint_indices(), |r| r.max_abs_error);
-        let momentum = largest(self.momentum_indices(), |r| r.max_rel_error);
-        let invariants: serde_json::Map<String, Value> = reports
-            .iter()
-            .map(|r| {
-                (
-                    r.name.clone(),
-                    json!({
-                        "kind": format!("{:?}", r.kind).to_lowercase(),
-                        "initial": r.initial, "min": r.min, "max": r.max,
-                        "max_abs_error": r.max_abs_error, "max_rel_error": r.max_rel_error,
-                    }),
-                )
-            })
-            .collect();
-        let warnings = self.warnings();
-        json!({
-            "ok": warnings.is_empty(),
-            "warnings": warnings,
-            "model": self.model,
-            "file": file,
-            "scheme": self.scheme,
-            "backend": self.backend.name(),
-            "backend_prepare_ms": self.prepare_ms,
-            "initial": self.initial,
-            "steps": self.options.steps,
-            "h": self.options.h,
-            "t_end": self.options.steps as f64 * self.options.h,
-            "compensated": self.options.compensated,
-            "energy_initial": energy.initial,
-            "energy_min": energy.min,
-            "energy_max": energy.max,
-            "max_energy_error_rel": energy.max_rel_error,
-            "max_energy_error_abs": energy.max_abs_error,
-            "max_constraint_error": constraint,
-            "max_hidden_constraint_error": hidden,
-            "max_momentum_error_rel": momentum,
-            "newton_iterations_mean": self.newton.mean(),
-            "newton_iterations_max": self.newton.max_iterations,
-            "ns_per_step": self.ns_per_step,
-            "invariants": invariants,
-        })
-    }
-
-    /// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
-    /// each quantity and its error) into `dir`.
-    pub fn write_csv(&self, dir: &Path) -> Result<(), Error> {
-        let out = Error::writing(dir);
-        std::fs::create_dir_all(dir).map_err(out)?;
-        let mut t = std::io::BufWriter::new(crate::output::create(&dir.join("trajectory.csv"))?);
-        let header: Vec<String> = ["step".to_string(), "t".to_string()]
-            .into_iter()
-            .chain(self.coordinates.iter().cloned())
-            .chain(self.velocities.iter().cloned())
-            .collect();
-        writeln!(t, "{}", header.join(",")).map_err(out)?;
-        for k in 0..self.steps.len() {
-            let row: Vec<String> = self.q[k].iter().chain(&self.v[k]).map(|x| format!("{x:e}")).collect();
-            writeln!(t, "{},{:e},{}", self.steps[k], self.time(k), row.join(",")).map_err(out)?;
-        }
-        t.flush().map_err(out)?;
-        let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
-        let mut header = vec!["step".to_string(), "t".to_string()];
-        for (n, k) in &self.invariants {
-            header.push(n.clone());
-            header.push(match k {
-                InvariantKind::Energy => format!("{n}_error_rel"),
-                InvariantKind::Constraint => format!("{n}_residual_abs"),
-                InvariantKind::Monitored => format!("{n}_error_abs"),
-            });
-        }
-        writeln!(d, "{}", header.join(",")).map_err(out)?;
-        for k in 0..self.steps.len() {
-            let mut row = vec![self.steps[k].to_string(), format!("{:e}", self.time(k))];
-            for i in 0..self.invariants.len() {
-                row.push(format!("{:e}", self.values[k][i]));
-                row.push(format!("{:e}", self.error(i, k)));
-            }
-            writeln!(d, "{}", row.join(",")).map_err(out)?;
-        }
-        d.flush().map_err(out)
-    }
-}
-
-fn is_momentum(name: &str) -> bool {
-    name.starts_with('J') || name.to_lowercase().contains("momentum")
-}
-
-fn is_hidden(name: &str) -> bool {
-    name.ends_with("(velocity)")
-}
-
-fn is_length(name: &str) -> bool {
-    name.starts_with("length") || name.starts_with("norm")
-}
-
-/// Runs `sys` from `state`. A failed step ends the run with its error (step
-/// number, residual norm, iterations).
-pub fn run(sys: &System, mut state: DynState, initial: Option<String>, opt: &RunOptions) -> Result<Run, Error> {
-    let info: Vec<(String, InvariantKind)> = sys
-        .invariant_info()
-        .into_iter()
-        .map(|(n, k)| (n.to_string(), k))
-        .collect();
-    let every = if opt.record_every > 0 {
-        opt.record_every
-    } else {
-        opt.steps.div_ceil(20_000).max(1)
-    };
-    let c = sys.compiled();
-    let mut run = Run {
-        model: c.model.clone(),
-        scheme: c.scheme.clone(),
-        backend: sys.backend(),
-        prepare_ms: sys.prepare_time().as_secs_f64() * 1e3,
-        initial,
-        options: RunOptions {
-            record_every: every,
-            ..opt.clone()
-        },
-        coordinates: c.coordinates.clone(),
-        velocities: c.velocities.clone(),
-        invariants: info.clone(),
-        steps: Vec::new(),
-        q: Vec::new(),
-        v: Vec::new(),
-        values: Vec::new(),
-        monitor: Monitor::new(&info),
-        newton: NewtonStats::default(),
-        ns_per_step: 0.0,
-    };
-    let mut stepper = DynStepper::new(sys, opt.h)?.with_compensation(opt.compensated);
-    let observe = |st: &DynState, run: &mut Run, record: bool| -> Result<(), Error> {
-        let (q, v) = sys.physical(&st.z, st.step)?;
-        let values = sys.invariants_at(&q, &v);
-        run.monitor.observe(&values);
-        if record {
-            run.steps.push(st.step);
-            run.q.push(q);
-            run.v.push(v);
-            run.values.push(values);
-        }
-        Ok(())
-    };
-    observe(&state, &mut run, true)?;
+/// Runs `sys` from `state`, with a progress bar on a terminal for runs
+/// longer than about a second when `progress` is set. A failed step ends the
+/// run with [`Error::RunFailed`] (the run up to there inside).
+pub fn run(
+    sys: &System,
+    state: DynState,
+    initial: Option<String>,
+    opt: &RunOptions,
+    progress: bool,
+) -> Result<Run, Error> {
     let started = Instant::now();
-    let mut stepping = Duration::ZERO;
     let mut bar: Option<indicatif::ProgressBar> = None;
-    for k in 1..=opt.steps {
-        let t0 = Instant::now();
-        if let Err(error) = stepper.step(&mut state) {
-            if let Some(b) = bar.take() {
-                b.finish_and_clear();
-            }
-            // Keep the last good state in the records, then hand back what was computed.
-            if run.steps.last() != Some(&state.step) {
-                observe(&state, &mut run, true)?;
-            }
-            run.newton = stepper.stats;
-            run.options.steps = state.step;
-            return Err(Error::RunFailed {
-                error,
-                partial: Box::new(run),
-            });
-        }
-        stepping += t0.elapsed();
-        observe(&state, &mut run, k % every == 0 || k == opt.steps)?;
-        if opt.progress
-            && bar.is_none()
-            && k % 256 == 0
-            && started.elapsed() > Duration::from_secs(1)
-            && std::io::stderr().is_terminal()
-        {
+    let mut tick = |k: u64| {
+        if progress && bar.is_none() && started.elapsed() > Duration::from_secs(1) && std::io::stderr().is_terminal() {
             // Created late, at the current position, so the rate (and ETA) it
             // estimates is that of the steps still to come.
             let b = indicatif::ProgressBar::new(opt.steps).with_position(k);
@@ -304,24 +33,62 @@ pub fn run(sys: &System, mut state: DynState, initial: Option<String>, opt: &Run
                     .expect("valid template")
                     .progress_chars("=> "),
             );
-            b.set_message(run.scheme.clone());
+            b.set_message(sys.compiled().scheme.clone());
             b.reset_eta();
             bar = Some(b);
         }
         if let Some(b) = &bar {
-            if k % 256 == 0 {
-                b.set_position(k);
-            }
+            b.set_position(k);
         }
-    }
+    };
+    let result = hamel_load::run::run_observed(sys, state, initial, opt, &mut tick);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    run.newton = stepper.stats;
-    run.ns_per_step = if opt.steps > 0 {
-        stepping.as_nanos() as f64 / opt.steps as f64
-    } else {
-        0.0
-    };
-    Ok(run)
+    result.map_err(|e| match e {
+        hamel_load::RunError::Start(e) => Error::Step(e),
+        hamel_load::RunError::Failed(f) => Error::RunFailed {
+            error: f.error,
+            partial: f.partial,
+        },
+    })
+}
+
+/// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
+/// each quantity and its error) of `run` into `dir`.
+pub fn write_csv(run: &Run, dir: &Path) -> Result<(), Error> {
+    let out = Error::writing(dir);
+    std::fs::create_dir_all(dir).map_err(out)?;
+    let mut t = std::io::BufWriter::new(crate::output::create(&dir.join("trajectory.csv"))?);
+    let header: Vec<String> = ["step".to_string(), "t".to_string()]
+        .into_iter()
+        .chain(run.coordinates.iter().cloned())
+        .chain(run.velocities.iter().cloned())
+        .collect();
+    writeln!(t, "{}", header.join(",")).map_err(out)?;
+    for k in 0..run.steps.len() {
+        let row: Vec<String> = run.q[k].iter().chain(&run.v[k]).map(|x| format!("{x:e}")).collect();
+        writeln!(t, "{},{:e},{}", run.steps[k], run.time(k), row.join(",")).map_err(out)?;
+    }
+    t.flush().map_err(out)?;
+    let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
+    let mut header = vec!["step".to_string(), "t".to_string()];
+    for (n, k) in &run.invariants {
+        header.push(n.clone());
+        header.push(match k {
+            InvariantKind::Energy => format!("{n}_error_rel"),
+            InvariantKind::Constraint => format!("{n}_residual_abs"),
+            InvariantKind::Monitored => format!("{n}_error_abs"),
+        });
+    }
+    writeln!(d, "{}", header.join(",")).map_err(out)?;
+    for k in 0..run.steps.len() {
+        let mut row = vec![run.steps[k].to_string(), format!("{:e}", run.time(k))];
+        for i in 0..run.invariants.len() {
+            row.push(format!("{:e}", run.values[k][i]));
+            row.push(format!("{:e}", run.error(i, k)));
+        }
+        writeln!(d, "{}", row.join(",")).map_err(out)?;
+    }
+    d.flush().map_err(out)
 }

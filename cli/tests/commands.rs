@@ -589,3 +589,81 @@ fn output_never_overwrites_foreign_files_nor_writes_through_links() {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     }
 }
+
+#[test]
+fn sweep_runs_one_member_per_row_and_keeps_the_good_ones_when_one_fails() {
+    let dir = tmp("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let members = dir.join("members.csv");
+    // Row 2 breaks the constraint γ·ξ = 0 (ξ[2] along γ): that member fails alone.
+    std::fs::write(
+        &members,
+        "# g and the initial spin\ninit,g,xi[0],xi[2]\npublished,9.8,0.6,\nover_equator,5,,\npublished,9.8,,3\n,1,0.1,\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let (code, out, err) = hamel(&[
+        "sweep",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.2",
+        "--steps",
+        "500",
+        "--members",
+        members.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(3), "one member fails: exit 3\n{out}\n{err}");
+    assert!(out.contains("3 ok, 0 flagged, 1 failed"), "{out}");
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    assert_eq!(
+        rows.iter().map(|r| r[1]).collect::<Vec<_>>(),
+        ["true", "true", "false", "true"]
+    );
+    assert!(
+        rows[2][7].contains("constraint"),
+        "the failure names its cause: {}",
+        rows[2][7]
+    );
+    // Member 0 is the published run: its energy error is the published figure's order.
+    let e: f64 = rows[0][3].parse().unwrap();
+    assert!(e > 0.0 && e < 1e-3, "{e}");
+    // It agrees with `simulate` of the same case to the bit (final state).
+    let sim = dir.join("sim");
+    let (code, ..) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.2",
+        "--steps",
+        "500",
+        "--no-plots",
+        "--out",
+        sim.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0));
+    let traj = std::fs::read_to_string(sim.join("trajectory.csv")).unwrap();
+    let last: Vec<&str> = traj.lines().last().unwrap().split(',').collect();
+    let final_sweep: Vec<f64> = rows[0][8..].iter().map(|x| x.parse().unwrap()).collect();
+    let final_sim: Vec<f64> = last[2..].iter().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(final_sweep, final_sim);
+    // A row with the wrong number of cells is a located error.
+    std::fs::write(&members, "g,xi[0]\n1\n").unwrap();
+    let (code, _, err) = hamel(&[
+        "sweep",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.2",
+        "--steps",
+        "5",
+        "--members",
+        members.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("members.csv:2: 1 cell(s), the header has 2"), "{err}");
+}

@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
 use hamel_jit::JitCode;
@@ -85,9 +86,24 @@ pub struct Evaluator {
     names: Vec<String>,
     /// declared argument slots and their lengths, per function
     inputs: Vec<Vec<(Slot, usize)>>,
-    programs: Vec<Program>,
-    jit: Option<JitCode>,
+    programs: Arc<[Program]>,
+    /// shared by clones: native code is read-only once compiled
+    jit: Option<Arc<JitCode>>,
     scratch: RefCell<Scratch>,
+}
+
+/// A clone shares the programs and the native code and has its own scratch
+/// space, so each thread of an ensemble evaluates with its own clone.
+impl Clone for Evaluator {
+    fn clone(&self) -> Evaluator {
+        Evaluator {
+            names: self.names.clone(),
+            inputs: self.inputs.clone(),
+            programs: Arc::clone(&self.programs),
+            jit: self.jit.clone(),
+            scratch: RefCell::new(Scratch::default()),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -150,13 +166,15 @@ impl Evaluator {
             Backend::Jit => {
                 let lengths: Vec<Vec<usize>> = inputs.iter().map(|s| s.iter().map(|&(_, n)| n).collect()).collect();
                 let refs: Vec<(&Program, &[usize])> = programs.iter().zip(&lengths).map(|(p, l)| (p, &l[..])).collect();
-                Some(JitCode::compile(&refs).map_err(|e| LoadError::Jit(e.to_string()))?)
+                Some(Arc::new(
+                    JitCode::compile(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
+                ))
             }
         };
         Ok(Evaluator {
             names,
             inputs,
-            programs,
+            programs: programs.into(),
             jit,
             scratch: RefCell::new(Scratch::default()),
         })

@@ -26,7 +26,10 @@
 
 #![warn(missing_docs)]
 
+pub mod ensemble;
 pub mod evaluator;
+pub mod initial;
+pub mod run;
 pub mod system;
 
 use std::path::Path;
@@ -36,7 +39,10 @@ use hamel_compiler::emit::compiled::CompiledStep;
 pub use hamel_compiler::scheme::Scheme;
 pub use hamel_compiler::Model;
 
+pub use ensemble::{run_many, Member};
 pub use evaluator::{Args, Evaluator, Slot};
+pub use initial::{initial, parse_override, Overrides};
+pub use run::{run, Run, RunError, RunFailed, RunOptions};
 pub use system::System;
 
 /// Largest model file read, in bytes: model files are small text files.
@@ -104,6 +110,10 @@ pub enum LoadError {
     /// a bad name or value given by the caller
     #[error("{0}")]
     Usage(String),
+    /// the initial state cannot be taken (off the constraints, a singular
+    /// observation, non-finite values)
+    #[error("{0}")]
+    State(hamel_runtime::StepError),
 }
 
 impl From<hamel_compiler::scheme::SchemeError> for LoadError {
@@ -142,6 +152,16 @@ pub fn load_source(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Mod
 /// Derives `scheme` for `model` and prepares it for `backend`.
 pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, LoadError> {
     let sys = scheme.derive(model)?;
+    let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
+    System::new(step, backend)
+}
+
+/// [`compile`], with the step map's sensitivity `∂z'/∂z` compiled too (for
+/// [`hamel_runtime::DynStepper::step_with_sensitivity`]); it costs compile
+/// time, so it is compiled only when asked for.
+pub fn compile_with_sensitivity(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, LoadError> {
+    let mut sys = scheme.derive(model)?;
+    sys.add_sensitivity();
     let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
     System::new(step, backend)
 }

@@ -12,9 +12,13 @@ use crate::evaluator::{Args, Evaluator, FnId, Slot};
 use crate::{Backend, LoadError};
 
 /// A compiled step with parameter values.
-#[derive(Debug)]
+///
+/// A clone shares the compiled native code and has its own scratch space:
+/// clone a system for each thread that steps it (a `System` is `Send`, not
+/// `Sync`).
+#[derive(Clone, Debug)]
 pub struct System {
-    step: CompiledStep,
+    step: std::sync::Arc<CompiledStep>,
     params: Vec<f64>,
     kernels: Evaluator,
     hot: Hot,
@@ -23,12 +27,14 @@ pub struct System {
 }
 
 /// The functions Newton calls every iteration, looked up once.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Hot {
     residual: FnId,
     jacobian: FnId,
     increment: FnId,
     predict: FnId,
+    /// compiled only when asked for ([`crate::compile_with_sensitivity`])
+    sensitivity: Option<FnId>,
 }
 
 impl System {
@@ -48,9 +54,10 @@ impl System {
             jacobian: get("jacobian")?,
             increment: get("increment")?,
             predict: get("predict")?,
+            sensitivity: kernels.id("sensitivity_parts"),
         };
         Ok(Self {
-            step,
+            step: step.into(),
             params,
             kernels,
             hot,
@@ -88,6 +95,31 @@ impl System {
             return Err(format!("parameter `{name}` = {value} is not finite"));
         }
         self.params[k] = value;
+        Ok(())
+    }
+
+    /// The current parameter values, in the order of [`CompiledStep::params`].
+    pub fn parameters_vec(&self) -> Vec<f64> {
+        self.params.clone()
+    }
+
+    /// Sets every parameter at once, in the order of [`CompiledStep::params`].
+    pub fn set_param_values(&mut self, values: &[f64]) -> Result<(), String> {
+        if values.len() != self.params.len() {
+            return Err(format!(
+                "model `{}` has {} parameter(s), {} value(s) given",
+                self.step.model,
+                self.params.len(),
+                values.len()
+            ));
+        }
+        if let Some(k) = values.iter().position(|x| !x.is_finite()) {
+            return Err(format!(
+                "parameter `{}` = {} is not finite",
+                self.step.params[k].0, values[k]
+            ));
+        }
+        self.params.copy_from_slice(values);
         Ok(())
     }
 
@@ -263,6 +295,28 @@ impl Kernels<Dyn, Dyn> for System {
         self.kernels
             .eval_dd(self.hot.increment, &args, Slot::Z, lo.as_slice(), out.as_mut_slice());
         true
+    }
+
+    fn sensitivity_parts(
+        &self,
+        h: f64,
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+    ) -> Option<(DMatrix<f64>, DMatrix<f64>, DMatrix<f64>)> {
+        let f = self.hot.sensitivity?;
+        let (nz, nx) = (z.len(), x.len());
+        let h = [h];
+        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let mut flat = vec![0.0; nx * nz + nz * nz + nz * nx];
+        self.kernels.eval(f, &args, &mut flat);
+        // Row-major blocks ∂R/∂z (nx×nz), ∂U/∂z (nz×nz), ∂U/∂x (nz×nx).
+        let (rz, rest) = flat.split_at(nx * nz);
+        let (uz, ux) = rest.split_at(nz * nz);
+        Some((
+            DMatrix::from_row_slice(nx, nz, rz),
+            DMatrix::from_row_slice(nz, nz, uz),
+            DMatrix::from_row_slice(nz, nx, ux),
+        ))
     }
 
     fn observe_size(&self) -> usize {

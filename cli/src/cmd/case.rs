@@ -48,9 +48,8 @@ pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run
         steps,
         compensated: case.compensated,
         record_every: every,
-        progress: true,
     };
-    let run = simulate::run(&sys, state, init, &opt)?;
+    let run = simulate::run(&sys, state, init, &opt, true)?;
     Ok((run, sys))
 }
 

@@ -47,7 +47,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     let file = case.model.display().to_string();
     let dir = out_dir(case, &model.name, "compare")?;
     for (r, s) in runs.iter().zip(&chosen) {
-        r.write_csv(&dir.join(scheme_name(*s)))?;
+        hamel_cli::simulate::write_csv(r, &dir.join(scheme_name(*s)))?;
     }
     if !case.no_plots {
         figures::write(&runs.iter().collect::<Vec<_>>(), &dir)?;

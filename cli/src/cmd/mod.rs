@@ -6,3 +6,4 @@ pub mod compare;
 pub mod patterns;
 pub mod report;
 pub mod simulate;
+pub mod sweep;

@@ -29,7 +29,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
     let a = patterns::analyse(&t, &pos);
     let dir = out_dir(case, &run.model, "patterns")?;
-    run.write_csv(&dir)?;
+    hamel_cli::simulate::write_csv(&run, &dir)?;
     let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
     let resonant: Vec<serde_json::Value> = match a.reduced_period {
         Some(p) => [(1i32, 1i32), (-1, 1), (1, 2), (-1, 2), (1, 3), (-1, 3)]

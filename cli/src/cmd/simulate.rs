@@ -12,7 +12,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         Err(Error::RunFailed { error, partial }) => {
             // What was computed up to the failure is worth seeing.
             let dir = out_dir(case, &partial.model, scheme_name(scheme))?;
-            partial.write_csv(&dir)?;
+            hamel_cli::simulate::write_csv(&partial, &dir)?;
             if !case.no_plots && partial.steps.len() > 1 {
                 figures::write(&[&partial], &dir)?;
             }
@@ -29,7 +29,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     let file = case.model.display().to_string();
     let summary = run.summary(&file);
     let dir = out_dir(case, &run.model, scheme_name(scheme))?;
-    run.write_csv(&dir)?;
+    hamel_cli::simulate::write_csv(&run, &dir)?;
     hamel_cli::output::write(&dir.join("summary.json"), format!("{summary:#}\n"))?;
     let plots = if case.no_plots {
         Vec::new()

@@ -1,0 +1,192 @@
+//! `hamel sweep`: one run per row of a CSV file of initial states and
+//! parameter values, on every core, and one summary row per member.
+
+use std::path::Path;
+use std::time::Instant;
+
+use hamel_cli::case::pairs;
+use hamel_cli::simulate::RunOptions;
+use hamel_cli::{load_model, scheme_name, Error};
+use hamel_compiler::scheme::Scheme;
+use hamel_load::ensemble::MemberError;
+use hamel_load::Member;
+
+use super::case::{out_dir, steps_of};
+use crate::CaseArgs;
+
+/// Reads the members: a header row naming columns, one member per row. A
+/// column is `init` (a named initial state), a parameter of the model, or a
+/// coordinate or velocity component (`th`, `x[1]`, `th'`); an empty cell
+/// keeps the default. `#` starts a comment line.
+pub fn read_members(path: &Path, params: &[&str], base: &Member) -> Result<Vec<Member>, Error> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| Error::Usage(format!("cannot read `{shown}`: {e}")))?;
+    if !meta.is_file() || meta.len() > 64 << 20 {
+        return Err(Error::Usage(format!("`{shown}`: not a regular file of at most 64 MiB")));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read `{shown}`: {e}")))?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim().trim_start_matches('\u{feff}')))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let (_, header) = lines
+        .next()
+        .ok_or_else(|| Error::Usage(format!("`{shown}`: no header row")))?;
+    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
+    let mut members = Vec::new();
+    for (line, row) in lines {
+        let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+        if cells.len() != columns.len() {
+            return Err(Error::Usage(format!(
+                "{shown}:{line}: {} cell(s), the header has {}",
+                cells.len(),
+                columns.len()
+            )));
+        }
+        let mut m = base.clone();
+        for (col, cell) in columns.iter().zip(&cells) {
+            if cell.is_empty() {
+                continue;
+            }
+            if *col == "init" {
+                m.init = Some(cell.to_string());
+                continue;
+            }
+            let x: f64 = cell.parse().map_err(|e| {
+                Error::Usage(format!(
+                    "{shown}:{line}: column `{col}`: `{cell}` is not a number ({e})"
+                ))
+            })?;
+            if params.contains(col) {
+                m.params.push((col.to_string(), x));
+            } else {
+                m.state.push((col.to_string(), vec![x]));
+            }
+        }
+        members.push(m);
+    }
+    if members.is_empty() {
+        return Err(Error::Usage(format!("`{shown}`: no members (rows after the header)")));
+    }
+    Ok(members)
+}
+
+pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Option<usize>) -> Result<(), Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let params = pairs::<f64>("--set", &case.set)?;
+    let steps = steps_of(case)?;
+    let model = load_model(&case.model, &sizes)?;
+    let sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
+    let base = Member {
+        init: case.init.clone(),
+        state: case
+            .state
+            .iter()
+            .map(|o| hamel_load::parse_override(o).map_err(|e| Error::Usage(format!("--state: {e}"))))
+            .collect::<Result<_, _>>()?,
+        params: Vec::new(),
+    };
+    let names: Vec<&str> = sys.compiled().params.iter().map(|(n, _)| n.as_str()).collect();
+    let members = read_members(members, &names, &base)?;
+    // Only the summaries are kept: record the first and the last state.
+    let opt = RunOptions {
+        h: case.h,
+        steps,
+        compensated: case.compensated,
+        record_every: steps.max(1),
+    };
+    let started = Instant::now();
+    let results = hamel_load::run_many(&sys, &members, &opt, threads)?;
+    let wall = started.elapsed().as_secs_f64();
+    let c = sys.compiled();
+    let dir = out_dir(case, &c.model, &format!("{}-sweep", scheme_name(scheme)))?;
+    let mut header = vec![
+        "member",
+        "ok",
+        "steps",
+        "max_energy_error_rel",
+        "max_constraint_error",
+        "max_momentum_error_rel",
+        "newton_iterations_mean",
+        "message",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    header.extend(c.coordinates.iter().map(|n| format!("final {n}")));
+    header.extend(c.velocities.iter().map(|n| format!("final {n}")));
+    let mut rows = vec![header.join(",")];
+    let (mut failed, mut flagged) = (0usize, 0usize);
+    let g = |x: &serde_json::Value| x.as_f64().map(|x| format!("{x:e}")).unwrap_or_default();
+    for (i, r) in results.iter().enumerate() {
+        let (run, message) = match r {
+            Ok(run) => (Some(run), run.warnings().join("; ")),
+            Err(MemberError::Run(hamel_load::RunError::Failed(f))) => (Some(&*f.partial), f.error.to_string()),
+            Err(e) => (None, e.to_string()),
+        };
+        let ok = r.is_ok() && message.is_empty();
+        match (r.is_ok(), ok) {
+            (false, _) => failed += 1,
+            (true, false) => flagged += 1,
+            _ => {}
+        }
+        let message = message.replace([',', '\n'], ";");
+        let mut row = vec![i.to_string(), ok.to_string()];
+        match run {
+            Some(run) => {
+                let s = run.summary(&case.model.display().to_string());
+                row.push(run.options.steps.to_string());
+                for k in [
+                    "max_energy_error_rel",
+                    "max_constraint_error",
+                    "max_momentum_error_rel",
+                    "newton_iterations_mean",
+                ] {
+                    row.push(g(&s[k]));
+                }
+                row.push(message);
+                let last = run.q.len() - 1;
+                row.extend(run.q[last].iter().chain(&run.v[last]).map(|x| format!("{x:e}")));
+            }
+            None => {
+                row.extend(["0", "", "", "", ""].map(String::from));
+                row.push(message);
+                row.extend(std::iter::repeat_n(
+                    String::new(),
+                    c.coordinates.len() + c.velocities.len(),
+                ));
+            }
+        }
+        rows.push(row.join(","));
+    }
+    let file = dir.join("sweep.csv");
+    hamel_cli::output::write(&file, rows.join("\n") + "\n")?;
+    let n = members.len();
+    hamel_cli::out!(
+        "{} — {}, h = {}, {} steps, {n} member(s) on {} thread(s)",
+        c.model,
+        c.scheme,
+        case.h,
+        steps,
+        threads.unwrap_or_else(rayon_threads)
+    );
+    hamel_cli::out!(
+        "{} ok, {flagged} flagged, {failed} failed; {wall:.2} s wall, {:.0} ns per member-step",
+        n - failed - flagged,
+        wall * 1e9 / (n as f64 * steps.max(1) as f64)
+    );
+    hamel_cli::out!("wrote {}", file.display());
+    if failed + flagged > 0 {
+        return Err(Error::Untrustworthy(format!(
+            "{} of {n} member(s) failed or were flagged (see the `message` column of {})",
+            failed + flagged,
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
