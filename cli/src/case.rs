@@ -39,7 +39,7 @@ pub fn system(model: &Model, scheme: Scheme, backend: Backend, params: &[(String
 }
 
 /// The initial state: the named one (or the file's first), with components
-/// replaced by `--state VAR=V1,V2,…` (see [`hamel_load::initial`]). Returns
+/// replaced by `--state VAR=V1,V2,…` (see [`hamel_load::initial()`]). Returns
 /// the state and the name used.
 pub fn initial(
     sys: &System,

@@ -1,4 +1,4 @@
-//! Runs from the command line: [`hamel_load::run`] with a progress bar on a
+//! Runs from the command line: [`hamel_load::run()`] with a progress bar on a
 //! terminal, and the run's CSV files.
 
 use std::io::{IsTerminal, Write};

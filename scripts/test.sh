@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Every test: the Rust workspace, then the Python package built into a venv
+# (target/venv) and its pytest suite. Needs a Rust toolchain and Python >= 3.9
+# with venv; pip fetches maturin, numpy, pytest and dask.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace
+python3 -m venv target/venv
+target/venv/bin/python -m pip install -q --upgrade pip
+target/venv/bin/python -m pip install -q "./python[test,dask]"
+target/venv/bin/python -m pytest -q python/tests
