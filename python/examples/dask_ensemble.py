@@ -42,10 +42,14 @@ def perturbations(n, seed=0):
     ]
 
 
-def run_on_dask(client, path, scheme, h, steps, init, params, chunk=64):
-    """Submits one task per chunk of `params` and gathers the results in order."""
+def run_on_dask(client, path, scheme, h, steps, init, params, chunk=64, threads=None):
+    """Submits one task per chunk of `params` and gathers the results in order.
+
+    `threads`: Rust threads per task (default: every core of the worker's
+    machine); with one single-threaded worker process per core, give 1.
+    """
     chunks = [params[i : i + chunk] for i in range(0, len(params), chunk)]
-    futures = [client.submit(run_chunk, path, scheme, h, steps, init, c, pure=False) for c in chunks]
+    futures = [client.submit(run_chunk, path, scheme, h, steps, init, c, threads, pure=False) for c in chunks]
     return [r for part in client.gather(futures) for r in part]
 
 
@@ -55,7 +59,7 @@ def main(path="models/double_spherical_pendulum.hamel", n=1000, steps=1000):
     params = perturbations(n)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, Client(cluster) as client:
         t0 = time.perf_counter()
-        results = run_on_dask(client, path, "hamel", 0.01, steps, "pattern_I", params)
+        results = run_on_dask(client, path, "hamel", 0.01, steps, "pattern_I", params, threads=1)
         wall = time.perf_counter() - t0
     failed = sum("error" in r for r in results)
     worst = max(r["summary"]["max_energy_error_rel"] for r in results if "error" not in r)
