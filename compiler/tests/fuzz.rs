@@ -2,9 +2,18 @@
 //! proptest: mutated model files and generated models. Nothing may panic or
 //! hang; every input ends in a model or in located errors.
 //!
-//! Longer run: `PROPTEST_CASES=20000 cargo test --release -p hamel-compiler --test fuzz`.
+//! Longer run: `PROPTEST_CASES=20000 cargo test --release -p hamel-compiler --test fuzz`
+//! (the variable sets the number of cases of each property; CI runs 300 + 200).
 
 use hamel_compiler::scheme::Scheme;
+
+/// Cases per property: `PROPTEST_CASES` if set, else `ci`.
+fn cases(ci: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ci)
+}
 use proptest::prelude::*;
 
 const MODELS: &[&str] = &[
@@ -95,7 +104,7 @@ fn mutation() -> impl Strategy<Value = (usize, usize, usize, String)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(300), ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_model_files_never_panic((m, at, del, insert) in mutation()) {
@@ -134,7 +143,7 @@ fn expr(names: Vec<&'static str>) -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
 
     #[test]
     fn generated_models_never_panic(

@@ -128,6 +128,17 @@ pub fn initial(
             .unwrap_or_default();
         return Err(LoadError::Usage(format!("state: no value for `{n}`")));
     }
+    if let Some(why) = sys.metric_diagnosis(&q, &v) {
+        let at = match (&name, overrides.is_empty()) {
+            (Some(n), true) => format!("initial state `{n}`"),
+            (Some(n), false) => format!("initial state `{n}` as modified"),
+            (None, _) => "the initial state given".to_string(),
+        };
+        return Err(LoadError::Usage(format!(
+            "model `{}`: at {at} the kinetic metric (with the constraints) is singular, so the velocities are not determined: {why}",
+            c.model
+        )));
+    }
     let state = sys.initial_state(&q, &v).map_err(LoadError::State)?;
     let label = match (&name, overrides.is_empty()) {
         (Some(n), true) => Some(n.clone()),

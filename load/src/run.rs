@@ -181,6 +181,9 @@ impl Run {
             "newton_iterations_mean": self.newton.mean(),
             "newton_iterations_max": self.newton.max_iterations,
             "ns_per_step": self.ns_per_step,
+            "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
+            "metric_condition_max": self.monitor.conditioning().map(|c| c.max),
+            "metric_condition_max_step": self.monitor.conditioning().map(|c| c.max_at),
             "invariants": invariants,
         })
     }
@@ -247,10 +250,15 @@ pub fn run_observed(
     let mut stepper = DynStepper::new(sys, opt.h)
         .map_err(RunError::Start)?
         .with_compensation(opt.compensated);
+    // The metric's conditioning is watched every step where it can change.
+    let watch = sys.metric_varies();
     let observe = |st: &DynState, run: &mut Run, record: bool| -> Result<(), StepError> {
         let (q, v) = sys.physical(&st.z, st.step)?;
         let values = sys.invariants_at(&q, &v);
         run.monitor.observe(&values);
+        if watch || st.step == 0 {
+            run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
+        }
         if record {
             run.steps.push(st.step);
             run.q.push(q);

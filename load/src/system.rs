@@ -183,6 +183,124 @@ impl System {
         out
     }
 
+    /// Condition number of the constrained kinetic metric `[[M, Aᵀ], [A, 0]]`
+    /// at a physical state (see [`CompiledStep::metric_size`]): infinite where
+    /// it is singular (velocities the Lagrangian does not determine, redundant
+    /// constraints, a singularity of the coordinates). Exact (eigenvalues) up
+    /// to size 12, estimated from the pivots of its LU factors above.
+    pub fn metric_condition(&self, q: &[f64], v: &[f64]) -> f64 {
+        self.metric_condition_with(&self.params, q, v)
+    }
+
+    /// The constrained kinetic metric at `(q, v)` with parameter values `p`, row-major.
+    fn metric(&self, p: &[f64], q: &[f64], v: &[f64]) -> Vec<f64> {
+        let n = self.step.metric_size;
+        let mut k = vec![0.0; n * n];
+        let args = Args::default().with(Slot::P, p).with(Slot::Q, q).with(Slot::V, v);
+        self.run("metric", &args, &mut [&mut k]);
+        k
+    }
+
+    /// Why the constrained kinetic metric is singular at `(q, v)`, naming the
+    /// cause; `None` where it is not (condition number below 1e12).
+    pub fn metric_diagnosis(&self, q: &[f64], v: &[f64]) -> Option<String> {
+        let cond = self.metric_condition(q, v);
+        if cond <= 1e12 {
+            return None;
+        }
+        let n = self.step.metric_size;
+        let m = v.len().min(n);
+        let k = DMatrix::from_row_slice(n, n, &self.metric(&self.params, q, v));
+        // Constraints that repeat one another: the rows of A are dependent.
+        if n > m {
+            let a = k.view((m, 0), (n - m, m)).into_owned();
+            let sv = a.singular_values();
+            let top = sv.max();
+            let rank = sv.iter().filter(|&&s| s > top * 1e-10).count();
+            if rank < n - m {
+                return Some(format!(
+                    "the {} velocity-level constraints have rank {rank}: some repeat or combine others; state each once",
+                    n - m
+                ));
+            }
+        }
+        // A parameter that zeroes a mass or a length.
+        let zero: Vec<usize> = (0..self.params.len()).filter(|&i| self.params[i] == 0.0).collect();
+        if !zero.is_empty() {
+            let mut p = self.params.clone();
+            for &i in &zero {
+                p[i] = 1.0;
+            }
+            if self.metric_condition_with(&p, q, v) <= 1e12 {
+                let names: Vec<&str> = zero.iter().map(|&i| self.step.params[i].0.as_str()).collect();
+                return Some(format!(
+                    "parameter(s) {} = 0 remove the kinetic energy of some motion; give them non-zero values",
+                    names.join(", ")
+                ));
+            }
+        }
+        // A singularity of the coordinates: nearby configurations are regular.
+        let nearby: Vec<f64> = q
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x + 1e-3 * (1.0 + x.abs()) * if i % 2 == 0 { 1.0 } else { -0.7 })
+            .collect();
+        if self.metric_condition(&nearby, v) <= 1e12 {
+            return Some(
+                "the configuration is a singular point of the coordinates (such as the pole of spherical angles), where they do not determine the velocities; start away from it, or use coordinates without it (a frame or directors)"
+                    .to_string(),
+            );
+        }
+        // Otherwise velocities without kinetic energy: zero rows of M.
+        let names: Vec<&str> = (0..m)
+            .filter(|&a| (0..m).all(|b| k[(a, b)] == 0.0))
+            .map(|a| self.step.velocities[a].as_str())
+            .collect();
+        Some(if names.is_empty() {
+            "the Lagrangian's velocity terms do not determine every velocity the constraints allow".to_string()
+        } else {
+            format!(
+                "the Lagrangian has no kinetic term in {}: a velocity it does not contain is not determined (constrain it to zero, or add its kinetic energy)",
+                names.join(", ")
+            )
+        })
+    }
+
+    fn metric_condition_with(&self, p: &[f64], q: &[f64], v: &[f64]) -> f64 {
+        let n = self.step.metric_size;
+        if n == 0 {
+            return 1.0;
+        }
+        let k = self.metric(p, q, v);
+        if k.iter().any(|x| !x.is_finite()) {
+            return f64::INFINITY;
+        }
+        let k = DMatrix::from_row_slice(n, n, &k);
+        let (lo, hi) = if n <= 12 {
+            let e = k.symmetric_eigenvalues();
+            e.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                (lo.min(x.abs()), hi.max(x.abs()))
+            })
+        } else {
+            let u = k.lu();
+            let d = u.u().diagonal();
+            d.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                (lo.min(x.abs()), hi.max(x.abs()))
+            })
+        };
+        if lo == 0.0 || lo <= hi * 1e-15 {
+            f64::INFINITY
+        } else {
+            hi / lo
+        }
+    }
+
+    /// Whether the constrained kinetic metric depends on the configuration
+    /// (if not, its conditioning never changes along a run).
+    pub fn metric_varies(&self) -> bool {
+        self.step.metric_varies
+    }
+
     /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
     pub fn invariants(&self, z: &DVector<f64>, step: u64) -> Result<Vec<f64>, StepError> {
         let (q, v) = self.physical(z, step)?;

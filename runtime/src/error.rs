@@ -15,7 +15,7 @@ pub enum StepError {
         residual: f64,
     },
     /// The Newton matrix is singular to working precision.
-    #[error("step {step}: singular Newton matrix at iteration {iterations} (residual norm {residual:.3e}); the state is at or near a singularity of the model's coordinates")]
+    #[error("step {step}: singular Newton matrix at iteration {iterations} (residual norm {residual:.3e}): the step equations have no regular solution near this iterate; if the step size is large for the motion, reduce it; otherwise the state is near a singularity of the model's coordinates (`hamel check` tests the initial states)")]
     Singular {
         /// index of the failed step
         step: u64,

@@ -14,7 +14,7 @@ pub mod system;
 
 pub use error::StepError;
 pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
-pub use monitor::{Health, InvariantReport, Monitor};
+pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
 pub use run::{simulate, simulate_with, RunSummary};
 pub use state::{DynState, State, StateOf};

@@ -31,6 +31,19 @@ pub struct Monitor {
     reports: Vec<InvariantReport>,
     started: bool,
     observed: u64,
+    conditioning: Option<Conditioning>,
+}
+
+/// The condition number of the constrained kinetic metric along a run (see
+/// [`Monitor::observe_conditioning`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Conditioning {
+    /// at the first observation
+    pub initial: f64,
+    /// the largest seen (infinite: singular)
+    pub max: f64,
+    /// the step at which the largest was seen
+    pub max_at: u64,
 }
 
 /// Bounds beyond which a run is flagged as not trustworthy (see [`Monitor::warnings`]).
@@ -42,6 +55,11 @@ pub struct Health {
     /// largest constraint residual accepted (default 1e-6; the hidden velocity
     /// level of holonomic constraints, `… (velocity)`, is not judged)
     pub constraint_abs: f64,
+    /// largest growth of the kinetic metric's condition number over its
+    /// initial value accepted (default 100: a pass near a singularity of the
+    /// coordinates, e.g. the pole of spherical angles, grows it without bound
+    /// while the models' regular motions change it by a factor below 10)
+    pub conditioning_growth: f64,
 }
 
 impl Default for Health {
@@ -49,6 +67,7 @@ impl Default for Health {
         Self {
             energy_rel: 0.1,
             constraint_abs: 1e-6,
+            conditioning_growth: 100.0,
         }
     }
 }
@@ -73,7 +92,35 @@ impl Monitor {
             reports,
             started: false,
             observed: 0,
+            conditioning: None,
         }
+    }
+
+    /// Records the condition number of the constrained kinetic metric at
+    /// `step` (the first call fixes the initial value). Large growth means
+    /// the motion passed near a singularity of the coordinates, where a step
+    /// of fixed size resolves the motion badly (see [`Health::conditioning_growth`]).
+    pub fn observe_conditioning(&mut self, step: u64, cond: f64) {
+        let cond = if cond.is_nan() { f64::INFINITY } else { cond };
+        match &mut self.conditioning {
+            None => {
+                self.conditioning = Some(Conditioning {
+                    initial: cond,
+                    max: cond,
+                    max_at: step,
+                })
+            }
+            Some(c) if cond > c.max => {
+                c.max = cond;
+                c.max_at = step;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The conditioning seen, if it was observed.
+    pub fn conditioning(&self) -> Option<Conditioning> {
+        self.conditioning
     }
 
     /// Records the values at one state (the first call fixes the initial values).
@@ -143,6 +190,17 @@ impl Monitor {
                     ))
                 }
                 _ => {}
+            }
+        }
+        if let Some(c) = self.conditioning {
+            if c.max > health.conditioning_growth * c.initial {
+                out.push(format!(
+                    "at step {} the kinetic metric's condition number reached {:.1e}, {:.0}× its initial {:.1e}: the run passed near a singularity of the coordinates (such as the pole of spherical angles), where the step size does not resolve the motion; use coordinates without it (a frame or directors) or a smaller step",
+                    c.max_at,
+                    c.max,
+                    c.max / c.initial,
+                    c.initial
+                ));
             }
         }
         out

@@ -34,20 +34,47 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
                 model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
             }
         );
+        let mut applicable = None;
         for scheme in Scheme::LIST {
             let label = scheme.name();
             match scheme.derive(&model) {
-                Ok(sys) => hamel_cli::out!(
-                    "  {label:<18} {} unknowns, state of {}",
-                    sys.unknowns.len(),
-                    sys.state.len()
-                ),
+                Ok(sys) => {
+                    applicable.get_or_insert(scheme);
+                    hamel_cli::out!(
+                        "  {label:<18} {} unknowns, state of {}",
+                        sys.unknowns.len(),
+                        sys.state.len()
+                    )
+                }
                 Err(e) => hamel_cli::out!("  {label:<18} not applicable: {e}"),
+            }
+        }
+        // Every initial state must be one a scheme can start from: finite,
+        // on the constraints, with a non-singular kinetic metric.
+        if let Some(scheme) = applicable {
+            let sys = hamel_cli::compile(&model, scheme, hamel_cli::Backend::Interpreter)?;
+            for init in &model.initials {
+                match hamel_load::initial(&sys, Some(&init.name), &[]) {
+                    Ok((state, _)) => {
+                        let (q, v) = sys.physical(&state.z, 0)?;
+                        hamel_cli::out!(
+                            "  initial `{}`: ok (kinetic metric condition number {:.1e})",
+                            init.name,
+                            sys.metric_condition(&q, &v)
+                        )
+                    }
+                    Err(e) => {
+                        eprintln!("{}: initial state `{}`: {e}", path.display(), init.name);
+                        failed += 1;
+                    }
+                }
             }
         }
     }
     if failed > 0 {
-        Err(Error::Model(format!("{failed} model file(s) with errors")))
+        Err(Error::Model(format!(
+            "{failed} model file(s) or initial state(s) with errors"
+        )))
     } else {
         Ok(())
     }

@@ -35,6 +35,13 @@ pub struct CompiledStep {
     /// parameters only: name and number of components, in the order of the
     /// outputs of program `lets` (inputs `p, q, ξ`)
     pub lets: Vec<(String, usize)>,
+    /// size of the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]` that
+    /// function `metric` (inputs `p, q, v`) writes row-major: `M` the Hessian
+    /// of the energy in the velocities, `A` the velocity-level constraint rows
+    pub metric_size: usize,
+    /// whether `K` depends on the configuration (if not, it never needs
+    /// watching along a run)
+    pub metric_varies: bool,
     functions: BTreeMap<String, CompiledFunction>,
 }
 
@@ -96,6 +103,54 @@ impl CompiledStep {
                 outputs: vec![("l".into(), nlets)],
             },
         );
+        // The constrained kinetic metric: K is non-singular exactly when the
+        // velocity terms of the Lagrangian determine every velocity the
+        // constraints allow and the constraints are independent; its
+        // conditioning degrades near a singularity of the coordinates.
+        let energy = sys
+            .invariants
+            .iter()
+            .find(|i| i.kind == InvariantKind::Energy)
+            .map(|i| i.expr);
+        let mut rows: Vec<Vec<crate::sym::Id>> = Vec::new();
+        if let Some(e) = energy {
+            let grad = crate::sym::gradient(&mut g, e, &v);
+            for gi in grad {
+                rows.push(crate::sym::gradient(&mut g, gi, &v));
+            }
+        }
+        let m = rows.len();
+        let mut a_rows = Vec::new();
+        for i in sys.invariants.iter().filter(|i| i.kind == InvariantKind::Constraint) {
+            let row = crate::sym::gradient(&mut g, i.expr, &v);
+            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) {
+                a_rows.push(row);
+            }
+        }
+        let nc = a_rows.len();
+        let zero = g.constant(0.0);
+        let mut k = Vec::with_capacity((m + nc) * (m + nc));
+        for i in 0..m + nc {
+            for j in 0..m + nc {
+                k.push(match (i < m, j < m) {
+                    (true, true) => rows[i][j],
+                    (true, false) => a_rows[j - m][i],
+                    (false, true) => a_rows[i - m][j],
+                    (false, false) => zero,
+                });
+            }
+        }
+        let metric_varies = k.iter().any(|&x| g.depends_on(x, &q));
+        let tape = crate::sym::Tape::build(&mut g, &inputs, &k)
+            .map_err(|u| format!("internal error: the metric uses `{}`", u.0))?;
+        functions.insert(
+            "metric".to_string(),
+            CompiledFunction {
+                program: super::program::lower(&tape),
+                inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                outputs: vec![("k".into(), k.len())],
+            },
+        );
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
             model: sys.model.clone(),
@@ -109,6 +164,8 @@ impl CompiledStep {
             initials: sys.initials.iter().map(|(n, _, _)| n.clone()).collect(),
             observe_size: sys.obs_solution.len(),
             lets,
+            metric_size: m + nc,
+            metric_varies,
             functions,
         })
     }
