@@ -667,3 +667,31 @@ fn sweep_runs_one_member_per_row_and_keeps_the_good_ones_when_one_fails() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("members.csv:2: 1 cell(s), the header has 2"), "{err}");
 }
+
+#[test]
+fn compare_names_a_failing_scheme_and_keeps_the_others() {
+    let dir = tmp("compare-fail");
+    let (code, out, err) = hamel(&[
+        "compare",
+        "models/double_spherical_pendulum_cartesian.hamel",
+        "--h",
+        "0.5",
+        "--steps",
+        "200",
+        "--no-plots",
+        "--summary",
+        "json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.contains("stormer_verlet: step 0: Newton did not converge"), "{err}");
+    assert!(err.contains("rattle: step 0"), "{err}");
+    let s = last_json(&out);
+    let runs = s["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let em = runs.iter().find(|r| r["scheme"] == "energy_momentum").unwrap();
+    assert!(em["max_energy_error_rel"].as_f64().unwrap() < 1e-12, "{em}");
+    assert!(runs.iter().filter(|r| r["ok"] == false && r["error"].is_string()).count() == 2);
+    assert!(dir.join("energy_momentum").join("trajectory.csv").is_file());
+}

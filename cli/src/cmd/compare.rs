@@ -40,13 +40,36 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     if chosen.is_empty() {
         return Err(Error::Scheme(format!("no scheme applies to {}", case.model.display())));
     }
+    // A scheme that fails is named, and the others' results are kept.
     let mut runs = Vec::new();
+    let mut ran = Vec::new();
+    let mut failures: Vec<(Scheme, String)> = Vec::new();
     for &s in &chosen {
-        runs.push(run_case(case, s)?);
+        match run_case(case, s) {
+            Ok(r) => {
+                runs.push(r);
+                ran.push(s);
+            }
+            Err(Error::RunFailed { error, partial }) => {
+                failures.push((s, error.to_string()));
+                if partial.steps.len() > 1 {
+                    runs.push(*partial);
+                    ran.push(s);
+                }
+            }
+            Err(e @ (Error::Usage(_) | Error::Read { .. } | Error::Model(_))) => return Err(e),
+            Err(e) => failures.push((s, e.to_string())),
+        }
+    }
+    for (s, msg) in &failures {
+        eprintln!("{}: {msg}", scheme_name(*s));
+    }
+    if runs.is_empty() {
+        return Err(Error::Scheme(format!("every scheme failed on {}", case.model.display())));
     }
     let file = case.model.display().to_string();
     let dir = out_dir(case, &model.name, "compare")?;
-    for (r, s) in runs.iter().zip(&chosen) {
+    for (r, s) in runs.iter().zip(&ran) {
         hamel_cli::simulate::write_csv(r, &dir.join(scheme_name(*s)))?;
     }
     if !case.no_plots {
@@ -74,16 +97,35 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         "Newton"
     );
     let mut all = Vec::new();
-    for r in &runs {
-        let (row, s) = table_row(r, &file);
-        hamel_cli::out!("{row}");
+    for (r, sch) in runs.iter().zip(&ran) {
+        let (row, mut s) = table_row(r, &file);
+        let failed = failures.iter().find(|(f, _)| f == sch);
+        match failed {
+            Some((_, msg)) => {
+                hamel_cli::out!("{row}  (failed after {} steps)", r.options.steps);
+                s["error"] = msg.clone().into();
+            }
+            None => hamel_cli::out!("{row}"),
+        }
         all.push(s);
+    }
+    for (sch, msg) in failures.iter().filter(|(f, _)| !ran.contains(f)) {
+        hamel_cli::out!("{:<30} failed: {msg}", scheme_name(*sch));
+        all.push(serde_json::json!({ "scheme": scheme_name(*sch), "ok": false, "error": msg }));
     }
     let summary = serde_json::json!({ "model": first.model, "file": file, "runs": all });
     hamel_cli::output::write(&dir.join("summary.json"), format!("{summary:#}\n"))?;
     hamel_cli::out!("wrote {}", dir.display());
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");
+    }
+    if let Some((sch, msg)) = failures.first() {
+        return Err(Error::Scheme(format!(
+            "{} of {} scheme(s) failed; first: {}: {msg}",
+            failures.len(),
+            chosen.len(),
+            scheme_name(*sch)
+        )));
     }
     super::simulate::untrustworthy(
         runs.iter()
