@@ -692,6 +692,11 @@ fn compare_names_a_failing_scheme_and_keeps_the_others() {
     assert_eq!(runs.len(), 3);
     let em = runs.iter().find(|r| r["scheme"] == "energy_momentum").unwrap();
     assert!(em["max_energy_error_rel"].as_f64().unwrap() < 1e-12, "{em}");
-    assert!(runs.iter().filter(|r| r["ok"] == false && r["error"].is_string()).count() == 2);
+    assert!(
+        runs.iter()
+            .filter(|r| r["ok"] == false && r["error"].is_string())
+            .count()
+            == 2
+    );
     assert!(dir.join("energy_momentum").join("trajectory.csv").is_file());
 }

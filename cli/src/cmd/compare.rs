@@ -65,7 +65,10 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         eprintln!("{}: {msg}", scheme_name(*s));
     }
     if runs.is_empty() {
-        return Err(Error::Scheme(format!("every scheme failed on {}", case.model.display())));
+        return Err(Error::Scheme(format!(
+            "every scheme failed on {}",
+            case.model.display()
+        )));
     }
     let file = case.model.display().to_string();
     let dir = out_dir(case, &model.name, "compare")?;

@@ -111,10 +111,42 @@ pub const MAX_OPERATORS: usize = 50_000;
 
 /// Rejects input whose shape alone would make the recursive parser or the
 /// syntax tree overflow the stack.
+/// Comments count for nothing: they are skipped, and an unterminated `/*`
+/// is reported where it starts.
 fn check_size(file: &str, src: &str) -> Result<(), Diagnostic> {
     let mut depth = 0usize;
     let mut ops = 0usize;
-    for (i, c) in src.char_indices() {
+    let bytes = src.as_bytes();
+    let mut chars = src.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c == '/' && bytes.get(i + 1) == Some(&b'/') {
+            // To the end of the line.
+            for (_, c) in chars.by_ref() {
+                if c == '\n' {
+                    break;
+                }
+            }
+            continue;
+        }
+        if c == '/' && bytes.get(i + 1) == Some(&b'*') {
+            match src[i + 2..].find("*/") {
+                Some(k) => {
+                    let end = i + 2 + k + 2;
+                    while chars.clone().next().is_some_and(|(j, _)| j < end) {
+                        chars.next();
+                    }
+                    continue;
+                }
+                None => {
+                    return Err(Diagnostic::new(
+                        file,
+                        src,
+                        Span::new(i, i + 2),
+                        "unterminated comment: this `/*` has no `*/` before the end of the file".to_string(),
+                    ))
+                }
+            }
+        }
         match c {
             '(' | '[' | '{' => {
                 depth += 1;
@@ -378,5 +410,27 @@ mod tests {
         assert_eq!(e.line, 3, "{e}");
         assert!(e.to_string().contains("--> m.hamel:3:1"), "{e}");
         assert!(e.message.contains("expected"), "{e}");
+    }
+
+    #[test]
+    fn comments_do_not_count_toward_the_limits() {
+        let body = "model m { coordinates { q } lagrangian = q'^2 / 2 - q^2 / 2 }\n";
+        let noise = "// ((((( + - * / ^ ))))) [[[ {{{\n/* ((((( + - * / ^ */\n".repeat(30_000);
+        assert!(parse("m.hamel", &format!("{noise}{body}")).is_ok());
+        let ops = "+ 1 ".repeat(MAX_OPERATORS + 1);
+        let e = parse(
+            "m.hamel",
+            &format!("model m {{ coordinates {{ q }} lagrangian = q {ops} }}"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("operators"), "{e}");
+    }
+
+    #[test]
+    fn an_unterminated_block_comment_is_reported_where_it_starts() {
+        let src = "model m {\n  coordinates { q } /* fine */\n  /* never closed\n  lagrangian = q'^2\n}\n";
+        let e = parse("m.hamel", src).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("unterminated comment"), "{e}");
     }
 }
