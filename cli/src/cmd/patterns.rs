@@ -27,7 +27,8 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     let pts = patterns::points(sys.compiled(), points)?;
     let pos = patterns::positions(&sys, &run, &pts);
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
-    let a = patterns::analyse(&t, &pos);
+    let mut a = patterns::analyse(&t, &pos);
+    a.growth = Some(patterns::twin_growth(&sys, &run, &pts, &pos)?);
     let dir = out_dir(case, &run.model, "patterns")?;
     hamel_cli::simulate::write_csv(&run, &dir)?;
     let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
@@ -71,6 +72,22 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "periods_averaged": a.periods_averaged,
         "critical_rate_halves": a.rate_halves.map(|(x, y)| vec![x, y]),
         "axis_clearance": a.axis_clearance,
+        "azimuth_of": a.azimuth_of,
+        "converged": a.converged(),
+        "ill_conditioned": a.ill_conditioned(),
+        "unstable": a.unstable(),
+        "perturbation_growth": a.growth,
+        "verdict": if a.unstable() {
+            "unstable: a tiny perturbation grows by more than 1e4; no lasting pattern"
+        } else if a.reduced_period.is_none() {
+            "no reduced period: relative equilibrium or too short a run"
+        } else if !a.converged() {
+            "not converged"
+        } else if a.ill_conditioned() {
+            "converged, ill-conditioned azimuth"
+        } else {
+            "converged"
+        },
         "rates": rates,
         "resonant_rates": resonant,
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
@@ -99,15 +116,23 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     if let Some((x, y)) = a.rate_halves {
         hamel_cli::out!(
             "  over the first / last half of those periods: {x:.6} / {y:.6} rad/s{}",
-            if (x - y).abs() > 1e-3 * x.abs().max(1e-12) {
-                " — not converged: run longer"
-            } else {
-                ""
+            match (a.converged(), a.unstable()) {
+                (_, true) => " — not converged: the reduced motion is unstable",
+                (false, false) => " — not converged: run longer",
+                _ => "",
             }
         );
     }
-    if a.axis_clearance < 0.05 {
-        hamel_cli::out!("  note: link 1 comes within {:.1} % of its largest horizontal length to the axis; its azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
+    hamel_cli::out!(
+        "  rotation read from the azimuth of {} (clearance from the axis {:.1} %)",
+        a.azimuth_of,
+        100.0 * a.axis_clearance
+    );
+    if a.ill_conditioned() {
+        hamel_cli::out!("  note: every link and bob comes within {:.1} % of its largest horizontal length to the axis; the azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
+    }
+    if a.unstable() {
+        hamel_cli::out!("  unstable: a perturbation of relative size 1e-9 grew {:.1e}-fold over the run; the motion evokes no lasting pattern, and its mean rate is not a critical rate", a.growth.unwrap_or(f64::NAN));
     }
     for r in &resonant {
         hamel_cli::out!(
