@@ -215,7 +215,8 @@ pub fn analyse(t: &[f64], pos: &[Vec<[f64; 3]>]) -> Analysis {
     // position): each is rotated with the whole configuration, so over whole
     // reduced periods all give the same net rotation, but one passing near
     // the axis turns fast there and makes the rate ill-conditioned.
-    let mut candidates: Vec<(String, Box<dyn Fn(usize) -> (f64, f64)>)> = Vec::new();
+    type Horizontal<'a> = Box<dyn Fn(usize) -> (f64, f64) + 'a>;
+    let mut candidates: Vec<(String, Horizontal)> = Vec::new();
     for i in 0..n_pts {
         candidates.push((format!("link {}", i + 1), Box::new(move |k| link(k, i))));
         if i > 0 {
