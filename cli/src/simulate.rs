@@ -47,6 +47,7 @@ pub fn run(
     }
     result.map_err(|e| match e {
         hamel_load::RunError::Start(e) => Error::Step(e),
+        hamel_load::RunError::TooLarge(m) => Error::Usage(m),
         hamel_load::RunError::Failed(f) => Error::RunFailed {
             error: f.error,
             partial: f.partial,

@@ -757,3 +757,27 @@ fn patterns_rate_is_robust_to_a_link_passing_the_axis_and_instability_is_named()
     assert_eq!(d["converged"], true, "{d}");
     assert!((d["critical_rate"].as_f64().unwrap() - 1.615).abs() < 2e-3, "{d}");
 }
+
+#[test]
+fn absurd_run_lengths_are_refused_before_running() {
+    let dir = tmp("absurd");
+    let d = dir.to_str().unwrap();
+    let m = "models/spherical_pendulum.hamel";
+    let (code, _, err) = hamel(&["simulate", m, "--h", "1e-300", "--t-end", "1", "--out", d]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("1.0e300 steps, more than any run can take"), "{err}");
+    let (code, _, err) = hamel(&[
+        "simulate",
+        m,
+        "--h",
+        "0.1",
+        "--steps",
+        "100000000000",
+        "--every",
+        "1",
+        "--out",
+        d,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("more than 4 GiB; record fewer"), "{err}");
+}

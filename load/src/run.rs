@@ -42,6 +42,36 @@ pub enum RunError {
     /// a step failed
     #[error(transparent)]
     Failed(#[from] RunFailed),
+    /// the run asked for is absurdly long or would record more than fits in memory
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// Most steps of one run (at 100 ns a step, about 3 years).
+pub const MAX_STEPS: u64 = 1_000_000_000_000_000;
+/// Most memory the recorded states of one run may take.
+pub const MAX_RECORD_BYTES: u64 = 4 << 30;
+
+/// Refuses runs that cannot finish or whose records cannot be held: more
+/// than [`MAX_STEPS`] steps, or records above [`MAX_RECORD_BYTES`].
+fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
+    if steps > MAX_STEPS {
+        return Err(RunError::TooLarge(format!(
+            "{steps} steps is more than any run can take (at most {MAX_STEPS:.0e}); check the step size and the end time"
+        )));
+    }
+    let c = sys.compiled();
+    let row = 8 * (1 + c.coordinates.len() + c.velocities.len() + c.invariants.len()) as u64;
+    let records = steps / every.max(1) + 2;
+    let bytes = records.saturating_mul(row);
+    if bytes > MAX_RECORD_BYTES {
+        return Err(RunError::TooLarge(format!(
+            "recording one state in {every} of {steps} steps keeps {records} states ({:.1} GiB, and about 3× that as CSV), more than {} GiB; record fewer (a larger --every / every=) or shorten the run",
+            bytes as f64 / (1u64 << 30) as f64,
+            MAX_RECORD_BYTES >> 30
+        )));
+    }
+    Ok(())
 }
 
 /// What a run produced.
@@ -225,6 +255,7 @@ pub fn run_observed(
     } else {
         opt.steps.div_ceil(20_000).max(1)
     };
+    check_size(sys, opt.steps, every)?;
     let c = sys.compiled();
     let mut run = Run {
         model: c.model.clone(),

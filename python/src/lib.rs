@@ -445,6 +445,7 @@ impl Model {
 fn run_err(py: Python<'_>, e: RunError, file: &str) -> PyErr {
     match e {
         RunError::Start(e) => step_err(e),
+        RunError::TooLarge(m) => PyValueError::new_err(m),
         RunError::Failed(f) => {
             let err = StepError::new_err(f.error.to_string());
             let partial = PyRun {

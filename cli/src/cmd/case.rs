@@ -20,6 +20,13 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
         (Some(n), _) => Ok(n),
         (None, Some(t)) => {
             let n = (t / case.h).round();
+            if n > hamel_load::run::MAX_STEPS as f64 {
+                return Err(Error::Usage(format!(
+                    "--t-end {t} with --h {}: {n:.1e} steps, more than any run can take (at most {:.0e})",
+                    case.h,
+                    hamel_load::run::MAX_STEPS as f64
+                )));
+            }
             if !n.is_finite() || n < 0.0 {
                 return Err(Error::Usage(format!(
                     "--t-end {t} with --h {}: not a number of steps",
