@@ -20,9 +20,14 @@ CHAIN = str(ROOT / "models" / "spherical_chain.hamel")
 
 
 def cli(*args):
-    """The `hamel` command of this checkout (built by cargo if needed)."""
-    cmd = ["cargo", "run", "-q", "-p", "hamel-cli", "--", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    """The `hamel` command of this checkout: $HAMEL_BIN, or the binary
+    `cargo test` / `cargo build` left in target/, or built by cargo."""
+    binary = os.environ.get("HAMEL_BIN")
+    for candidate in [ROOT / "target" / "release" / "hamel", ROOT / "target" / "debug" / "hamel"]:
+        if binary is None and candidate.is_file():
+            binary = str(candidate)
+    cmd = [binary] if binary else ["cargo", "run", "-q", "-p", "hamel-cli", "--"]
+    return subprocess.run(cmd + list(args), cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 @pytest.fixture(scope="module")
