@@ -23,7 +23,7 @@ def cli(*args):
     """The `hamel` command of this checkout: $HAMEL_BIN, or the binary
     `cargo test` / `cargo build` left in target/, or built by cargo."""
     binary = os.environ.get("HAMEL_BIN")
-    for candidate in [ROOT / "target" / "release" / "hamel", ROOT / "target" / "debug" / "hamel"]:
+    for candidate in [ROOT / "target" / "debug" / "hamel", ROOT / "target" / "release" / "hamel"]:
         if binary is None and candidate.is_file():
             binary = str(candidate)
     cmd = [binary] if binary else ["cargo", "run", "-q", "-p", "hamel-cli", "--"]
