@@ -1,5 +1,5 @@
 //! Double spherical pendulum, Pattern I of Wendlandt (1995), 30 s at h = 0.01,
-//! with every applicable scheme (theory §2.5, §4, §5, §7.1): the Hamel
+//! with every applicable scheme (docs/schemes.md §2, §4, §5, §7.1): the Hamel
 //! integrator in director form (both kinematics), and RATTLE, the
 //! energy–momentum scheme and index-reduced Störmer–Verlet in Cartesian form.
 //!

@@ -1,4 +1,4 @@
-//! The published comparison (ZLB12 §5, theory §2.3–§4): the spherical pendulum
+//! The published comparison (ZLB12 §5, docs/schemes.md §2–§4): the spherical pendulum
 //! under the discrete Hamel integrator (body frame, averaged kinematics),
 //! RATTLE and the index-reduced Störmer–Verlet method (Cartesian coordinates),
 //! at the same step h = 0.2 for 10 000 steps from the same physical state.

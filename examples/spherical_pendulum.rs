@@ -1,4 +1,4 @@
-//! The published spherical-pendulum run (Z16 §6.3, theory §2.3) with the
+//! The published spherical-pendulum run (Z16 §6.3, docs/schemes.md §2) with the
 //! derived discrete Hamel integrator, averaged kinematics.
 //!
 //! `cargo run --release --example spherical_pendulum` prints a table and, as

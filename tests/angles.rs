@@ -1,4 +1,4 @@
-//! The spherical pendulum in spherical angles (identity frame, theory §2.4):
+//! The spherical pendulum in spherical angles (identity frame, docs/schemes.md §2):
 //! energy error falls as h², and the coordinate singularity at the pole gives
 //! an error, never a NaN.
 

@@ -1,4 +1,4 @@
-//! Compensated summation on the published run (theory §2.3): plain float64 vs
+//! Compensated summation on the published run (docs/schemes.md §2): plain float64 vs
 //! TwoSum-compensated state updates, with residual and increment evaluated in
 //! double-double at the compensated state.
 

@@ -1,5 +1,5 @@
 //! Störmer–Verlet (general and index-reduced) and RATTLE, derived from the same
-//! model files as the Hamel integrator (theory §3, §4).
+//! model files as the Hamel integrator (docs/schemes.md §3, §4).
 
 #[macro_use]
 mod common;

@@ -1,4 +1,4 @@
-//! The spherical pendulum with a spatial director (theory §2.5, one link): a
+//! The spherical pendulum with a spatial director (docs/schemes.md §2, one link): a
 //! velocity constraint ⟨w, e⟩ = 0 with a multiplier and a non-vanishing bracket
 //! term. Averaged kinematics reproduces the body-frame model exactly; midpoint
 //! agrees to O(h²).

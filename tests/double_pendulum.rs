@@ -1,5 +1,5 @@
-//! Double spherical pendulum, Hamel director form (theory §2.5), Pattern I of
-//! W95 (theory §7.1). Exercises multipliers, non-vanishing bracket terms and
+//! Double spherical pendulum, Hamel director form (docs/schemes.md §2), Pattern I of
+//! W95 (docs/schemes.md §8). Exercises multipliers, non-vanishing bracket terms and
 //! generated functions split into bounded parts.
 
 #[macro_use]

@@ -1,5 +1,5 @@
 //! Double spherical pendulum in Cartesian positions: energy–momentum and RATTLE
-//! on W95's cases (theory §5, §7.1).
+//! on W95's cases (docs/schemes.md §5, §7.1).
 
 #[macro_use]
 mod common;
@@ -229,7 +229,7 @@ fn relative_equilibrium_under_every_scheme() {
 #[test]
 fn published_pattern_three_is_rejected_not_run() {
     // W95 prints ẋ₁ = −0.001 for Pattern III, with link 1 horizontal: no ż₁ can
-    // make that velocity tangent to the constraint (theory §7.1).
+    // make that velocity tangent to the constraint (docs/schemes.md §8).
     let m = Rattle::with_defaults();
     let (mut q, mut v) = m.initial_conditions("pattern_III").unwrap();
     v[0] = -0.001;

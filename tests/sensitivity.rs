@@ -1,4 +1,4 @@
-//! Step-map sensitivities ∂z_{k+1}/∂z_k (theory §6) against central finite
+//! Step-map sensitivities ∂z_{k+1}/∂z_k (docs/schemes.md §6) against central finite
 //! differences of the full step (Newton solved to round-off).
 
 #[macro_use]

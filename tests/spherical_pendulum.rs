@@ -1,4 +1,4 @@
-//! The body-frame spherical pendulum (theory §2.3): the published run, the
+//! The body-frame spherical pendulum (docs/schemes.md §2): the published run, the
 //! equator crossing, second order, agreement of the two kinematics, and the
 //! analytic Jacobian against finite differences.
 

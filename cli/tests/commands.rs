@@ -68,7 +68,7 @@ fn simulate_reproduces_the_published_run_and_writes_csv_plots_and_json() {
     }
     assert_eq!(s["model"], "spherical_pendulum");
     assert_eq!(s["steps"], 2000);
-    // the published run keeps energy, length and momentum to round-off (theory §2.3)
+    // the published run keeps energy, length and momentum to round-off (docs/schemes.md §2)
     assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-13, "{s}");
     assert!(s["max_constraint_error"].as_f64().unwrap() < 1e-13, "{s}");
     assert!(s["max_momentum_error_rel"].as_f64().unwrap() < 1e-13, "{s}");
@@ -193,7 +193,7 @@ fn patterns_find_the_rate_of_the_exact_relative_equilibrium() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     let s = last_json(&out);
     // a relative equilibrium: the reduced motion does not oscillate, and the
-    // configuration turns at Ω (theory §7.1) up to the O(h²) phase error
+    // configuration turns at Ω (docs/schemes.md §8) up to the O(h²) phase error
     assert!(s["reduced_period"].is_null(), "{s}");
     let omega = 1.5955061977691825;
     let rate = s["critical_rate"].as_f64().unwrap();

@@ -1,4 +1,4 @@
-//! Frame brackets: the three checks of theory §1.1 and an invertible frame.
+//! Frame brackets: the three checks of docs/schemes.md §1 and an invertible frame.
 
 use hamel_compiler::scheme::mechanics::Mechanics;
 use hamel_compiler::scheme::{Frame, FrameKind};

@@ -1,7 +1,7 @@
 //! Double-double numbers: an unevaluated sum `hi + lo` carrying about 106 bits.
 //! Generated code evaluates residuals in this arithmetic when a stepper runs
 //! with compensated summation, so that step increments are computed beyond
-//! float64 (see theory §2.3 on compensated summation).
+//! float64 (see docs/schemes.md §2 on compensated summation).
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 

@@ -1,4 +1,4 @@
-//! The energy–momentum integrator (theory §5; Wendlandt 1995, Gonzalez's
+//! The energy–momentum integrator (docs/schemes.md §5; Wendlandt 1995, Gonzalez's
 //! discrete gradient) for models with holonomic constraints and a constant
 //! mass matrix:
 //!

@@ -1,5 +1,5 @@
 //! Hamel frames: the matrix `Ψ(q)` and the frame bracket coefficients
-//! `c^c_ab(q)` (theory §1.1), for identity, linear-action and invertible frames.
+//! `c^c_ab(q)` (docs/schemes.md §1), for identity, linear-action and invertible frames.
 
 use crate::model::Model;
 use crate::sym::{jacobian, linsolve, Graph, Id};

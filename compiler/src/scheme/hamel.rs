@@ -1,4 +1,4 @@
-//! The discrete Hamel integrator (theory §2, Z16 §5, ZLB12), τ = ½.
+//! The discrete Hamel integrator (docs/schemes.md §2, Z16 §5, ZLB12), τ = ½.
 //!
 //! Two kinematics:
 //! - `midpoint` (§2.1): one-step position–momentum form, state `(q_k, π_k)`;
@@ -21,9 +21,9 @@ use super::SchemeError;
 /// How the configuration advances over a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kinematics {
-    /// `q_{k+1} − q_k = h Ψ(q̄) ξ_{k,k+1}` at nodes (theory §2.1)
+    /// `q_{k+1} − q_k = h Ψ(q̄) ξ_{k,k+1}` at nodes (docs/schemes.md §2)
     Midpoint,
-    /// `Q_k − Q_{k−1} = h Ψ(Q̄) (ξ_{k,k+1} + ξ_{k−1,k})/2` between midpoints (theory §2.2)
+    /// `Q_k − Q_{k−1} = h Ψ(Q̄) (ξ_{k,k+1} + ξ_{k−1,k})/2` between midpoints (docs/schemes.md §2)
     Averaged,
 }
 

@@ -1,4 +1,4 @@
-//! Continuous Hamel quantities of a model (theory §1.2), as expressions in the
+//! Continuous Hamel quantities of a model (docs/schemes.md §1), as expressions in the
 //! model's symbols `q`, `ξ` and parameters.
 
 use crate::model::Model;

@@ -31,13 +31,13 @@ impl std::error::Error for SchemeError {}
 /// The schemes a model can be derived with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
-    /// discrete Hamel integrator (theory §2) with the given kinematics
+    /// discrete Hamel integrator (docs/schemes.md §2) with the given kinematics
     Hamel(Kinematics),
-    /// generalized Störmer–Verlet (theory §3), index-reduced with holonomic constraints
+    /// generalized Störmer–Verlet (docs/schemes.md §3), index-reduced with holonomic constraints
     StormerVerlet,
-    /// RATTLE (theory §4)
+    /// RATTLE (docs/schemes.md §4)
     Rattle,
-    /// energy–momentum integrator (theory §5)
+    /// energy–momentum integrator (docs/schemes.md §5)
     EnergyMomentum,
 }
 

@@ -1,4 +1,4 @@
-//! RATTLE (theory §4, HLW VII (1.26)) for models with holonomic constraints and
+//! RATTLE (docs/schemes.md §4, HLW VII (1.26)) for models with holonomic constraints and
 //! a constant mass matrix. The positions and momenta are explicit in the
 //! multipliers, so Newton runs on `(λ, μ)` only: `g(q_{n+1}(λ)) = 0` with the
 //! analytic Jacobian, and the linear velocity condition for `μ`.

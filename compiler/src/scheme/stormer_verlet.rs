@@ -1,4 +1,4 @@
-//! Generalized Störmer–Verlet (theory §3, HLW VI (3.4)) for models in
+//! Generalized Störmer–Verlet (docs/schemes.md §3, HLW VI (3.4)) for models in
 //! generalized coordinates, and its index-reduced form for models with
 //! holonomic constraints and a constant mass matrix (ZLB12 §5).
 //!
