@@ -31,8 +31,52 @@ pub fn vector_coordinates(names: &[String]) -> Vec<(String, [usize; 3])> {
     out
 }
 
+/// Which figures to write besides the error plots.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// leave the trajectory plot out (e.g. where an earlier one shows the same motion)
+    pub no_trajectory: bool,
+    /// the trajectory plot's axes: two coordinate or velocity names (`--plot x,y`);
+    /// default: every vector coordinate in space, or the first two coordinates
+    pub axes: Option<(String, String)>,
+}
+
 /// Writes the figures of `runs` (the same case under one or more schemes) into `dir`.
 pub fn write(runs: &[&Run], dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    write_with(runs, dir, &Options::default())
+}
+
+/// The column of component `name` (a coordinate or a velocity) in a run's records.
+fn component<'a>(run: &'a Run, name: &str) -> Option<Box<dyn Fn(usize) -> f64 + 'a>> {
+    if let Some(i) = run.coordinates.iter().position(|n| n == name) {
+        return Some(Box::new(move |k| run.q[k][i]));
+    }
+    let i = run.velocities.iter().position(|n| n == name)?;
+    Some(Box::new(move |k| run.v[k][i]))
+}
+
+/// Checks `--plot x,y` against a run's components; `Err` names the known ones.
+pub fn check_axes(run: &Run, axes: &(String, String)) -> Result<(), Error> {
+    for a in [&axes.0, &axes.1] {
+        if component(run, a).is_none() {
+            let known: Vec<&str> = run
+                .coordinates
+                .iter()
+                .chain(&run.velocities)
+                .map(String::as_str)
+                .collect();
+            return Err(Error::Usage(format!(
+                "--plot: model `{}` has no coordinate or velocity `{a}` (components: {})",
+                run.model,
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`write`] with [`Options`].
+pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBuf>, Error> {
     let several = runs.len() > 1;
     let mut files = Vec::new();
     let case = match runs.first() {
@@ -60,20 +104,59 @@ pub fn write(runs: &[&Run], dir: &Path) -> Result<Vec<PathBuf>, Error> {
         },
         &energy,
     )?);
-    if runs.iter().any(|r| !r.constraint_indices().is_empty()) {
-        let c = series(&|r, k| {
-            let ix = r.constraint_indices();
-            (!ix.is_empty()).then(|| ix.iter().map(|&i| r.error(i, k)).fold(0.0, f64::max))
-        });
+    // One quantity per axis: constraint residuals (in the model's units,
+    // one curve per constraint) apart from the relative drift of the
+    // lengths and norms that director and body-frame models keep.
+    let per_quantity = |pick: &dyn Fn(&Run, usize) -> bool, relative: bool| -> Vec<Curve> {
+        let mut out = Vec::new();
+        for r in runs {
+            for i in (0..r.invariants.len()).filter(|&i| pick(r, i)) {
+                let v0 = r.values[0][i];
+                out.push(Curve {
+                    label: if several {
+                        format!("{}: {}", r.scheme, r.invariants[i].0)
+                    } else {
+                        r.invariants[i].0.clone()
+                    },
+                    points: (0..r.steps.len())
+                        .map(|k| {
+                            let e = r.error(i, k);
+                            (r.time(k), if relative && v0 != 0.0 { e / v0.abs() } else { e })
+                        })
+                        .collect(),
+                });
+            }
+        }
+        out
+    };
+    let is_length = |r: &Run, i: usize| {
+        let n = &r.invariants[i].0;
+        n.starts_with("length") || n.starts_with("norm")
+    };
+    let residuals = per_quantity(&|r, i| r.constraint_indices().contains(&i) && !is_length(r, i), false);
+    if !residuals.is_empty() {
         files.extend(plot::log_plot(
             dir,
             "constraint",
             &Labels {
-                title: &format!("Constraint drift — {case}"),
+                title: &format!("Constraint residuals — {case}"),
                 x: "t",
-                y: "max constraint error",
+                y: "|residual| (model units)",
             },
-            &c,
+            &residuals,
+        )?);
+    }
+    let lengths = per_quantity(&|r, i| r.constraint_indices().contains(&i) && is_length(r, i), true);
+    if !lengths.is_empty() {
+        files.extend(plot::log_plot(
+            dir,
+            "length",
+            &Labels {
+                title: &format!("Length drift — {case}"),
+                x: "t",
+                y: "|L − L₀| / L₀",
+            },
+            &lengths,
         )?);
     }
     if runs.iter().any(|r| !r.momentum_indices().is_empty()) {
@@ -104,11 +187,31 @@ pub fn write(runs: &[&Run], dir: &Path) -> Result<Vec<PathBuf>, Error> {
             &m,
         )?);
     }
-    // The trajectory of the first run: every vector coordinate in space, or
-    // the first two coordinates against each other.
+    // The trajectory of the first run: the two components asked for, every
+    // vector coordinate in space, or the first two coordinates against each other.
     let r = runs[0];
+    let title = format!("Trajectory ({}, {})", r.model, r.scheme);
     let vecs = vector_coordinates(&r.coordinates);
-    if !vecs.is_empty() {
+    if opt.no_trajectory {
+    } else if let Some((a, b)) = &opt.axes {
+        check_axes(r, &(a.clone(), b.clone()))?;
+        let (fa, fb) = (component(r, a).expect("checked"), component(r, b).expect("checked"));
+        let c = Curve {
+            label: String::new(),
+            points: (0..r.steps.len()).map(|k| (fa(k), fb(k))).collect(),
+        };
+        files.extend(plot::line_plot(
+            dir,
+            "trajectory",
+            &Labels {
+                title: &title,
+                x: a,
+                y: b,
+            },
+            &[c],
+            false,
+        )?);
+    } else if !vecs.is_empty() {
         let curves: Vec<Curve3> = vecs
             .iter()
             .map(|(name, ix)| Curve3 {
@@ -116,12 +219,7 @@ pub fn write(runs: &[&Run], dir: &Path) -> Result<Vec<PathBuf>, Error> {
                 points: r.q.iter().map(|q| [q[ix[0]], q[ix[1]], q[ix[2]]]).collect(),
             })
             .collect();
-        files.extend(plot::trajectory_3d(
-            dir,
-            "trajectory",
-            &format!("Trajectory ({}, {})", r.model, r.scheme),
-            &curves,
-        )?);
+        files.extend(plot::trajectory_3d(dir, "trajectory", &title, &curves)?);
     } else if r.coordinates.len() >= 2 {
         let c = Curve {
             label: String::new(),
@@ -131,7 +229,7 @@ pub fn write(runs: &[&Run], dir: &Path) -> Result<Vec<PathBuf>, Error> {
             dir,
             "trajectory",
             &Labels {
-                title: &format!("Trajectory ({}, {})", r.model, r.scheme),
+                title: &title,
                 x: &r.coordinates[0],
                 y: &r.coordinates[1],
             },

@@ -88,6 +88,9 @@ struct CaseArgs {
     /// write CSV files only, no plots
     #[arg(long)]
     no_plots: bool,
+    /// the trajectory plot's axes: two coordinates or velocities, e.g. `--plot x,th` or `--plot th,th'`
+    #[arg(long, value_name = "X,Y")]
+    plot: Option<String>,
     /// what evaluates the model's kernels
     #[arg(long, value_enum, default_value_t = BackendArg::Jit)]
     backend: BackendArg,

@@ -197,14 +197,31 @@ where
                 .map_err(|x| e(&x))?;
             for (i, (label, p)) in curves.iter().enumerate() {
                 let c = color(i);
-                chart
-                    .draw_series(LineSeries::new(
-                        p.iter().copied(),
-                        c.stroke_width(if p.len() > 2000 { 1 } else { 2 }),
-                    ))
-                    .map_err(|x| e(&x))?
-                    .label(label.as_str())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+                // A curve lying exactly on an earlier one would vanish under
+                // it: it gets markers and says which it coincides with.
+                let twin = (0..i).find(|&j| coincide(&curves[j].1, p));
+                let label = match twin {
+                    Some(j) if !label.is_empty() => format!("{label} (coincides with {})", curves[j].0),
+                    _ => label.clone(),
+                };
+                if twin.is_some() {
+                    // Markers only, so the curve it lies on stays visible.
+                    let every = (p.len() / 60).max(1);
+                    chart
+                        .draw_series(p.iter().step_by(every).map(|&q| Circle::new(q, 4, c.stroke_width(2))))
+                        .map_err(|x| e(&x))?
+                        .label(label)
+                        .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.stroke_width(2)));
+                } else {
+                    chart
+                        .draw_series(LineSeries::new(
+                            p.iter().copied(),
+                            c.stroke_width(if p.len() > 2000 { 1 } else { 2 }),
+                        ))
+                        .map_err(|x| e(&x))?
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+                }
             }
             if curves.len() > 1 || !curves.iter().all(|c| c.0.is_empty()) {
                 chart
@@ -227,6 +244,20 @@ where
         draw_into!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(|x| e(&x))?, &tick);
     }
     root.present().map_err(|x| e(&x))
+}
+
+/// Whether two curves would be drawn on top of each other: the same
+/// abscissae and ordinates within 0.1 % of each other (or of the largest
+/// value, for values near zero).
+fn coincide(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
+    if a.len() != b.len() || a.is_empty() {
+        return false;
+    }
+    let scale = a.iter().map(|p| p.1.abs()).fold(0.0f64, f64::max).max(1e-300);
+    a.iter().zip(b).all(|(p, q)| {
+        let d = (p.1 - q.1).abs();
+        p.0 == q.0 && (d <= 1e-3 * p.1.abs().max(q.1.abs()) || d <= 1e-12 * scale)
+    })
 }
 
 /// Curves on a log `y` scale (errors vs time); non-positive values are left out.
@@ -288,6 +319,13 @@ where
         .max_light_lines(3)
         .draw()
         .map_err(|x| e(&x))?;
+    // Axis names at the far end of each axis (plotters' 3-D y is our z, up).
+    let style = ("sans-serif", 17).into_font().color(&BLACK);
+    for (name, at) in [("x", (r, -r, -r)), ("y", (-r, -r, r)), ("z (up)", (-r, r, -r))] {
+        chart
+            .draw_series(std::iter::once(Text::new(name, at, style.clone())))
+            .map_err(|x| e(&x))?;
+    }
     for (i, c) in curves.iter().enumerate() {
         let col = color(i);
         // plotters' 3-D y axis is the vertical one.

@@ -116,7 +116,8 @@ fn opt_e(v: &serde_json::Value) -> String {
 fn caption(stem: &str) -> &str {
     match stem {
         "energy" => "relative energy error vs time (log scale)",
-        "constraint" => "constraint error vs time (log scale)",
+        "constraint" => "constraint residuals vs time (log scale, model units, one curve per constraint)",
+        "length" => "relative drift of the lengths the directors keep vs time (log scale)",
         "momentum" => "relative error of the vertical angular momentum vs time (log scale)",
         "trajectory" => "trajectory of the vector coordinates",
         "reduced_r" => "reduced coordinates r₁, r₂ (horizontal link lengths)",
@@ -198,6 +199,8 @@ fn scheme_header() -> Vec<String> {
 
 /// Runs `base` under each (model file, scheme) of `cases`; adds the table, the
 /// expectation and the overlaid figures (written into `out/dir`) to `doc`.
+// One call per report section: the arguments are the section's contents.
+#[allow(clippy::too_many_arguments)]
 fn schemes_section(
     doc: &mut Doc,
     out: &Path,
@@ -205,6 +208,7 @@ fn schemes_section(
     base: &Case,
     cases: &[(&str, &str)],
     expected: &str,
+    trajectory: bool,
     log: &mut Log,
 ) -> Result<(), Error> {
     let mut runs = Vec::new();
@@ -215,7 +219,11 @@ fn schemes_section(
     let files_of: Vec<&str> = cases.iter().map(|c| c.0).collect();
     doc.push(Block::Table(scheme_header(), scheme_rows(&refs, &files_of)));
     doc.push(Block::Para(expected.into()));
-    let files = figures::write(&refs, &out.join(dir))?;
+    let opt = figures::Options {
+        no_trajectory: !trajectory,
+        axes: None,
+    };
+    let files = figures::write_with(&refs, &out.join(dir), &opt)?;
     doc.push(Block::Figures(figs(out, &files, "")));
     Ok(())
 }
@@ -345,7 +353,8 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         "2-schemes",
         &base,
         &cases,
-        "Expected (docs/schemes.md §3–4): Störmer–Verlet and RATTLE give the same heights, energy error bounded at about 2e-3; RATTLE keeps the length to round-off, index-reduced Störmer–Verlet drifts from round-off (about 1e-11 relative after 10⁴ steps).",
+        "Expected (docs/schemes.md §3–4): Störmer–Verlet and RATTLE give the same heights, energy error bounded at about 2e-3; RATTLE keeps the length to round-off, index-reduced Störmer–Verlet drifts from round-off (about 1e-11 relative after 10⁴ steps). The trajectory is section 1's and is not drawn again.",
+        false,
         log,
     )?;
 
@@ -379,6 +388,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         &pat,
         &cases,
         "Expected (docs/schemes.md §2, §5): Hamel energy error 4–7e-4 relative and |ΔJ| 2–4e-3 of J₀ ≈ 200 (1–2e-5 relative), bounded; energy–momentum conserves energy and J to round-off; RATTLE keeps the constraints and J to round-off with a bounded energy error.",
+        true,
         log,
     )?;
 

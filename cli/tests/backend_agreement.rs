@@ -31,6 +31,19 @@ model!(
     kinematics = "midpoint"
 );
 model!(
+    SleighAveraged,
+    [m, a, I0],
+    model = "../models/chaplygin_sleigh.hamel",
+    scheme = "hamel"
+);
+model!(
+    SleighMidpoint,
+    [m, a, I0],
+    model = "../models/chaplygin_sleigh.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
     AnglesAveraged,
     [m, r, g],
     model = "../models/spherical_pendulum_angles.hamel",
@@ -271,6 +284,15 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         "hamel_midpoint",
         "over_equator",
         0.2
+    );
+    case!(seen, SleighAveraged, "chaplygin_sleigh.hamel", "hamel", "push", 0.05);
+    case!(
+        seen,
+        SleighMidpoint,
+        "chaplygin_sleigh.hamel",
+        "hamel_midpoint",
+        "push",
+        0.05
     );
     case!(
         seen,

@@ -781,3 +781,34 @@ fn absurd_run_lengths_are_refused_before_running() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("more than 4 GiB; record fewer"), "{err}");
 }
+
+#[test]
+fn plot_axes_can_be_chosen_and_bad_ones_are_named() {
+    let dir = tmp("plot-axes");
+    let d = dir.to_str().unwrap();
+    let m = "models/chaplygin_sleigh.hamel";
+    let (code, out, err) = hamel(&[
+        "simulate",
+        m,
+        "--scheme",
+        "hamel_midpoint",
+        "--h",
+        "0.05",
+        "--steps",
+        "400",
+        "--plot",
+        "x,y",
+        "--out",
+        d,
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(is_png(&dir.join("trajectory.png")));
+    let (code, _, err) = hamel(&[
+        "simulate", m, "--h", "0.05", "--steps", "10", "--plot", "x,nope", "--out", d, "--force",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no coordinate or velocity `nope` (components: x, y, th, u, w, om)"),
+        "{err}"
+    );
+}

@@ -70,6 +70,23 @@ pub fn out_dir(case: &CaseArgs, model: &str, what: &str) -> Result<PathBuf, Erro
     Ok(dir)
 }
 
+/// The figures `--plot` asks for.
+pub fn figure_options(case: &CaseArgs) -> Result<hamel_cli::figures::Options, Error> {
+    let axes = match &case.plot {
+        None => None,
+        Some(p) => {
+            let (a, b) = p
+                .split_once(',')
+                .ok_or_else(|| Error::Usage(format!("--plot {p}: expected two names, X,Y")))?;
+            Some((a.trim().to_string(), b.trim().to_string()))
+        }
+    };
+    Ok(hamel_cli::figures::Options {
+        no_trajectory: false,
+        axes,
+    })
+}
+
 /// `model — scheme, h = …, N steps, initial state …`
 pub fn headline(run: &Run) -> String {
     format!(

@@ -76,7 +76,11 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         hamel_cli::simulate::write_csv(r, &dir.join(scheme_name(*s)))?;
     }
     if !case.no_plots {
-        figures::write(&runs.iter().collect::<Vec<_>>(), &dir)?;
+        figures::write_with(
+            &runs.iter().collect::<Vec<_>>(),
+            &dir,
+            &super::case::figure_options(case)?,
+        )?;
     }
     let first = &runs[0];
     hamel_cli::out!(

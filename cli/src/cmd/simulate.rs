@@ -14,7 +14,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
             let dir = out_dir(case, &partial.model, scheme_name(scheme))?;
             hamel_cli::simulate::write_csv(&partial, &dir)?;
             if !case.no_plots && partial.steps.len() > 1 {
-                figures::write(&[&partial], &dir)?;
+                figures::write_with(&[&partial], &dir, &super::case::figure_options(case)?)?;
             }
             eprintln!(
                 "the run stopped after {} good step(s); CSV files{} up to there are in {}",
@@ -34,7 +34,7 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     let plots = if case.no_plots {
         Vec::new()
     } else {
-        figures::write(&[&run], &dir)?
+        figures::write_with(&[&run], &dir, &super::case::figure_options(case)?)?
     };
     hamel_cli::out!(
         "{}{}",
