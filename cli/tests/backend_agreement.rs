@@ -32,13 +32,13 @@ model!(
 );
 model!(
     SleighAveraged,
-    [m, a, I0],
+    [m, a, inertia],
     model = "../models/chaplygin_sleigh.hamel",
     scheme = "hamel"
 );
 model!(
     SleighMidpoint,
-    [m, a, I0],
+    [m, a, inertia],
     model = "../models/chaplygin_sleigh.hamel",
     scheme = "hamel",
     kinematics = "midpoint"
