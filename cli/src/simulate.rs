@@ -2,7 +2,7 @@
 //! terminal, and the run's CSV files.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hamel_runtime::{DynState, InvariantKind};
@@ -20,6 +20,33 @@ pub fn run(
     initial: Option<String>,
     opt: &RunOptions,
     progress: bool,
+) -> Result<Run, Error> {
+    run_to(sys, state, initial, opt, progress, None)
+}
+
+/// [`run`], writing every recorded state into `dir`'s CSV files as it comes
+/// (see [`CsvSink`]) and keeping only about 20,000 of them in memory (for
+/// plots and summaries). The files are complete up to a failed step.
+pub fn run_into(
+    sys: &System,
+    state: DynState,
+    initial: Option<String>,
+    opt: &RunOptions,
+    dir: &Path,
+) -> Result<Run, Error> {
+    let mut sink = CsvSink::create(sys, dir, opt.h)?;
+    let result = run_to(sys, state, initial, opt, true, Some(&mut sink));
+    sink.finish()?;
+    result
+}
+
+fn run_to(
+    sys: &System,
+    state: DynState,
+    initial: Option<String>,
+    opt: &RunOptions,
+    progress: bool,
+    sink: Option<&mut CsvSink>,
 ) -> Result<Run, Error> {
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -41,7 +68,21 @@ pub fn run(
             b.set_position(k);
         }
     };
-    let result = hamel_load::run::run_observed(sys, state, initial, opt, &mut tick);
+    let result = match sink {
+        None => hamel_load::run::run_observed(sys, state, initial, opt, &mut tick),
+        Some(sink) => {
+            let keep = opt.steps.div_ceil(20_000).max(1);
+            hamel_load::run::run_streamed(
+                sys,
+                state,
+                initial,
+                opt,
+                keep,
+                Some(sink as &mut dyn hamel_load::run::Sink),
+                &mut tick,
+            )
+        }
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -53,6 +94,94 @@ pub fn run(
             partial: f.partial,
         },
     })
+}
+
+/// Writes `trajectory.csv` and `diagnostics.csv` (the same files as
+/// [`write_csv`]) row by row while a run goes on.
+pub struct CsvSink {
+    h: f64,
+    kinds: Vec<InvariantKind>,
+    initial: Option<Vec<f64>>,
+    trajectory: std::io::BufWriter<std::fs::File>,
+    diagnostics: std::io::BufWriter<std::fs::File>,
+    dir: PathBuf,
+}
+
+impl CsvSink {
+    /// Creates both files in `dir` (claimed by the caller) and writes their headers.
+    pub fn create(sys: &System, dir: &Path, h: f64) -> Result<CsvSink, Error> {
+        let out = Error::writing(dir);
+        std::fs::create_dir_all(dir).map_err(out)?;
+        let c = sys.compiled();
+        let mut t = std::io::BufWriter::new(crate::output::create(&dir.join("trajectory.csv"))?);
+        let header: Vec<&str> = ["step", "t"]
+            .into_iter()
+            .chain(c.coordinates.iter().map(String::as_str))
+            .chain(c.velocities.iter().map(String::as_str))
+            .collect();
+        writeln!(t, "{}", header.join(",")).map_err(out)?;
+        let info: Vec<(String, InvariantKind)> = hamel_runtime::Kernels::invariant_info(sys)
+            .into_iter()
+            .map(|(n, k)| (n.to_string(), k))
+            .collect();
+        let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
+        writeln!(d, "{}", diagnostics_header(&info).join(",")).map_err(out)?;
+        Ok(CsvSink {
+            h,
+            kinds: info.iter().map(|(_, k)| *k).collect(),
+            initial: None,
+            trajectory: t,
+            diagnostics: d,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Flushes both files.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let out = Error::writing(&self.dir);
+        self.trajectory.flush().map_err(out)?;
+        self.diagnostics.flush().map_err(out)
+    }
+}
+
+impl hamel_load::run::Sink for CsvSink {
+    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64]) -> Result<(), String> {
+        let e = |e: std::io::Error| format!("cannot write into `{}`: {e}", self.dir.display());
+        let t = step as f64 * self.h;
+        let row: Vec<String> = q.iter().chain(v).map(|x| format!("{x:e}")).collect();
+        writeln!(self.trajectory, "{step},{t:e},{}", row.join(",")).map_err(e)?;
+        let v0 = self.initial.get_or_insert_with(|| values.to_vec());
+        let mut row = vec![step.to_string(), format!("{t:e}")];
+        for (i, &x) in values.iter().enumerate() {
+            row.push(format!("{x:e}"));
+            row.push(format!("{:e}", error_of(self.kinds[i], x, v0[i])));
+        }
+        writeln!(self.diagnostics, "{}", row.join(",")).map_err(e)
+    }
+}
+
+/// The diagnostics file's header: each quantity and its error column.
+fn diagnostics_header(info: &[(String, InvariantKind)]) -> Vec<String> {
+    let mut header = vec!["step".to_string(), "t".to_string()];
+    for (n, k) in info {
+        header.push(n.clone());
+        header.push(match k {
+            InvariantKind::Energy => format!("{n}_error_rel"),
+            InvariantKind::Constraint => format!("{n}_residual_abs"),
+            InvariantKind::Monitored => format!("{n}_error_abs"),
+        });
+    }
+    header
+}
+
+/// The error column of a quantity of kind `k` at value `v`, initial `v0`
+/// (as [`Run::error`]).
+fn error_of(k: InvariantKind, v: f64, v0: f64) -> f64 {
+    match k {
+        InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
+        InvariantKind::Constraint => v.abs(),
+        _ => (v - v0).abs(),
+    }
 }
 
 /// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
@@ -73,15 +202,7 @@ pub fn write_csv(run: &Run, dir: &Path) -> Result<(), Error> {
     }
     t.flush().map_err(out)?;
     let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
-    let mut header = vec!["step".to_string(), "t".to_string()];
-    for (n, k) in &run.invariants {
-        header.push(n.clone());
-        header.push(match k {
-            InvariantKind::Energy => format!("{n}_error_rel"),
-            InvariantKind::Constraint => format!("{n}_residual_abs"),
-            InvariantKind::Monitored => format!("{n}_error_abs"),
-        });
-    }
+    let header = diagnostics_header(&run.invariants);
     writeln!(d, "{}", header.join(",")).map_err(out)?;
     for k in 0..run.steps.len() {
         let mut row = vec![run.steps[k].to_string(), format!("{:e}", run.time(k))];

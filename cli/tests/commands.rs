@@ -780,6 +780,10 @@ fn absurd_run_lengths_are_refused_before_running() {
     ]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("more than 4 GiB; record fewer"), "{err}");
+    assert!(
+        !dir.join("trajectory.csv").exists(),
+        "nothing is written for a refused run"
+    );
 }
 
 #[test]

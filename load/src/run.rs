@@ -52,6 +52,17 @@ pub const MAX_STEPS: u64 = 1_000_000_000_000_000;
 /// Most memory the recorded states of one run may take.
 pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 
+/// Refuses a run that cannot finish or whose records cannot be held, before
+/// anything is computed or written (see [`check_size`]).
+pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
+    let every = if opt.record_every > 0 {
+        opt.record_every
+    } else {
+        opt.steps.div_ceil(20_000).max(1)
+    };
+    check_size(sys, opt.steps, every)
+}
+
 /// Refuses runs that cannot finish or whose records cannot be held: more
 /// than [`MAX_STEPS`] steps, or records above [`MAX_RECORD_BYTES`].
 fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
@@ -66,7 +77,7 @@ fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
     let bytes = records.saturating_mul(row);
     if bytes > MAX_RECORD_BYTES {
         return Err(RunError::TooLarge(format!(
-            "recording one state in {every} of {steps} steps keeps {records} states ({:.1} GiB, and about 3× that as CSV), more than {} GiB; record fewer (a larger --every / every=) or shorten the run",
+            "recording one state in {every} of {steps} steps makes {records} records ({:.1} GiB in memory, about 3× that as CSV), more than {} GiB; record fewer (a larger --every / every=) or shorten the run",
             bytes as f64 / (1u64 << 30) as f64,
             MAX_RECORD_BYTES >> 30
         )));
@@ -240,9 +251,33 @@ pub fn run(sys: &System, state: DynState, initial: Option<String>, opt: &RunOpti
 /// [`run`], calling `progress(k)` every 256 steps (for progress bars).
 pub fn run_observed(
     sys: &System,
+    state: DynState,
+    initial: Option<String>,
+    opt: &RunOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Run, RunError> {
+    run_streamed(sys, state, initial, opt, 0, None, progress)
+}
+
+/// Where recorded states go as they are computed (e.g. CSV files), so that a
+/// long run need not hold them.
+pub trait Sink {
+    /// One recorded state: step number, physical coordinates and velocities,
+    /// and the monitored quantities (in the order of [`Run::invariants`]).
+    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64]) -> Result<(), String>;
+}
+
+/// [`run_observed`], handing every recorded state to `sink` as it comes and
+/// keeping in the returned [`Run`] only one in `keep` steps (rounded up to
+/// a multiple of the recording interval; 0: every recorded state), plus the
+/// first and the last: the run's memory stays bounded however long it is.
+pub fn run_streamed(
+    sys: &System,
     mut state: DynState,
     initial: Option<String>,
     opt: &RunOptions,
+    keep: u64,
+    mut sink: Option<&mut dyn Sink>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Run, RunError> {
     let info: Vec<(String, InvariantKind)> = sys
@@ -255,6 +290,8 @@ pub fn run_observed(
     } else {
         opt.steps.div_ceil(20_000).max(1)
     };
+    let keep = keep.div_ceil(every).max(1) * every;
+    // What is recorded is bounded, whether it is held or streamed to disk.
     check_size(sys, opt.steps, every)?;
     let c = sys.compiled();
     let mut run = Run {
@@ -283,14 +320,20 @@ pub fn run_observed(
         .with_compensation(opt.compensated);
     // The metric's conditioning is watched every step where it can change.
     let watch = sys.metric_varies();
-    let observe = |st: &DynState, run: &mut Run, record: bool| -> Result<(), StepError> {
+    // Observes a state; hands it to the sink and keeps it in the run as asked.
+    let mut observe = |st: &DynState, run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
         let (q, v) = sys.physical(&st.z, st.step)?;
         let values = sys.invariants_at(&q, &v);
         run.monitor.observe(&values);
         if watch || st.step == 0 {
             run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
         }
-        if record {
+        if to_sink {
+            if let Some(s) = sink.as_deref_mut() {
+                s.record(st.step, &q, &v, &values).map_err(StepError::InvalidInput)?;
+            }
+        }
+        if to_run {
             run.steps.push(st.step);
             run.q.push(q);
             run.v.push(v);
@@ -298,17 +341,19 @@ pub fn run_observed(
         }
         Ok(())
     };
-    observe(&state, &mut run, true).map_err(RunError::Start)?;
+    observe(&state, &mut run, true, true).map_err(RunError::Start)?;
     let mut stepping = Duration::ZERO;
     for k in 1..=opt.steps {
         let t0 = Instant::now();
         let stepped = stepper.step(&mut state);
         stepping += t0.elapsed();
-        let observed = stepped.and_then(|()| observe(&state, &mut run, k % every == 0 || k == opt.steps));
+        let last = k == opt.steps;
+        let recorded = k % every == 0 || last;
+        let observed = stepped.and_then(|()| observe(&state, &mut run, recorded, recorded && (k % keep == 0 || last)));
         if let Err(error) = observed {
             // Keep the last good state in the records, then hand back what was computed.
             if run.steps.last() != Some(&state.step) {
-                let _ = observe(&state, &mut run, true);
+                let _ = observe(&state, &mut run, state.step % every != 0, true);
             }
             run.newton = stepper.stats;
             run.options.steps = state.step;

@@ -95,3 +95,32 @@ fn loaded_sensitivity_matches_finite_differences() {
         .step_with_sensitivity(&mut s)
         .is_err());
 }
+
+#[test]
+fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
+    struct Count(u64, Vec<f64>);
+    impl hamel_load::run::Sink for Count {
+        fn record(&mut self, _step: u64, q: &[f64], _v: &[f64], _values: &[f64]) -> Result<(), String> {
+            self.0 += 1;
+            self.1 = q.to_vec();
+            Ok(())
+        }
+    }
+    let sys = compile(&sphere(), "hamel".parse().unwrap(), Backend::Interpreter).unwrap();
+    let opt = RunOptions {
+        h: 0.2,
+        steps: 5_000,
+        compensated: false,
+        record_every: 1,
+    };
+    let mut sink = Count(0, Vec::new());
+    let state = sys.initial("published").unwrap();
+    let kept = hamel_load::run::run_streamed(&sys, state, None, &opt, 1_000, Some(&mut sink), &mut |_| {}).unwrap();
+    assert_eq!(sink.0, 5_001, "every recorded state reaches the sink");
+    assert_eq!(kept.steps, vec![0, 1_000, 2_000, 3_000, 4_000, 5_000]);
+    assert_eq!(kept.q.last().unwrap(), &sink.1);
+    // The same run held in memory: identical last state, identical monitor.
+    let full = run(&sys, sys.initial("published").unwrap(), None, &opt).unwrap();
+    assert_eq!(full.q.last(), kept.q.last());
+    assert_eq!(full.monitor.reports(), kept.monitor.reports());
+}

@@ -43,6 +43,28 @@ pub fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
     run_case_with(case, scheme, case.every).map(|(run, _)| run)
 }
 
+/// Runs a case streaming its CSV files into the case's output folder
+/// (claimed first); returns the run (about 20,000 states kept for plots) and the folder.
+pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBuf), Error> {
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let params = pairs::<f64>("--set", &case.set)?;
+    let steps = steps_of(case)?;
+    let model = load_model(&case.model, &sizes)?;
+    let sys = case::system(&model, scheme, case.backend.into(), &params)?;
+    let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
+    let opt = RunOptions {
+        h: case.h,
+        steps,
+        compensated: case.compensated,
+        record_every: case.every,
+    };
+    // Refused before the output folder is touched.
+    hamel_load::run::check_run(&sys, &opt).map_err(|e| Error::Usage(e.to_string()))?;
+    let dir = out_dir(case, &model.name, hamel_cli::scheme_name(scheme))?;
+    let run = simulate::run_into(&sys, state, init, &opt, &dir);
+    run.map(|r| (r, dir))
+}
+
 pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;

@@ -3,16 +3,17 @@
 use hamel_cli::{figures, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 
-use super::case::{headline, out_dir, run_case};
+use super::case::{headline, out_dir, run_case_streamed};
 use crate::CaseArgs;
 
 pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
-    let run = match run_case(case, scheme) {
-        Ok(run) => run,
+    // The CSV files are written as the run goes (they hold every recorded
+    // state however long the run); the run keeps about 20,000 for plots.
+    let (run, dir) = match run_case_streamed(case, scheme) {
+        Ok(r) => r,
         Err(Error::RunFailed { error, partial }) => {
             // What was computed up to the failure is worth seeing.
             let dir = out_dir(case, &partial.model, scheme_name(scheme))?;
-            hamel_cli::simulate::write_csv(&partial, &dir)?;
             if !case.no_plots && partial.steps.len() > 1 {
                 figures::write_with(&[&partial], &dir, &super::case::figure_options(case)?)?;
             }
@@ -28,8 +29,6 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     };
     let file = case.model.display().to_string();
     let summary = run.summary(&file);
-    let dir = out_dir(case, &run.model, scheme_name(scheme))?;
-    hamel_cli::simulate::write_csv(&run, &dir)?;
     hamel_cli::output::write(&dir.join("summary.json"), format!("{summary:#}\n"))?;
     let plots = if case.no_plots {
         Vec::new()
