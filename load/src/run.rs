@@ -353,7 +353,7 @@ pub fn run_streamed(
         if let Err(error) = observed {
             // Keep the last good state in the records, then hand back what was computed.
             if run.steps.last() != Some(&state.step) {
-                let _ = observe(&state, &mut run, state.step % every != 0, true);
+                let _ = observe(&state, &mut run, !state.step.is_multiple_of(every), true);
             }
             run.newton = stepper.stats;
             run.options.steps = state.step;
