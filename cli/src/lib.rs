@@ -134,5 +134,38 @@ pub fn all_schemes() -> Vec<Scheme> {
 
 /// Derives `scheme` for `model` and prepares it for `backend`.
 pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, Error> {
-    Ok(hamel_load::compile(model, scheme, backend)?)
+    let what = format!(
+        "deriving {} for `{}` ({} coordinates, {} velocities) and compiling it ({backend})",
+        scheme.name(),
+        model.name,
+        model.coords.len(),
+        model.vels.len()
+    );
+    Ok(with_status(&what, || hamel_load::compile(model, scheme, backend))?)
+}
+
+/// Runs `f`; if it takes longer than two seconds and standard error is a
+/// terminal, says what is going on, and then how long it took (large
+/// models take minutes to derive).
+pub fn with_status<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    use std::io::IsTerminal;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    if !std::io::stderr().is_terminal() {
+        return f();
+    }
+    let started = Instant::now();
+    let (done, wait) = mpsc::channel::<()>();
+    let what = what.to_string();
+    let watcher = std::thread::spawn(move || {
+        if wait.recv_timeout(Duration::from_secs(2)).is_err() {
+            eprintln!("{what}…");
+            let _ = wait.recv();
+            eprintln!("  done in {:.1} s", started.elapsed().as_secs_f64());
+        }
+    });
+    let out = f();
+    let _ = done.send(());
+    let _ = watcher.join();
+    out
 }

@@ -37,7 +37,12 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
         let mut applicable = None;
         for scheme in Scheme::LIST {
             let label = scheme.name();
-            match scheme.derive(&model) {
+            let what = format!(
+                "deriving {label} for `{}` ({} coordinates)",
+                model.name,
+                model.coords.len()
+            );
+            match hamel_cli::with_status(&what, || scheme.derive(&model)) {
                 Ok(sys) => {
                     applicable.get_or_insert(scheme);
                     hamel_cli::out!(
