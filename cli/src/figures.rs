@@ -75,7 +75,7 @@ pub fn check_axes(run: &Run, axes: &(String, String)) -> Result<(), Error> {
     Ok(())
 }
 
-/// [`write`] with [`Options`].
+/// [`write()`] with [`Options`].
 pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBuf>, Error> {
     let several = runs.len() > 1;
     let mut files = Vec::new();

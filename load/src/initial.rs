@@ -128,6 +128,16 @@ pub fn initial(
             .unwrap_or_default();
         return Err(LoadError::Usage(format!("state: no value for `{n}`")));
     }
+    if let Some(why) = sys.frame_diagnosis(&q, &v) {
+        return Err(LoadError::Usage(format!(
+            "model `{}`: at {}: {why}",
+            c.model,
+            match &name {
+                Some(n) => format!("initial state `{n}`"),
+                None => "the initial state given".to_string(),
+            }
+        )));
+    }
     if let Some(why) = sys.metric_diagnosis(&q, &v) {
         let at = match (&name, overrides.is_empty()) {
             (Some(n), true) => format!("initial state `{n}`"),

@@ -53,7 +53,8 @@ pub const MAX_STEPS: u64 = 1_000_000_000_000_000;
 pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 
 /// Refuses a run that cannot finish or whose records cannot be held, before
-/// anything is computed or written (see [`check_size`]).
+/// anything is computed or written: more than [`MAX_STEPS`] steps, or records
+/// above [`MAX_RECORD_BYTES`].
 pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
     let every = if opt.record_every > 0 {
         opt.record_every

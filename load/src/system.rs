@@ -266,6 +266,28 @@ impl System {
         })
     }
 
+    /// Why the frame cannot carry the motion at `(q, v)`: `[Ψ; A]` has
+    /// dependent columns, so some velocity the constraints allow moves
+    /// nothing (e.g. `gamma' = 0 * xi`); `None` where it is fine or where the
+    /// model is in generalized coordinates.
+    pub fn frame_diagnosis(&self, q: &[f64], v: &[f64]) -> Option<String> {
+        let (rows, cols) = self.step.frame_check?;
+        let mut f = vec![0.0; rows * cols];
+        self.run("frame_check", &self.pqv(q, v), &mut [&mut f]);
+        if f.iter().any(|x| !x.is_finite()) {
+            return Some("the frame `q' = Ψ(q) ξ` is not finite here".to_string());
+        }
+        let m = DMatrix::from_row_slice(rows, cols, &f);
+        let sv = m.singular_values();
+        let top = sv.max();
+        let rank = sv.iter().filter(|&&s| s > top * 1e-10).count();
+        (rank < cols).then(|| {
+            format!(
+                "the frame `q' = Ψ(q) ξ` with the constraints moves only {rank} of the {cols} velocity directions: some velocity the constraints allow moves nothing (check the `frame` block)"
+            )
+        })
+    }
+
     fn metric_condition_with(&self, p: &[f64], q: &[f64], v: &[f64]) -> f64 {
         let n = self.step.metric_size;
         if n == 0 {

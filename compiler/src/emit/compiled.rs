@@ -42,6 +42,12 @@ pub struct CompiledStep {
     /// whether `K` depends on the configuration (if not, it never needs
     /// watching along a run)
     pub metric_varies: bool,
+    /// rows and columns of `[Ψ; A]`, the frame's matrix stacked on the
+    /// velocity-level constraint rows, that function `frame_check` (inputs
+    /// `p, q, v`) writes row-major; `None` in generalized coordinates. Its
+    /// columns are independent exactly when every velocity the constraints
+    /// allow moves the configuration.
+    pub frame_check: Option<(usize, usize)>,
     functions: BTreeMap<String, CompiledFunction>,
 }
 
@@ -151,6 +157,26 @@ impl CompiledStep {
                 outputs: vec![("k".into(), k.len())],
             },
         );
+        let mut frame_check = None;
+        if let Some(psi) = &sys.frame {
+            let cols = v.len();
+            let mut out: Vec<crate::sym::Id> = psi.iter().flatten().copied().collect();
+            out.extend(a_rows.iter().flatten().copied());
+            let rows = psi.len() + a_rows.len();
+            if out.len() == rows * cols {
+                let tape = crate::sym::Tape::build(&mut g, &inputs, &out)
+                    .map_err(|u| format!("internal error: the frame uses `{}`", u.0))?;
+                functions.insert(
+                    "frame_check".to_string(),
+                    CompiledFunction {
+                        program: super::program::lower(&tape),
+                        inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                        outputs: vec![("f".into(), out.len())],
+                    },
+                );
+                frame_check = Some((rows, cols));
+            }
+        }
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
             model: sys.model.clone(),
@@ -166,6 +192,7 @@ impl CompiledStep {
             lets,
             metric_size: m + nc,
             metric_varies,
+            frame_check,
             functions,
         })
     }

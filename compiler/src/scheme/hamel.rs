@@ -301,7 +301,9 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         obs_v,
         base,
     };
-    Ok(draft.assemble(&model, g, mech.energy))
+    let mut sys = draft.assemble(&model, g, mech.energy);
+    sys.frame = Some(frame.psi.clone());
+    Ok(sys)
 }
 
 /// `a − b₀ − b₁ − …`

@@ -100,6 +100,9 @@ pub struct StepSystem {
     pub initials: Vec<(String, Vec<Id>, Vec<Id>)>,
     /// the model's top-level `let` definitions, in the physical symbols and θ
     pub lets: Vec<(String, Vec<Id>)>,
+    /// the Hamel frame's matrix `Ψ(q)` (`q̇ = Ψ ξ`, n×m) in the physical
+    /// symbols, for schemes in Hamel form; `None` in generalized coordinates
+    pub frame: Option<Vec<Vec<Id>>>,
 }
 
 impl StepSystem {
@@ -375,6 +378,7 @@ impl Draft {
             update: self.next,
             predictor: self.predictor,
             sensitivity: None,
+            frame: None,
             phys_q: model
                 .coords
                 .iter()
