@@ -133,7 +133,9 @@ fn expr(names: Vec<&'static str>) -> impl Strategy<Value = String> {
             )
                 .prop_map(|(a, o, b)| format!("({a} {o} {b})")),
             (
-                prop::sample::select(vec!["sin", "cos", "exp", "sqrt", "ln", "tan"]),
+                prop::sample::select(vec![
+                    "sin", "cos", "exp", "sqrt", "ln", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh"
+                ]),
                 inner.clone()
             )
                 .prop_map(|(f, a)| format!("{f}({a})")),

@@ -58,11 +58,29 @@ extern "C" fn exp(x: f64) -> f64 {
 extern "C" fn ln(x: f64) -> f64 {
     Func::Ln.apply(x)
 }
+extern "C" fn asin(x: f64) -> f64 {
+    Func::Asin.apply(x)
+}
+extern "C" fn acos(x: f64) -> f64 {
+    Func::Acos.apply(x)
+}
+extern "C" fn atan(x: f64) -> f64 {
+    Func::Atan.apply(x)
+}
+extern "C" fn sinh(x: f64) -> f64 {
+    Func::Sinh.apply(x)
+}
+extern "C" fn cosh(x: f64) -> f64 {
+    Func::Cosh.apply(x)
+}
+extern "C" fn tanh(x: f64) -> f64 {
+    Func::Tanh.apply(x)
+}
 
 /// The host functions compiled code calls, by symbol name. Names carry a
 /// prefix so that they never resolve to the C library's functions of the same
 /// name (which need not round like Rust's).
-fn host_symbols() -> [(&'static str, *const u8); 7] {
+fn host_symbols() -> [(&'static str, *const u8); 13] {
     [
         ("hamel_powi", powi as *const u8),
         ("hamel_powf", powf as *const u8),
@@ -71,6 +89,12 @@ fn host_symbols() -> [(&'static str, *const u8); 7] {
         ("hamel_tan", tan as *const u8),
         ("hamel_exp", exp as *const u8),
         ("hamel_ln", ln as *const u8),
+        ("hamel_asin", asin as *const u8),
+        ("hamel_acos", acos as *const u8),
+        ("hamel_atan", atan as *const u8),
+        ("hamel_sinh", sinh as *const u8),
+        ("hamel_cosh", cosh as *const u8),
+        ("hamel_tanh", tanh as *const u8),
     ]
 }
 
@@ -81,6 +105,12 @@ fn func_symbol(f: Func) -> &'static str {
         Func::Tan => "hamel_tan",
         Func::Exp => "hamel_exp",
         Func::Ln => "hamel_ln",
+        Func::Asin => "hamel_asin",
+        Func::Acos => "hamel_acos",
+        Func::Atan => "hamel_atan",
+        Func::Sinh => "hamel_sinh",
+        Func::Cosh => "hamel_cosh",
+        Func::Tanh => "hamel_tanh",
     }
 }
 

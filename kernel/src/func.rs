@@ -13,11 +13,35 @@ pub enum Func {
     Exp,
     /// natural logarithm
     Ln,
+    /// inverse sine (principal value, in [−π/2, π/2])
+    Asin,
+    /// inverse cosine (principal value, in [0, π])
+    Acos,
+    /// inverse tangent (in (−π/2, π/2))
+    Atan,
+    /// hyperbolic sine
+    Sinh,
+    /// hyperbolic cosine
+    Cosh,
+    /// hyperbolic tangent
+    Tanh,
 }
 
 impl Func {
     /// Every function, in declaration order.
-    pub const ALL: [Func; 5] = [Func::Sin, Func::Cos, Func::Tan, Func::Exp, Func::Ln];
+    pub const ALL: [Func; 11] = [
+        Func::Sin,
+        Func::Cos,
+        Func::Tan,
+        Func::Exp,
+        Func::Ln,
+        Func::Asin,
+        Func::Acos,
+        Func::Atan,
+        Func::Sinh,
+        Func::Cosh,
+        Func::Tanh,
+    ];
 
     /// Applies the function to a number, with Rust's `f64` method of the same
     /// name: every back-end calls exactly this, so results agree to the bit.
@@ -28,6 +52,12 @@ impl Func {
             Func::Tan => x.tan(),
             Func::Exp => x.exp(),
             Func::Ln => x.ln(),
+            Func::Asin => x.asin(),
+            Func::Acos => x.acos(),
+            Func::Atan => x.atan(),
+            Func::Sinh => x.sinh(),
+            Func::Cosh => x.cosh(),
+            Func::Tanh => x.tanh(),
         }
     }
 
@@ -39,6 +69,12 @@ impl Func {
             Func::Tan => "tan",
             Func::Exp => "exp",
             Func::Ln => "ln",
+            Func::Asin => "asin",
+            Func::Acos => "acos",
+            Func::Atan => "atan",
+            Func::Sinh => "sinh",
+            Func::Cosh => "cosh",
+            Func::Tanh => "tanh",
         }
     }
 }

@@ -54,8 +54,12 @@ pub(super) type LResult<T> = Result<T, ()>;
 pub(super) type Binding3 = (Val, Kind, Span);
 
 pub(super) const FUNCTIONS: &[&str] = &[
-    "sin", "cos", "tan", "exp", "ln", "sqrt", "dot", "cross", "norm", "norm2", "sum",
+    "sin", "cos", "tan", "exp", "ln", "sqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "dot", "cross", "norm",
+    "norm2", "sum",
 ];
+
+/// Built-in constants: names that are not declared but always defined.
+pub(super) const CONSTANTS: &[(&str, f64)] = &[("pi", std::f64::consts::PI)];
 
 impl Lowerer<'_> {
     pub(super) fn error(&mut self, span: Span, msg: impl Into<String>) {
@@ -119,6 +123,10 @@ impl Lowerer<'_> {
             );
             return;
         }
+        if CONSTANTS.iter().any(|(n, _)| *n == base) {
+            self.error(span, format!("`{base}` is a built-in constant and cannot be declared"));
+            return;
+        }
         if self.ienv.contains_key(base) {
             self.error(
                 span,
@@ -166,6 +174,9 @@ impl Lowerer<'_> {
         }
         if let Some(&k) = self.ienv.get(name) {
             return Ok(Val::S(self.g.constant(k as f64)));
+        }
+        if let Some(&(_, c)) = CONSTANTS.iter().find(|(n, _)| *n == name) {
+            return Ok(Val::S(self.g.constant(c)));
         }
         let hint = if name.ends_with('\'') {
             if self.identity_frame {
@@ -366,7 +377,8 @@ impl Lowerer<'_> {
     pub(super) fn call(&mut self, f: &Name, args: &[Expr], span: Span) -> LResult<Val> {
         let arity = match f.text.as_str() {
             "dot" | "cross" => 2,
-            "sin" | "cos" | "tan" | "exp" | "ln" | "sqrt" | "norm" | "norm2" => 1,
+            "sin" | "cos" | "tan" | "exp" | "ln" | "sqrt" | "norm" | "norm2" | "asin" | "acos" | "atan" | "sinh"
+            | "cosh" | "tanh" => 1,
             other => {
                 self.error(
                     f.span,
@@ -388,6 +400,12 @@ impl Lowerer<'_> {
             "tan" => Some(Func::Tan),
             "exp" => Some(Func::Exp),
             "ln" => Some(Func::Ln),
+            "asin" => Some(Func::Asin),
+            "acos" => Some(Func::Acos),
+            "atan" => Some(Func::Atan),
+            "sinh" => Some(Func::Sinh),
+            "cosh" => Some(Func::Cosh),
+            "tanh" => Some(Func::Tanh),
             _ => None,
         };
         if let Some(func) = elementary(&f.text) {

@@ -86,6 +86,31 @@ impl Differentiator {
                         }
                         Func::Exp => e,
                         Func::Ln => g.powf(a, -1.0),
+                        // d asin a = (1 − a²)^(−1/2) da; d acos a = −(1 − a²)^(−1/2) da
+                        Func::Asin | Func::Acos => {
+                            let one = g.constant(1.0);
+                            let a2 = g.powf(a, 2.0);
+                            let d = g.sub(one, a2);
+                            let r = g.powf(d, -0.5);
+                            if f == Func::Asin {
+                                r
+                            } else {
+                                g.neg(r)
+                            }
+                        }
+                        Func::Atan => {
+                            let one = g.constant(1.0);
+                            let a2 = g.powf(a, 2.0);
+                            let d = g.add2(one, a2);
+                            g.powf(d, -1.0)
+                        }
+                        Func::Sinh => g.call(Func::Cosh, a),
+                        Func::Cosh => g.call(Func::Sinh, a),
+                        Func::Tanh => {
+                            let one = g.constant(1.0);
+                            let t2 = g.powf(e, 2.0);
+                            g.sub(one, t2)
+                        }
                     };
                     g.mul2(outer, da)
                 }
