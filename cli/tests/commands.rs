@@ -756,6 +756,40 @@ fn patterns_rate_is_robust_to_a_link_passing_the_axis_and_instability_is_named()
     assert_eq!(d["unstable"], false);
     assert_eq!(d["converged"], true, "{d}");
     assert!((d["critical_rate"].as_f64().unwrap() - 1.615).abs() < 2e-3, "{d}");
+    assert_eq!(
+        d["vertical_symmetry"], true,
+        "J is kept to O(h²) by the director Hamel step"
+    );
+}
+
+#[test]
+fn patterns_warn_when_the_vertical_symmetry_is_broken() {
+    let dir = tmp("tilted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = std::fs::read_to_string("../models/double_spherical_pendulum_cartesian.hamel").unwrap();
+    let from = "- g * (m1 * q1[2] + m2 * q2[2])";
+    assert!(src.contains(from));
+    // A horizontal force on bob 1 breaks the symmetry about the vertical.
+    let model = dir.join("tilted.hamel");
+    std::fs::write(&model, src.replacen(from, &format!("{from} - 0.5 * q1[0]"), 1)).unwrap();
+    let (code, out, err) = hamel(&[
+        "patterns",
+        model.to_str().unwrap(),
+        "--scheme",
+        "energy_momentum",
+        "--h",
+        "0.01",
+        "--t-end",
+        "30",
+        "--no-plots",
+        "--summary",
+        "json",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("may lack the vertical symmetry"), "{out}");
+    assert_eq!(last_json(&out)["vertical_symmetry"], false);
 }
 
 #[test]

@@ -59,6 +59,16 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         csv.push('\n');
     }
     hamel_cli::output::write(&dir.join("reduced.csv"), csv)?;
+    // The analysis assumes a symmetry about the vertical: its momentum must
+    // be monitored (an invariant named `J…`) and conserved.
+    let momentum = run
+        .momentum_indices()
+        .into_iter()
+        .map(|i| run.monitor.reports()[i].max_rel_error)
+        .reduce(f64::max);
+    // 1e-3: schemes that keep it only to O(h²) (the director Hamel chain)
+    // stay near 1e-5; a horizontal force changes it by O(1).
+    let symmetric = momentum.map(|e| e <= 1e-3);
     let summary = serde_json::json!({
         "model": run.model,
         "file": case.model.display().to_string(),
@@ -73,6 +83,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "critical_rate_halves": a.rate_halves.map(|(x, y)| vec![x, y]),
         "axis_clearance": a.axis_clearance,
         "azimuth_of": a.azimuth_of,
+        "vertical_symmetry": symmetric,
         "converged": a.converged(),
         "ill_conditioned": a.ill_conditioned(),
         "unstable": a.unstable(),
@@ -122,6 +133,15 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
                 _ => "",
             }
         );
+    }
+    match (symmetric, momentum) {
+        (Some(false), Some(e)) => hamel_cli::out!(
+            "  warning: the vertical angular momentum changed by {e:.1e} (relative): the model may lack the vertical symmetry this analysis assumes, and Ω_c is then not meaningful"
+        ),
+        (None, _) => hamel_cli::out!(
+            "  note: the model monitors no vertical angular momentum (an invariant named `J…`): the vertical symmetry this analysis assumes is not checked"
+        ),
+        _ => {}
     }
     hamel_cli::out!(
         "  rotation read from the azimuth of {} (clearance from the axis {:.1} %)",
