@@ -39,13 +39,15 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
     }
 }
 
-pub fn run_case(case: &CaseArgs, scheme: Scheme) -> Result<Run, Error> {
-    run_case_with(case, scheme, case.every).map(|(run, _)| run)
-}
-
 /// Runs a case streaming its CSV files into the case's output folder
 /// (claimed first); returns the run (about 20,000 states kept for plots) and the folder.
 pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBuf), Error> {
+    run_case_into(case, scheme, None)
+}
+
+/// [`run_case_streamed`] into `dir` (already claimed), or into the case's
+/// own folder when `None`.
+pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Result<(Run, PathBuf), Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
@@ -60,7 +62,10 @@ pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBu
     };
     // Refused before the output folder is touched.
     hamel_load::run::check_run(&sys, &opt).map_err(|e| Error::Usage(e.to_string()))?;
-    let dir = out_dir(case, &model.name, hamel_cli::scheme_name(scheme))?;
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => out_dir(case, &model.name, hamel_cli::scheme_name(scheme))?,
+    };
     let run = simulate::run_into(&sys, state, init, &opt, &dir);
     run.map(|r| (r, dir))
 }

@@ -5,7 +5,7 @@ use hamel_cli::simulate::Run;
 use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 
-use super::case::{out_dir, run_case};
+use super::case::{out_dir, run_case_into};
 use crate::CaseArgs;
 
 /// One row of a comparison table.
@@ -44,8 +44,10 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     let mut runs = Vec::new();
     let mut ran = Vec::new();
     let mut failures: Vec<(Scheme, String)> = Vec::new();
+    // Each scheme's CSV files are written as its run goes, into a subfolder.
+    let dir = out_dir(case, &model.name, "compare")?;
     for &s in &chosen {
-        match run_case(case, s) {
+        match run_case_into(case, s, Some(&dir.join(scheme_name(s)))).map(|(r, _)| r) {
             Ok(r) => {
                 runs.push(r);
                 ran.push(s);
@@ -71,10 +73,6 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
         )));
     }
     let file = case.model.display().to_string();
-    let dir = out_dir(case, &model.name, "compare")?;
-    for (r, s) in runs.iter().zip(&ran) {
-        hamel_cli::simulate::write_csv(r, &dir.join(scheme_name(*s)))?;
-    }
     if !case.no_plots {
         figures::write_with(
             &runs.iter().collect::<Vec<_>>(),
