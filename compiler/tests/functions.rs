@@ -1,5 +1,5 @@
 //! The elementary functions and constants of the model language: values,
-//! derivatives against central differences, `pi`.
+//! derivatives against central differences, `atan2` against Rust's, `pi`.
 
 use hamel_compiler::sym::{gradient, Graph};
 use hamel_kernel::Func;
@@ -39,6 +39,34 @@ fn let_value(src_let: &str, q: f64, p: f64) -> f64 {
         "p" => p,
         _ => f64::NAN,
     })
+}
+
+#[test]
+fn atan2_in_model_files_is_rusts_with_its_derivative() {
+    for (y, x) in [
+        (0.3, 0.4),
+        (0.3, -0.4),
+        (-0.3, -0.4),
+        (-2.0, 0.1),
+        (1e-9, -1.0),
+        (0.0, -1.0),
+        (5.0, 0.0),
+    ] {
+        assert_eq!(let_value("atan2(q, p)", y, x), f64::atan2(y, x), "atan2({y}, {x})");
+        // ∂/∂q atan2(q, p) = p / (p² + q²), against central differences.
+        let h = 1e-6;
+        let fd = (f64::atan2(y + h, x) - f64::atan2(y - h, x)) / (2.0 * h);
+        if !(x < 0.0 && y.abs() < h) {
+            // (not across the branch cut)
+            assert!((fd - x / (x * x + y * y)).abs() < 1e-6, "{fd}");
+        }
+    }
+    let mut g = Graph::new();
+    let (y, x) = (g.symbol("y"), g.symbol("x"));
+    let e = g.atan2(y, x);
+    let d = gradient(&mut g, e, &[y, x]);
+    let at = |id| g.eval(id, &|s| if s == 0 { 0.3 } else { -0.4 });
+    assert!((at(d[0]) - (-0.4 / 0.25)).abs() < 1e-15 && (at(d[1]) - (-0.3 / 0.25)).abs() < 1e-15);
 }
 
 #[test]

@@ -58,6 +58,9 @@ extern "C" fn exp(x: f64) -> f64 {
 extern "C" fn ln(x: f64) -> f64 {
     Func::Ln.apply(x)
 }
+extern "C" fn atan2(y: f64, x: f64) -> f64 {
+    f64::atan2(y, x)
+}
 extern "C" fn asin(x: f64) -> f64 {
     Func::Asin.apply(x)
 }
@@ -80,7 +83,7 @@ extern "C" fn tanh(x: f64) -> f64 {
 /// The host functions compiled code calls, by symbol name. Names carry a
 /// prefix so that they never resolve to the C library's functions of the same
 /// name (which need not round like Rust's).
-fn host_symbols() -> [(&'static str, *const u8); 13] {
+fn host_symbols() -> [(&'static str, *const u8); 14] {
     [
         ("hamel_powi", powi as *const u8),
         ("hamel_powf", powf as *const u8),
@@ -95,6 +98,7 @@ fn host_symbols() -> [(&'static str, *const u8); 13] {
         ("hamel_sinh", sinh as *const u8),
         ("hamel_cosh", cosh as *const u8),
         ("hamel_tanh", tanh as *const u8),
+        ("hamel_atan2", atan2 as *const u8),
     ]
 }
 
@@ -182,6 +186,7 @@ impl JitCode {
         };
         let powi_id = import("hamel_powi", &[types::F64, types::I32])?;
         let powf_id = import("hamel_powf", &[types::F64, types::F64])?;
+        let atan2_id = import("hamel_atan2", &[types::F64, types::F64])?;
         let mut func_ids = Vec::new();
         for f in Func::ALL {
             func_ids.push((f, import(func_symbol(f), &[types::F64])?));
@@ -251,6 +256,7 @@ impl JitCode {
                         |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
                     let powi_ref = refs(powi_id, &mut b);
                     let powf_ref = refs(powf_id, &mut b);
+                    let atan2_ref = refs(atan2_id, &mut b);
                     let func_refs: Vec<(Func, FuncRef)> =
                         func_ids.iter().map(|&(f, id)| (f, refs(id, &mut b))).collect();
                     let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
@@ -320,6 +326,13 @@ impl JitCode {
                                     value(d, &mut b, &mut vals, &mut arg_base),
                                 );
                                 call(&mut b, powf_ref, &[x, y])
+                            }
+                            Instr::Atan2(a, d) => {
+                                let (y, x) = (
+                                    value(a, &mut b, &mut vals, &mut arg_base),
+                                    value(d, &mut b, &mut vals, &mut arg_base),
+                                );
+                                call(&mut b, atan2_ref, &[y, x])
                             }
                             Instr::Call(f, a) => {
                                 let x = value(a, &mut b, &mut vals, &mut arg_base);
@@ -480,8 +493,17 @@ mod tests {
                 Instr::Call(Func::Tan, 10),
                 Instr::Call(Func::Exp, 3),
                 Instr::Call(Func::Ln, 11),
+                Instr::Call(Func::Asin, 14), // cos(√x) ∈ [−1, 1]
+                Instr::Call(Func::Acos, 14),
+                Instr::Call(Func::Atan, 8),
+                Instr::Call(Func::Sinh, 1),
+                Instr::Call(Func::Cosh, 1),
+                Instr::Call(Func::Tanh, 8),
+                Instr::Atan2(1, 8), // r24
             ],
-            outputs: vec![4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 2, 0],
+            outputs: vec![
+                4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 2, 0,
+            ],
         };
         let code = JitCode::compile(&[(&p, &[2]), (&p, &[1, 0, 1])]).unwrap();
         assert_eq!(code.len(), 2);

@@ -33,13 +33,20 @@ pub enum Instr {
     Pow(u32, u32),
     /// elementary function
     Call(Func, u32),
+    /// `atan2(y, x)`, the angle of the point `(x, y)` (Rust's `f64::atan2`)
+    Atan2(u32, u32),
 }
 
 impl Instr {
     /// The registers the instruction reads.
     pub fn operands(&self) -> ([u32; 2], usize) {
         match *self {
-            Instr::Add(a, b) | Instr::Sub(a, b) | Instr::Mul(a, b) | Instr::Div(a, b) | Instr::Pow(a, b) => ([a, b], 2),
+            Instr::Add(a, b)
+            | Instr::Sub(a, b)
+            | Instr::Mul(a, b)
+            | Instr::Div(a, b)
+            | Instr::Pow(a, b)
+            | Instr::Atan2(a, b) => ([a, b], 2),
             Instr::Neg(a) | Instr::Sqrt(a) | Instr::Powi(a, _) | Instr::Powf(a, _) | Instr::Call(_, a) => ([a, 0], 1),
         }
     }
@@ -86,6 +93,8 @@ pub trait Value: Copy {
     fn pow(self, b: Self) -> Self;
     /// `f(a)`
     fn call(self, f: Func) -> Self;
+    /// `atan2(self, x)`
+    fn atan2(self, x: Self) -> Self;
 }
 
 impl Value for f64 {
@@ -136,6 +145,10 @@ impl Value for f64 {
     #[inline]
     fn call(self, f: Func) -> f64 {
         f.apply(self)
+    }
+    #[inline]
+    fn atan2(self, x: f64) -> f64 {
+        f64::atan2(self, x)
     }
 }
 
@@ -188,6 +201,10 @@ impl Value for Dd {
     fn call(self, f: Func) -> Dd {
         self.map(|v| f.apply(v))
     }
+    #[inline]
+    fn atan2(self, x: Dd) -> Dd {
+        Dd::from(f64::atan2(Dd::to_f64(self), Dd::to_f64(x)))
+    }
 }
 
 impl Program {
@@ -223,6 +240,7 @@ impl Program {
                 Instr::Powf(a, e) => r(a).powf(e),
                 Instr::Pow(a, b) => r(a).pow(r(b)),
                 Instr::Call(f, a) => r(a).call(f),
+                Instr::Atan2(a, b) => r(a).atan2(r(b)),
             };
             regs.push(v);
         }
@@ -269,6 +287,7 @@ impl fmt::Display for Program {
                 Instr::Powf(a, e) => format!("powf(r{a}, {e:?})"),
                 Instr::Pow(a, b) => format!("powf(r{a}, r{b})"),
                 Instr::Call(fu, a) => format!("{}(r{a})", fu.name()),
+                Instr::Atan2(a, b) => format!("atan2(r{a}, r{b})"),
             };
             writeln!(f, "r{} = {rhs}", base + k)?;
         }

@@ -7,7 +7,7 @@ const MODEL: &str = "model f {
     parameters { k = 1.5 }
     coordinates { q, p }
     lagrangian = 0.5 * cosh(0.1 * q) * q'^2 + 0.5 * p'^2 - k * (1 - cos(q)) - tanh(p) * sinh(0.2 * p)
-        + 0.1 * atan(q) * p' + 0.01 * asin(0.5 * sin(q)) + 0.01 * acos(0.3 * cos(p)) + exp(-p^2) + ln(2 + tan(0.1 * q)) * 0 + pi * 0
+        + 0.1 * atan(q) * p' + 0.01 * asin(0.5 * sin(q)) + 0.01 * acos(0.3 * cos(p)) + exp(-p^2) + ln(2 + tan(0.1 * q)) * 0 + pi * 0 + 0.05 * atan2(p, 1 + q^2) * q'
     initial s { q = 0.4, p = -0.3, q' = 0.2, p' = 0.1 }
 }";
 

@@ -115,6 +115,10 @@ impl Lowering {
                 let a = self.reg(a);
                 self.push(Instr::Call(*f, a))
             }
+            Op::Atan2(y, x) => {
+                let (y, x) = (self.reg(y), self.reg(x));
+                self.push(Instr::Atan2(y, x))
+            }
         }
     }
 }
@@ -158,6 +162,7 @@ pub fn lower(tape: &Tape) -> Program {
             Instr::Powf(a, e) => Instr::Powf(fix(a), e),
             Instr::Pow(a, b) => Instr::Pow(fix(a), fix(b)),
             Instr::Call(f, a) => Instr::Call(f, fix(a)),
+            Instr::Atan2(a, b) => Instr::Atan2(fix(a), fix(b)),
         })
         .collect();
     Program {

@@ -174,6 +174,14 @@ impl Printer<'_> {
                     quote!(f64::powf(#a, #b))
                 }
             }
+            Instr::Atan2(a, b) => {
+                let (a, b) = (r(a), r(b));
+                if dd {
+                    quote!(__Dd::from(f64::atan2(#a.to_f64(), #b.to_f64())))
+                } else {
+                    quote!(f64::atan2(#a, #b))
+                }
+            }
             Instr::Call(f, a) => {
                 let a = r(a);
                 let f = format_ident!("{}", f.name());

@@ -54,8 +54,8 @@ pub(super) type LResult<T> = Result<T, ()>;
 pub(super) type Binding3 = (Val, Kind, Span);
 
 pub(super) const FUNCTIONS: &[&str] = &[
-    "sin", "cos", "tan", "exp", "ln", "sqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "dot", "cross", "norm",
-    "norm2", "sum",
+    "sin", "cos", "tan", "exp", "ln", "sqrt", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "dot", "cross",
+    "norm", "norm2", "sum",
 ];
 
 /// Built-in constants: names that are not declared but always defined.
@@ -376,7 +376,7 @@ impl Lowerer<'_> {
 
     pub(super) fn call(&mut self, f: &Name, args: &[Expr], span: Span) -> LResult<Val> {
         let arity = match f.text.as_str() {
-            "dot" | "cross" => 2,
+            "dot" | "cross" | "atan2" => 2,
             "sin" | "cos" | "tan" | "exp" | "ln" | "sqrt" | "norm" | "norm2" | "asin" | "acos" | "atan" | "sinh"
             | "cosh" | "tanh" => 1,
             other => {
@@ -416,6 +416,12 @@ impl Lowerer<'_> {
             "sqrt" => {
                 let a = self.scalar(&args[0])?;
                 Ok(Val::S(self.g.sqrt(a)))
+            }
+            "atan2" => {
+                let y = self.scalar(&args[0]);
+                let x = self.scalar(&args[1]);
+                let (y, x) = (y?, x?);
+                Ok(Val::S(self.g.atan2(y, x)))
             }
             "norm" | "norm2" => {
                 let v = self.vector(&args[0], &f.text)?;

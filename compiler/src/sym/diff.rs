@@ -68,6 +68,17 @@ impl Differentiator {
                     g.mul2(e, s)
                 }
             }
+            Node::Atan2(y, x) => {
+                // d atan2(y, x) = (x dy − y dx) / (x² + y²)
+                let (dy, dx) = (self.diff(g, y), self.diff(g, x));
+                let a = g.mul2(x, dy);
+                let b = g.mul2(y, dx);
+                let num = g.sub(a, b);
+                let x2 = g.powf(x, 2.0);
+                let y2 = g.powf(y, 2.0);
+                let den = g.add2(x2, y2);
+                g.div(num, den)
+            }
             Node::Call(f, a) => {
                 let da = self.diff(g, a);
                 if g.is_const(da, 0.0) {

@@ -41,6 +41,8 @@ pub enum Node {
     Pow(Id, Id),
     /// Elementary function.
     Call(Func, Id),
+    /// `atan2(y, x)`.
+    Atan2(Id, Id),
 }
 
 /// The expression store. See the module documentation.
@@ -366,6 +368,14 @@ impl Graph {
         self.intern(Node::Pow(base, exp))
     }
 
+    /// `atan2(y, x)`, the angle of the point `(x, y)`; folded for numbers.
+    pub fn atan2(&mut self, y: Id, x: Id) -> Id {
+        if let (Some(a), Some(b)) = (self.as_const(y), self.as_const(x)) {
+            return self.constant(f64::atan2(a, b));
+        }
+        self.intern(Node::Atan2(y, x))
+    }
+
     /// `f(a)`, folded when `a` is a number.
     pub fn call(&mut self, f: Func, a: Id) -> Id {
         if let Some(x) = self.as_const(a) {
@@ -418,6 +428,11 @@ impl Graph {
                 let a = self.substitute_memo(a, map, memo);
                 self.call(f, a)
             }
+            Node::Atan2(y, x) => {
+                let y = self.substitute_memo(y, map, memo);
+                let x = self.substitute_memo(x, map, memo);
+                self.atan2(y, x)
+            }
         };
         memo.insert(root, out);
         out
@@ -430,6 +445,7 @@ impl Graph {
             Node::Add(xs) | Node::Mul(xs) => xs.to_vec(),
             Node::Pow(b, e) => vec![*b, *e],
             Node::Call(_, a) => vec![*a],
+            Node::Atan2(y, x) => vec![*y, *x],
         }
     }
 
@@ -497,6 +513,7 @@ impl Graph {
                 pow_value(b, e)
             }
             Node::Call(f, a) => f.apply(self.eval_memo(*a, value_of, memo)),
+            Node::Atan2(y, x) => f64::atan2(self.eval_memo(*y, value_of, memo), self.eval_memo(*x, value_of, memo)),
         };
         memo.insert(id, v);
         v
@@ -517,6 +534,7 @@ impl Graph {
             }
             Node::Pow(b, e) => format!("{}^{}", self.display_atom(*b), self.display_atom(*e)),
             Node::Call(f, a) => format!("{}({})", f.name(), self.display(*a)),
+            Node::Atan2(y, x) => format!("atan2({}, {})", self.display(*y), self.display(*x)),
         }
     }
 

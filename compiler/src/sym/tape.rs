@@ -48,6 +48,8 @@ pub enum Op {
     Pow(Operand, Operand),
     /// elementary function
     Call(Func, Operand),
+    /// `atan2(y, x)`
+    Atan2(Operand, Operand),
 }
 
 /// A straight-line program: inputs, instructions, outputs.
@@ -124,6 +126,7 @@ impl Builder<'_> {
                 }
             }
             Node::Call(f, a) => Op::Call(f, self.operand(a)?),
+            Node::Atan2(y, x) => Op::Atan2(self.operand(y)?, self.operand(x)?),
         };
         let o = Operand::Temp(self.ops.len());
         self.ops.push(op);
