@@ -428,3 +428,27 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
     let seen: std::collections::BTreeSet<String> = seen.into_iter().map(String::from).collect();
     assert_eq!(files, seen, "models without a back-end agreement case");
 }
+
+model!(
+    Functions,
+    [k],
+    model = "tests/models/functions.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+
+#[test]
+fn every_elementary_function_agrees_between_derived_code_and_run_time() {
+    for compensated in [false, true] {
+        let m = Functions::with_defaults();
+        let c = Case {
+            file: "../cli/tests/models/functions.hamel",
+            scheme: "hamel_midpoint",
+            init: "s",
+            h: 0.05,
+            compensated,
+            sizes: &[],
+        };
+        agree(&m, m.initial("s").unwrap(), &c);
+    }
+}
