@@ -192,10 +192,21 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
     let r = runs[0];
     let title = format!("Trajectory ({}, {})", r.model, r.scheme);
     let vecs = vector_coordinates(&r.coordinates);
+    // Two components against each other: those asked for, or the first two
+    // coordinates of a model without vector coordinates.
+    let plane = match &opt.axes {
+        Some((a, b)) => {
+            check_axes(r, &(a.clone(), b.clone()))?;
+            Some((a.clone(), b.clone()))
+        }
+        None if vecs.is_empty() && r.coordinates.len() >= 2 => {
+            Some((r.coordinates[0].clone(), r.coordinates[1].clone()))
+        }
+        None => None,
+    };
     if opt.no_trajectory {
-    } else if let Some((a, b)) = &opt.axes {
-        check_axes(r, &(a.clone(), b.clone()))?;
-        let (fa, fb) = (component(r, a).expect("checked"), component(r, b).expect("checked"));
+    } else if let Some((a, b)) = plane {
+        let (fa, fb) = (component(r, &a).expect("checked"), component(r, &b).expect("checked"));
         let c = Curve {
             label: String::new(),
             points: (0..r.steps.len()).map(|k| (fa(k), fb(k))).collect(),
@@ -205,8 +216,8 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             "trajectory",
             &Labels {
                 title: &title,
-                x: a,
-                y: b,
+                x: &a,
+                y: &b,
             },
             &[c],
             false,
@@ -220,22 +231,6 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             })
             .collect();
         files.extend(plot::trajectory_3d(dir, "trajectory", &title, &curves)?);
-    } else if r.coordinates.len() >= 2 {
-        let c = Curve {
-            label: String::new(),
-            points: r.q.iter().map(|q| (q[0], q[1])).collect(),
-        };
-        files.extend(plot::line_plot(
-            dir,
-            "trajectory",
-            &Labels {
-                title: &title,
-                x: &r.coordinates[0],
-                y: &r.coordinates[1],
-            },
-            &[c],
-            false,
-        )?);
     }
     Ok(files)
 }

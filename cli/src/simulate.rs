@@ -154,7 +154,7 @@ impl hamel_load::run::Sink for CsvSink {
         let mut row = vec![step.to_string(), format!("{t:e}")];
         for (i, &x) in values.iter().enumerate() {
             row.push(format!("{x:e}"));
-            row.push(format!("{:e}", error_of(self.kinds[i], x, v0[i])));
+            row.push(format!("{:e}", hamel_load::run::error_of(self.kinds[i], x, v0[i])));
         }
         writeln!(self.diagnostics, "{}", row.join(",")).map_err(e)
     }
@@ -172,16 +172,6 @@ fn diagnostics_header(info: &[(String, InvariantKind)]) -> Vec<String> {
         });
     }
     header
-}
-
-/// The error column of a quantity of kind `k` at value `v`, initial `v0`
-/// (as [`Run::error`]).
-fn error_of(k: InvariantKind, v: f64, v0: f64) -> f64 {
-    match k {
-        InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
-        InvariantKind::Constraint => v.abs(),
-        _ => (v - v0).abs(),
-    }
 }
 
 /// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,

@@ -43,80 +43,53 @@ extern "C" fn powi(x: f64, n: i32) -> f64 {
 extern "C" fn powf(x: f64, e: f64) -> f64 {
     x.powf(e)
 }
-extern "C" fn sin(x: f64) -> f64 {
-    Func::Sin.apply(x)
-}
-extern "C" fn cos(x: f64) -> f64 {
-    Func::Cos.apply(x)
-}
-extern "C" fn tan(x: f64) -> f64 {
-    Func::Tan.apply(x)
-}
-extern "C" fn exp(x: f64) -> f64 {
-    Func::Exp.apply(x)
-}
-extern "C" fn ln(x: f64) -> f64 {
-    Func::Ln.apply(x)
-}
 extern "C" fn atan2(y: f64, x: f64) -> f64 {
     f64::atan2(y, x)
 }
-extern "C" fn asin(x: f64) -> f64 {
-    Func::Asin.apply(x)
-}
-extern "C" fn acos(x: f64) -> f64 {
-    Func::Acos.apply(x)
-}
-extern "C" fn atan(x: f64) -> f64 {
-    Func::Atan.apply(x)
-}
-extern "C" fn sinh(x: f64) -> f64 {
-    Func::Sinh.apply(x)
-}
-extern "C" fn cosh(x: f64) -> f64 {
-    Func::Cosh.apply(x)
-}
-extern "C" fn tanh(x: f64) -> f64 {
-    Func::Tanh.apply(x)
+
+/// One host function per elementary function, calling [`Func::apply`], and
+/// the tables that name them.
+macro_rules! elementary {
+    ($($f:ident => $name:ident),* $(,)?) => {
+        $(
+            extern "C" fn $name(x: f64) -> f64 {
+                Func::$f.apply(x)
+            }
+        )*
+
+        /// The host functions compiled code calls, by symbol name. Names carry a
+        /// prefix so that they never resolve to the C library's functions of the same
+        /// name (which need not round like Rust's).
+        fn host_symbols() -> Vec<(&'static str, *const u8)> {
+            vec![
+                ("hamel_powi", powi as *const u8),
+                ("hamel_powf", powf as *const u8),
+                ("hamel_atan2", atan2 as *const u8),
+                $((concat!("hamel_", stringify!($name)), $name as *const u8),)*
+            ]
+        }
+
+        fn func_symbol(f: Func) -> &'static str {
+            match f {
+                $(Func::$f => concat!("hamel_", stringify!($name)),)*
+            }
+        }
+    };
 }
 
-/// The host functions compiled code calls, by symbol name. Names carry a
-/// prefix so that they never resolve to the C library's functions of the same
-/// name (which need not round like Rust's).
-fn host_symbols() -> [(&'static str, *const u8); 14] {
-    [
-        ("hamel_powi", powi as *const u8),
-        ("hamel_powf", powf as *const u8),
-        ("hamel_sin", sin as *const u8),
-        ("hamel_cos", cos as *const u8),
-        ("hamel_tan", tan as *const u8),
-        ("hamel_exp", exp as *const u8),
-        ("hamel_ln", ln as *const u8),
-        ("hamel_asin", asin as *const u8),
-        ("hamel_acos", acos as *const u8),
-        ("hamel_atan", atan as *const u8),
-        ("hamel_sinh", sinh as *const u8),
-        ("hamel_cosh", cosh as *const u8),
-        ("hamel_tanh", tanh as *const u8),
-        ("hamel_atan2", atan2 as *const u8),
-    ]
-}
-
-fn func_symbol(f: Func) -> &'static str {
-    match f {
-        Func::Sin => "hamel_sin",
-        Func::Cos => "hamel_cos",
-        Func::Tan => "hamel_tan",
-        Func::Exp => "hamel_exp",
-        Func::Ln => "hamel_ln",
-        Func::Asin => "hamel_asin",
-        Func::Acos => "hamel_acos",
-        Func::Atan => "hamel_atan",
-        Func::Sinh => "hamel_sinh",
-        Func::Cosh => "hamel_cosh",
-        Func::Tanh => "hamel_tanh",
-    }
-}
+elementary!(
+    Sin => sin,
+    Cos => cos,
+    Tan => tan,
+    Exp => exp,
+    Ln => ln,
+    Asin => asin,
+    Acos => acos,
+    Atan => atan,
+    Sinh => sinh,
+    Cosh => cosh,
+    Tanh => tanh,
+);
 
 /// Native code for a set of programs; keeps the code alive while it is used.
 pub struct JitCode {

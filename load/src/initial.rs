@@ -60,20 +60,23 @@ pub fn initial(
         }
         None => (vec![f64::NAN; c.coordinates.len()], vec![f64::NAN; c.velocities.len()]),
     };
+    // Name of component `i` of (q, ξ).
+    let component = |i: usize| {
+        c.coordinates
+            .iter()
+            .chain(&c.velocities)
+            .nth(i)
+            .cloned()
+            .unwrap_or_default()
+    };
     if let Some(n) = &name {
         // A named state that evaluates to NaN is the model's (or the
         // parameters') doing, not a missing value.
         if let Some(i) = q.iter().chain(&v).position(|x| !x.is_finite()) {
-            let comp = c
-                .coordinates
-                .iter()
-                .chain(&c.velocities)
-                .nth(i)
-                .cloned()
-                .unwrap_or_default();
             return Err(LoadError::Usage(format!(
-                "initial state `{n}` of model `{}` gives {comp} = {} with these parameter values",
+                "initial state `{n}` of model `{}` gives {} = {} with these parameter values",
                 c.model,
+                component(i),
                 q.iter().chain(&v).nth(i).copied().unwrap_or(f64::NAN)
             )));
         }
@@ -119,41 +122,25 @@ pub fn initial(
         }
     }
     if let Some(i) = q.iter().chain(&v).position(|x| x.is_nan()) {
-        let n = c
-            .coordinates
-            .iter()
-            .chain(&c.velocities)
-            .nth(i)
-            .cloned()
-            .unwrap_or_default();
-        return Err(LoadError::Usage(format!("state: no value for `{n}`")));
+        return Err(LoadError::Usage(format!("state: no value for `{}`", component(i))));
     }
+    let label = match (&name, overrides.is_empty()) {
+        (Some(n), true) => Some(n.clone()),
+        (Some(n), false) => Some(format!("{n} (modified)")),
+        (None, _) => None,
+    };
+    let at = label.as_ref().map_or("the initial state given".to_string(), |l| {
+        format!("initial state `{l}`")
+    });
     if let Some(why) = sys.frame_diagnosis(&q, &v) {
-        return Err(LoadError::Usage(format!(
-            "model `{}`: at {}: {why}",
-            c.model,
-            match &name {
-                Some(n) => format!("initial state `{n}`"),
-                None => "the initial state given".to_string(),
-            }
-        )));
+        return Err(LoadError::Usage(format!("model `{}`: at {at}: {why}", c.model)));
     }
     if let Some(why) = sys.metric_diagnosis(&q, &v) {
-        let at = match (&name, overrides.is_empty()) {
-            (Some(n), true) => format!("initial state `{n}`"),
-            (Some(n), false) => format!("initial state `{n}` as modified"),
-            (None, _) => "the initial state given".to_string(),
-        };
         return Err(LoadError::Usage(format!(
             "model `{}`: at {at} the kinetic metric (with the constraints) is singular, so the velocities are not determined: {why}",
             c.model
         )));
     }
     let state = sys.initial_state(&q, &v).map_err(LoadError::State)?;
-    let label = match (&name, overrides.is_empty()) {
-        (Some(n), true) => Some(n.clone()),
-        (Some(n), false) => Some(format!("{n} (modified)")),
-        (None, _) => None,
-    };
     Ok((state, label))
 }

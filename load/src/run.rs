@@ -23,6 +23,28 @@ pub struct RunOptions {
     pub record_every: u64,
 }
 
+/// The error of a quantity of kind `k` at value `v`, initial value `v0`:
+/// relative for energy, the residual for constraints, the deviation otherwise.
+pub fn error_of(k: InvariantKind, v: f64, v0: f64) -> f64 {
+    match k {
+        InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
+        InvariantKind::Constraint => v.abs(),
+        _ => (v - v0).abs(),
+    }
+}
+
+impl RunOptions {
+    /// Steps between recorded states: `record_every`, or for 0 as many as keep
+    /// about 20,000 records.
+    pub fn interval(&self) -> u64 {
+        if self.record_every > 0 {
+            self.record_every
+        } else {
+            self.steps.div_ceil(20_000).max(1)
+        }
+    }
+}
+
 /// A step failed during a run; what was computed until then is kept.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
@@ -56,12 +78,7 @@ pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 /// anything is computed or written: more than [`MAX_STEPS`] steps, or records
 /// above [`MAX_RECORD_BYTES`].
 pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
-    let every = if opt.record_every > 0 {
-        opt.record_every
-    } else {
-        opt.steps.div_ceil(20_000).max(1)
-    };
-    check_size(sys, opt.steps, every)
+    check_size(sys, opt.steps, opt.interval())
 }
 
 /// Refuses runs that cannot finish or whose records cannot be held: more
@@ -132,13 +149,7 @@ impl Run {
     /// Error of quantity `i` in record `k`: relative for energy, deviation from
     /// the initial value for monitored quantities, the residual for constraints.
     pub fn error(&self, i: usize, k: usize) -> f64 {
-        let v = self.values[k][i];
-        let v0 = self.values[0][i];
-        match self.invariants[i].1 {
-            InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
-            InvariantKind::Constraint => v.abs(),
-            _ => (v - v0).abs(),
-        }
+        error_of(self.invariants[i].1, self.values[k][i], self.values[0][i])
     }
 
     /// Indices of the invariants that measure angular momentum (named `J…` or `…momentum…`).
@@ -286,11 +297,7 @@ pub fn run_streamed(
         .into_iter()
         .map(|(n, k)| (n.to_string(), k))
         .collect();
-    let every = if opt.record_every > 0 {
-        opt.record_every
-    } else {
-        opt.steps.div_ceil(20_000).max(1)
-    };
+    let every = opt.interval();
     let keep = keep.div_ceil(every).max(1) * every;
     // What is recorded is bounded, whether it is held or streamed to disk.
     check_size(sys, opt.steps, every)?;

@@ -298,18 +298,15 @@ impl System {
             return f64::INFINITY;
         }
         let k = DMatrix::from_row_slice(n, n, &k);
-        let (lo, hi) = if n <= 12 {
-            let e = k.symmetric_eigenvalues();
-            e.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-                (lo.min(x.abs()), hi.max(x.abs()))
-            })
+        // Eigenvalues where that is cheap, the LU's pivots otherwise.
+        let scales = if n <= 12 {
+            k.symmetric_eigenvalues()
         } else {
-            let u = k.lu();
-            let d = u.u().diagonal();
-            d.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-                (lo.min(x.abs()), hi.max(x.abs()))
-            })
+            k.lu().u().diagonal()
         };
+        let (lo, hi) = scales.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+            (lo.min(x.abs()), hi.max(x.abs()))
+        });
         if lo == 0.0 || lo <= hi * 1e-15 {
             f64::INFINITY
         } else {

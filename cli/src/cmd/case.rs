@@ -39,38 +39,17 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
     }
 }
 
-/// Runs a case streaming its CSV files into the case's output folder
-/// (claimed first); returns the run (about 20,000 states kept for plots) and the folder.
-pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBuf), Error> {
-    run_case_into(case, scheme, None)
+/// A case ready to run: its compiled system, initial state and options.
+pub struct Prepared {
+    pub model: String,
+    pub sys: hamel_cli::System,
+    pub state: hamel_runtime::DynState,
+    pub init: Option<String>,
+    pub opt: RunOptions,
 }
 
-/// [`run_case_streamed`] into `dir` (already claimed), or into the case's
-/// own folder when `None`.
-pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Result<(Run, PathBuf), Error> {
-    let sizes = pairs::<i64>("--size", &case.sizes)?;
-    let params = pairs::<f64>("--set", &case.set)?;
-    let steps = steps_of(case)?;
-    let model = load_model(&case.model, &sizes)?;
-    let sys = case::system(&model, scheme, case.backend.into(), &params)?;
-    let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
-    let opt = RunOptions {
-        h: case.h,
-        steps,
-        compensated: case.compensated,
-        record_every: case.every,
-    };
-    // Refused before the output folder is touched.
-    hamel_load::run::check_run(&sys, &opt).map_err(|e| Error::Usage(e.to_string()))?;
-    let dir = match dir {
-        Some(d) => d.to_path_buf(),
-        None => out_dir(case, &model.name, hamel_cli::scheme_name(scheme))?,
-    };
-    let run = simulate::run_into(&sys, state, init, &opt, &dir);
-    run.map(|r| (r, dir))
-}
-
-pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
+/// Reads, compiles and sets up a case, recording one state in `every`.
+pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
@@ -83,8 +62,39 @@ pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run
         compensated: case.compensated,
         record_every: every,
     };
-    let run = simulate::run(&sys, state, init, &opt, true)?;
-    Ok((run, sys))
+    Ok(Prepared {
+        model: model.name,
+        sys,
+        state,
+        init,
+        opt,
+    })
+}
+
+/// Runs a case streaming its CSV files into the case's output folder
+/// (claimed first); returns the run (about 20,000 states kept for plots) and the folder.
+pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBuf), Error> {
+    run_case_into(case, scheme, None)
+}
+
+/// [`run_case_streamed`] into `dir` (already claimed), or into the case's
+/// own folder when `None`.
+pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Result<(Run, PathBuf), Error> {
+    let p = prepare(case, scheme, case.every)?;
+    // Refused before the output folder is touched.
+    hamel_load::run::check_run(&p.sys, &p.opt).map_err(|e| Error::Usage(e.to_string()))?;
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => out_dir(case, &p.model, hamel_cli::scheme_name(scheme))?,
+    };
+    let run = simulate::run_into(&p.sys, p.state, p.init, &p.opt, &dir);
+    run.map(|r| (r, dir))
+}
+
+pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
+    let p = prepare(case, scheme, every)?;
+    let run = simulate::run(&p.sys, p.state, p.init, &p.opt, true)?;
+    Ok((run, p.sys))
 }
 
 /// The output folder of a case, claimed for hamel (see [`hamel_cli::output::claim_dir`]).

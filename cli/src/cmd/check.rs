@@ -44,12 +44,12 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
             );
             match hamel_cli::with_status(&what, || scheme.derive(&model)) {
                 Ok(sys) => {
-                    applicable.get_or_insert(scheme);
                     hamel_cli::out!(
                         "  {label:<18} {} unknowns, state of {}",
                         sys.unknowns.len(),
                         sys.state.len()
-                    )
+                    );
+                    applicable.get_or_insert((scheme, sys));
                 }
                 Err(e) => hamel_cli::out!("  {label:<18} not applicable: {e}"),
             }
@@ -59,15 +59,17 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
         // a free rigid body), midpoint kinematics are the implicit midpoint
         // rule on a quadratic energy and keep it exactly; averaged ones are a
         // trapezoidal rule there and keep it to O(h²) only.
-        if applicable.is_some_and(|s| s.name().starts_with("hamel"))
+        if applicable.as_ref().is_some_and(|(s, _)| s.name().starts_with("hamel"))
             && !model.graph.depends_on(model.lagrangian, &model.q_syms())
         {
             hamel_cli::out!("  recommended: hamel_midpoint — the Lagrangian does not depend on the coordinates, so midpoint kinematics keep its energy to round-off; averaged kinematics (the `hamel` default) only to O(h²) (docs/schemes.md)");
         }
         // Every initial state must be one a scheme can start from: finite,
         // on the constraints, with a non-singular kinetic metric.
-        if let Some(scheme) = applicable {
-            let sys = hamel_cli::compile(&model, scheme, hamel_cli::Backend::Interpreter)?;
+        if let Some((_, derived)) = applicable {
+            // The step derived above, not derived again.
+            let step = hamel_compiler::emit::compiled::CompiledStep::new(&derived).map_err(Error::Scheme)?;
+            let sys = hamel_cli::System::new(step, hamel_cli::Backend::Interpreter)?;
             for init in &model.initials {
                 match hamel_load::initial(&sys, Some(&init.name), &[]) {
                     Ok((state, _)) => {

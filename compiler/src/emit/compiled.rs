@@ -163,19 +163,17 @@ impl CompiledStep {
             let mut out: Vec<crate::sym::Id> = psi.iter().flatten().copied().collect();
             out.extend(a_rows.iter().flatten().copied());
             let rows = psi.len() + a_rows.len();
-            if out.len() == rows * cols {
-                let tape = crate::sym::Tape::build(&mut g, &inputs, &out)
-                    .map_err(|u| format!("internal error: the frame uses `{}`", u.0))?;
-                functions.insert(
-                    "frame_check".to_string(),
-                    CompiledFunction {
-                        program: super::program::lower(&tape),
-                        inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
-                        outputs: vec![("f".into(), out.len())],
-                    },
-                );
-                frame_check = Some((rows, cols));
-            }
+            let tape = crate::sym::Tape::build(&mut g, &inputs, &out)
+                .map_err(|u| format!("internal error: the frame uses `{}`", u.0))?;
+            functions.insert(
+                "frame_check".to_string(),
+                CompiledFunction {
+                    program: super::program::lower(&tape),
+                    inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                    outputs: vec![("f".into(), rows * cols)],
+                },
+            );
+            frame_check = Some((rows, cols));
         }
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
