@@ -32,7 +32,7 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
             NameList::Velocities => vec!["xi[0]", "xi[1]"],
             NameList::State => vec!["gamma[0]", "gamma[1]", "gamma[2]", "xi[0]", "xi[1]"],
             NameList::Unknowns => vec!["gamma'[0]", "gamma'[1]", "gamma'[2]", "xi'[0]", "xi'[1]"],
-            NameList::InitialStates => vec![],
+            NameList::InitialStates | NameList::Inputs => vec![],
         }
     }
 
@@ -44,7 +44,7 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
         vec![self.m, self.r, self.g]
     }
 
-    fn residual(&self, h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
+    fn residual(&self, h: f64, _e: &[f64], z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
         let inertia = self.m * self.r * self.r;
         let k = 0.5 * h * self.m * self.g * self.r;
         let gb = [(z[0] + x[0]) * 0.5, (z[1] + x[1]) * 0.5, (z[2] + x[2]) * 0.5];
@@ -60,7 +60,7 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
         );
     }
 
-    fn jacobian(&self, h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SMatrix<f64, 5, 5>) {
+    fn jacobian(&self, h: f64, _e: &[f64], z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SMatrix<f64, 5, 5>) {
         let inertia = self.m * self.r * self.r;
         let k = 0.5 * h * self.m * self.g * self.r;
         let gb = [(z[0] + x[0]) * 0.5, (z[1] + x[1]) * 0.5, (z[2] + x[2]) * 0.5];
@@ -77,11 +77,11 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
         *out = j;
     }
 
-    fn increment(&self, _h: f64, z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
+    fn increment(&self, _h: f64, _e: &[f64], z: &SVector<f64, 5>, x: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
         *out = x - z;
     }
 
-    fn predict(&self, h: f64, z: &SVector<f64, 5>, w: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
+    fn predict(&self, h: f64, _e: &[f64], z: &SVector<f64, 5>, w: &SVector<f64, 5>, out: &mut SVector<f64, 5>) {
         *out = SVector::<f64, 5>::new(
             z[0] + h * (-z[2] * w[4]),
             z[1] + h * (z[2] * w[3]),

@@ -129,10 +129,10 @@ fn jacobian_matches_fd<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         let z = hamel::nalgebra::SVector::<f64, NZ>::from_fn(|_, _| rand(&mut seed));
         let x = hamel::nalgebra::SVector::<f64, NX>::from_fn(|_, _| rand(&mut seed));
         let mut j = hamel::nalgebra::SMatrix::<f64, NX, NX>::zeros();
-        sys.jacobian(h, &z, &x, &mut j);
+        sys.jacobian(h, &[], &z, &x, &mut j);
         let residual = |x: &hamel::nalgebra::SVector<f64, NX>| {
             let mut r = hamel::nalgebra::SVector::<f64, NX>::zeros();
-            sys.residual(h, &z, x, &mut r);
+            sys.residual(h, &[], &z, x, &mut r);
             r
         };
         for c in 0..NX {

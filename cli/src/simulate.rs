@@ -120,10 +120,7 @@ impl CsvSink {
             .chain(c.velocities.iter().map(String::as_str))
             .collect();
         writeln!(t, "{}", header.join(",")).map_err(out)?;
-        let info: Vec<(String, InvariantKind)> = hamel_runtime::Kernels::invariant_info(sys)
-            .into_iter()
-            .map(|(n, k)| (n.to_string(), k))
-            .collect();
+        let info: Vec<(String, InvariantKind)> = hamel_load::run::monitored(sys);
         let mut d = std::io::BufWriter::new(crate::output::create(&dir.join("diagnostics.csv"))?);
         writeln!(d, "{}", diagnostics_header(&info).join(",")).map_err(out)?;
         Ok(CsvSink {

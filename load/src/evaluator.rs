@@ -36,10 +36,12 @@ pub enum Slot {
     V,
     /// solution of the observation system
     Y,
+    /// the step's exogenous data: time, inputs, previous inputs
+    E,
 }
 
 impl Slot {
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
 }
 
 impl FromStr for Slot {
@@ -54,6 +56,7 @@ impl FromStr for Slot {
             "q" => Slot::Q,
             "v" => Slot::V,
             "y" => Slot::Y,
+            "e" => Slot::E,
             other => {
                 return Err(format!(
                     "kernel input `{other}` is not supported by the run-time back-end"

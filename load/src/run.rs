@@ -279,6 +279,32 @@ pub trait Sink {
     fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64]) -> Result<(), String>;
 }
 
+/// Name of the quantity `E_k − Σ_{j<k} W_j` that runs of forced models monitor
+/// in place of the energy: constant to round-off where the scheme's discrete
+/// energy balance is exact.
+pub const ENERGY_BALANCE: &str = "energy balance";
+
+/// The quantities a run of `sys` records, in order, with how each is judged:
+/// the model's invariants, and for a forced model the energy balance
+/// [`ENERGY_BALANCE`] in place of the energy (which then is only recorded).
+pub fn monitored(sys: &System) -> Vec<(String, InvariantKind)> {
+    let forced = sys.is_forced();
+    let mut info: Vec<(String, InvariantKind)> = sys
+        .invariant_info()
+        .into_iter()
+        .map(|(n, k)| match k {
+            // Forces change the energy by their work: what is judged is the
+            // balance E_k − E_0 − Σ W_j, not the energy itself.
+            InvariantKind::Energy if forced => (n.to_string(), InvariantKind::Monitored),
+            _ => (n.to_string(), k),
+        })
+        .collect();
+    if forced {
+        info.push((ENERGY_BALANCE.to_string(), InvariantKind::Energy));
+    }
+    info
+}
+
 /// [`run_observed`], handing every recorded state to `sink` as it comes and
 /// keeping in the returned [`Run`] only one in `keep` steps (rounded up to
 /// a multiple of the recording interval; 0: every recorded state), plus the
@@ -292,11 +318,8 @@ pub fn run_streamed(
     mut sink: Option<&mut dyn Sink>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Run, RunError> {
-    let info: Vec<(String, InvariantKind)> = sys
-        .invariant_info()
-        .into_iter()
-        .map(|(n, k)| (n.to_string(), k))
-        .collect();
+    let forced = sys.is_forced();
+    let info = monitored(sys);
     let every = opt.interval();
     let keep = keep.div_ceil(every).max(1) * every;
     // What is recorded is bounded, whether it is held or streamed to disk.
@@ -329,9 +352,13 @@ pub fn run_streamed(
     // The metric's conditioning is watched every step where it can change.
     let watch = sys.metric_varies();
     // Observes a state; hands it to the sink and keeps it in the run as asked.
-    let mut observe = |st: &DynState, run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
+    let mut observe = |st: &DynState, work: f64, run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
         let (q, v) = sys.physical(&st.z, st.step)?;
-        let values = sys.invariants_at(&q, &v);
+        let mut values = sys.invariants_at(&q, &v);
+        if forced {
+            // `E − Σ W` (energy first among the invariants)
+            values.push(values[0] - work);
+        }
         run.monitor.observe(&values);
         if watch || st.step == 0 {
             run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
@@ -349,7 +376,7 @@ pub fn run_streamed(
         }
         Ok(())
     };
-    observe(&state, &mut run, true, true).map_err(RunError::Start)?;
+    observe(&state, 0.0, &mut run, true, true).map_err(RunError::Start)?;
     let mut stepping = Duration::ZERO;
     for k in 1..=opt.steps {
         let t0 = Instant::now();
@@ -357,11 +384,13 @@ pub fn run_streamed(
         stepping += t0.elapsed();
         let last = k == opt.steps;
         let recorded = k % every == 0 || last;
-        let observed = stepped.and_then(|()| observe(&state, &mut run, recorded, recorded && (k % keep == 0 || last)));
+        let work = stepper.work_done;
+        let observed =
+            stepped.and_then(|()| observe(&state, work, &mut run, recorded, recorded && (k % keep == 0 || last)));
         if let Err(error) = observed {
             // Keep the last good state in the records, then hand back what was computed.
             if run.steps.last() != Some(&state.step) {
-                let _ = observe(&state, &mut run, !state.step.is_multiple_of(every), true);
+                let _ = observe(&state, work, &mut run, !state.step.is_multiple_of(every), true);
             }
             run.newton = stepper.stats;
             run.options.steps = state.step;

@@ -35,6 +35,11 @@ struct Hot {
     predict: FnId,
     /// compiled only when asked for ([`crate::compile_with_sensitivity`])
     sensitivity: Option<FnId>,
+    /// likewise, for models with inputs
+    input_sensitivity: Option<FnId>,
+    /// models with forces
+    work: Option<FnId>,
+    force: Option<FnId>,
 }
 
 impl System {
@@ -55,6 +60,9 @@ impl System {
             increment: get("increment")?,
             predict: get("predict")?,
             sensitivity: kernels.id("sensitivity_parts"),
+            input_sensitivity: kernels.id("input_sensitivity_parts"),
+            work: kernels.id("work"),
+            force: kernels.id("force"),
         };
         Ok(Self {
             step: step.into(),
@@ -140,10 +148,11 @@ impl System {
     }
 
     /// Arguments of a hot kernel: parameters, step size, state and `slot`.
-    fn hot_args<'a>(&'a self, h: &'a [f64], z: &'a [f64], slot: Slot, b: &'a [f64]) -> Args<'a> {
+    fn hot_args<'a>(&'a self, h: &'a [f64], e: &'a [f64], z: &'a [f64], slot: Slot, b: &'a [f64]) -> Args<'a> {
         Args::default()
             .with(Slot::P, &self.params)
             .with(Slot::H, h)
+            .with(Slot::E, e)
             .with(Slot::Z, z)
             .with(slot, b)
     }
@@ -153,6 +162,12 @@ impl System {
             .with(Slot::P, &self.params)
             .with(Slot::Q, q)
             .with(Slot::V, v)
+    }
+
+    /// Whether the model has external forces (runs then monitor the energy
+    /// balance, see [`crate::run::ENERGY_BALANCE`]).
+    pub fn is_forced(&self) -> bool {
+        self.hot.work.is_some()
     }
 
     /// Physical data `(q, ξ)` of a named initial state of the model file.
@@ -363,6 +378,7 @@ impl Kernels<Dyn, Dyn> for System {
             NameList::State => self.step.state.iter().map(String::as_str).collect(),
             NameList::Unknowns => self.step.unknowns.iter().map(String::as_str).collect(),
             NameList::InitialStates => self.step.initials.iter().map(String::as_str).collect(),
+            NameList::Inputs => self.step.inputs.iter().map(String::as_str).collect(),
         };
         v
     }
@@ -379,41 +395,42 @@ impl Kernels<Dyn, Dyn> for System {
         self.params.clone()
     }
 
-    fn residual(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
+    fn residual(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels.eval(self.hot.residual, &args, out.as_mut_slice());
     }
 
-    fn jacobian(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DMatrix<f64>) {
+    fn jacobian(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DMatrix<f64>) {
         // The program writes column-major, as nalgebra stores matrices.
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels.eval(self.hot.jacobian, &args, out.as_mut_slice());
     }
 
-    fn increment(&self, h: f64, z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
+    fn increment(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels.eval(self.hot.increment, &args, out.as_mut_slice());
     }
 
-    fn predict(&self, h: f64, z: &DVector<f64>, previous: &DVector<f64>, out: &mut DVector<f64>) {
+    fn predict(&self, h: f64, e: &[f64], z: &DVector<f64>, previous: &DVector<f64>, out: &mut DVector<f64>) {
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::W, previous.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::W, previous.as_slice());
         self.kernels.eval(self.hot.predict, &args, out.as_mut_slice());
     }
 
     fn residual_compensated(
         &self,
         h: f64,
+        e: &[f64],
         z: &DVector<f64>,
         lo: &DVector<f64>,
         x: &DVector<f64>,
         out: &mut DVector<f64>,
     ) -> bool {
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels
             .eval_dd(self.hot.residual, &args, Slot::Z, lo.as_slice(), out.as_mut_slice());
         true
@@ -422,28 +439,68 @@ impl Kernels<Dyn, Dyn> for System {
     fn increment_compensated(
         &self,
         h: f64,
+        e: &[f64],
         z: &DVector<f64>,
         lo: &DVector<f64>,
         x: &DVector<f64>,
         out: &mut DVector<f64>,
     ) -> bool {
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels
             .eval_dd(self.hot.increment, &args, Slot::Z, lo.as_slice(), out.as_mut_slice());
+        true
+    }
+
+    fn exogenous_len(&self) -> usize {
+        self.step.exogenous_len
+    }
+
+    fn input_sensitivity_parts(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+    ) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+        let f = self.hot.input_sensitivity?;
+        let (nz, nx, nu) = (z.len(), x.len(), self.step.inputs.len());
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        let mut flat = vec![0.0; (nx + nz) * nu];
+        self.kernels.eval(f, &args, &mut flat);
+        let (ru, uu) = flat.split_at(nx * nu);
+        Some((DMatrix::from_row_slice(nx, nu, ru), DMatrix::from_row_slice(nz, nu, uu)))
+    }
+
+    fn work(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>) -> Option<f64> {
+        let f = self.hot.work?;
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        let mut w = [0.0];
+        self.kernels.eval(f, &args, &mut w);
+        Some(w[0])
+    }
+
+    fn force_of(&self, e: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) -> bool {
+        let Some(f) = self.hot.force else { return false };
+        let args = self.pqv(q, v).with(Slot::E, e);
+        let n = self.step.velocities.len();
+        self.kernels.eval(f, &args, &mut out[..n]);
         true
     }
 
     fn sensitivity_parts(
         &self,
         h: f64,
+        e: &[f64],
         z: &DVector<f64>,
         x: &DVector<f64>,
     ) -> Option<(DMatrix<f64>, DMatrix<f64>, DMatrix<f64>)> {
         let f = self.hot.sensitivity?;
         let (nz, nx) = (z.len(), x.len());
         let h = [h];
-        let args = self.hot_args(&h, z.as_slice(), Slot::X, x.as_slice());
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         let mut flat = vec![0.0; nx * nz + nz * nz + nz * nx];
         self.kernels.eval(f, &args, &mut flat);
         // Row-major blocks ∂R/∂z (nx×nz), ∂U/∂z (nz×nz), ∂U/∂x (nz×nx).

@@ -74,6 +74,7 @@ fn stub(input: &DeriveInput) -> proc_macro2::TokenStream {
                 pub const VELOCITIES: [&'static str; 0] = [];
                 pub const STATE: [&'static str; 0] = [];
                 pub const INITIAL_STATES: [&'static str; 0] = [];
+                pub const INPUTS: [&'static str; 0] = [];
                 pub fn with_defaults() -> Self { unreachable!() }
                 pub fn initial_state(&self, q: [f64; 0], v: [f64; 0]) -> Result<__rt::State<0, 0>, __rt::StepError> { unreachable!() }
                 pub fn initial_conditions(&self, name: &str) -> Option<([f64; 0], [f64; 0])> { unreachable!() }
@@ -89,10 +90,10 @@ fn stub(input: &DeriveInput) -> proc_macro2::TokenStream {
                 fn names(&self, list: __rt::NameList) -> Vec<&str> { unreachable!() }
                 fn invariant_info(&self) -> Vec<(&str, __rt::InvariantKind)> { unreachable!() }
                 fn parameters(&self) -> Vec<f64> { unreachable!() }
-                fn residual(&self, h: f64, z: &__V, x: &__V, out: &mut __V) { unreachable!() }
-                fn jacobian(&self, h: f64, z: &__V, x: &__V, out: &mut __M) { unreachable!() }
-                fn increment(&self, h: f64, z: &__V, x: &__V, out: &mut __V) { unreachable!() }
-                fn predict(&self, h: f64, z: &__V, w: &__V, out: &mut __V) { unreachable!() }
+                fn residual(&self, h: f64, e: &[f64], z: &__V, x: &__V, out: &mut __V) { unreachable!() }
+                fn jacobian(&self, h: f64, e: &[f64], z: &__V, x: &__V, out: &mut __M) { unreachable!() }
+                fn increment(&self, h: f64, e: &[f64], z: &__V, x: &__V, out: &mut __V) { unreachable!() }
+                fn predict(&self, h: f64, e: &[f64], z: &__V, w: &__V, out: &mut __V) { unreachable!() }
                 fn observe_size(&self) -> usize { unreachable!() }
                 fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) { unreachable!() }
                 fn observe(&self, z: &[f64], y: &mut [f64]) -> bool { unreachable!() }

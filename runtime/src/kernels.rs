@@ -48,6 +48,8 @@ pub enum NameList {
     Unknowns,
     /// the model file's named initial states
     InitialStates,
+    /// control input components `u` (empty for a model without inputs)
+    Inputs,
 }
 
 /// Largest observation system solved without a heap allocation.
@@ -77,19 +79,27 @@ where
     /// Current parameter values, in the order of [`NameList::Parameters`].
     fn parameters(&self) -> Vec<f64>;
 
-    /// `R(x; z)`.
-    fn residual(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, X>);
+    /// Length of the step's exogenous data `e = (t_k, u_k, u_{k−1})` (time at
+    /// the start of the step, the inputs held over it, the previous step's
+    /// inputs): 0 for a model without forces or inputs, else `1 + 2r`.
+    fn exogenous_len(&self) -> usize {
+        0
+    }
+
+    /// `R(x; z, e)`.
+    fn residual(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, X>);
     /// `∂R/∂x`, analytic.
-    fn jacobian(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OMatrix<f64, X, X>);
-    /// The increment `z' − z = U(x; z)` once `R(x; z) = 0`.
-    fn increment(&self, h: f64, z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
+    fn jacobian(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OMatrix<f64, X, X>);
+    /// The increment `z' − z = U(x; z, e)` once `R(x; z, e) = 0`.
+    fn increment(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
     /// Starting guess from the state and the previous step's solution.
-    fn predict(&self, h: f64, z: &OVector<f64, Z>, previous: &OVector<f64, X>, out: &mut OVector<f64, X>);
+    fn predict(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, previous: &OVector<f64, X>, out: &mut OVector<f64, X>);
     /// The residual at the state `z + lo`, in double-double arithmetic, for
     /// compensated runs; `false` where not available (then nothing is written).
     fn residual_compensated(
         &self,
         _h: f64,
+        _e: &[f64],
         _z: &OVector<f64, Z>,
         _lo: &OVector<f64, Z>,
         _x: &OVector<f64, X>,
@@ -101,6 +111,7 @@ where
     fn increment_compensated(
         &self,
         _h: f64,
+        _e: &[f64],
         _z: &OVector<f64, Z>,
         _lo: &OVector<f64, Z>,
         _x: &OVector<f64, X>,
@@ -114,10 +125,32 @@ where
     fn sensitivity_parts(
         &self,
         _h: f64,
+        _e: &[f64],
         _z: &OVector<f64, Z>,
         _x: &OVector<f64, X>,
     ) -> Option<(OMatrix<f64, X, Z>, OMatrix<f64, Z, Z>, OMatrix<f64, Z, X>)> {
         None
+    }
+    /// `(∂R/∂u, ∂U/∂u)` at `(z, x)` (`X × r` and `Z × r`), for the input
+    /// sensitivity `∂z'/∂u_k`; `None` where not compiled or without inputs.
+    fn input_sensitivity_parts(
+        &self,
+        _h: f64,
+        _e: &[f64],
+        _z: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+    ) -> Option<(nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>)> {
+        None
+    }
+    /// The discrete work `W_k = ⟨F⁻_k + F⁺_k, ξ_{k,k+1}⟩` of the external force
+    /// over the step solved by `x`; `None` for a model without forces.
+    fn work(&self, _h: f64, _e: &[f64], _z: &OVector<f64, Z>, _x: &OVector<f64, X>) -> Option<f64> {
+        None
+    }
+    /// The external force `F_e(q, ξ, u, t)` (dual to the velocities) into
+    /// `out`; `false` for a model without forces.
+    fn force_of(&self, _e: &[f64], _q: &[f64], _v: &[f64], _out: &mut [f64]) -> bool {
+        false
     }
 
     /// Size of the linear system that recovers the physical state (0: none).

@@ -125,6 +125,7 @@ where
 pub fn solve<S, Z, X>(
     sys: &S,
     h: f64,
+    e: &[f64],
     z: &OVector<f64, Z>,
     lo: Option<&OVector<f64, Z>>,
     previous: &OVector<f64, X>,
@@ -141,11 +142,11 @@ where
     let Workspace { x, r, lu, .. } = work;
     // Compensated runs: the residual at z + lo, in double-double where compiled.
     let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| {
-        if !lo.is_some_and(|lo| sys.residual_compensated(h, z, lo, x, r)) {
-            sys.residual(h, z, x, r);
+        if !lo.is_some_and(|lo| sys.residual_compensated(h, e, z, lo, x, r)) {
+            sys.residual(h, e, z, x, r);
         }
     };
-    sys.predict(h, z, previous, x);
+    sys.predict(h, e, z, previous, x);
     let mut last = f64::INFINITY;
     let mut factored = false;
     for it in 1..=opt.max_iterations {
@@ -162,7 +163,7 @@ where
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
         if !factored || !opt.simplified {
-            sys.jacobian(h, z, x, lu.matrix_mut());
+            sys.jacobian(h, e, z, x, lu.matrix_mut());
             lu.factor_in_place().map_err(|e| match e {
                 FactorError::NonFinite => non_finite,
                 FactorError::Singular => StepError::Singular {
@@ -225,9 +226,11 @@ where
 }
 
 /// One step: Newton solve, increment, (compensated) update. On error nothing is changed.
+#[allow(clippy::too_many_arguments)]
 pub fn advance<S, Z, X>(
     sys: &S,
     h: f64,
+    e: &[f64],
     opt: &NewtonOptions,
     compensated: bool,
     stats: &mut NewtonStats,
@@ -241,10 +244,10 @@ where
     DefaultAllocator: Alloc<Z, X>,
 {
     let lo = compensated.then_some(&*st.lo);
-    let iters = solve(sys, h, st.z, lo, st.warm, *st.step, opt, work)?;
+    let iters = solve(sys, h, e, st.z, lo, st.warm, *st.step, opt, work)?;
     let Workspace { x, dz, .. } = work;
-    if !lo.is_some_and(|lo| sys.increment_compensated(h, st.z, lo, x, dz)) {
-        sys.increment(h, st.z, x, dz);
+    if !lo.is_some_and(|lo| sys.increment_compensated(h, e, st.z, lo, x, dz)) {
+        sys.increment(h, e, st.z, x, dz);
     }
     if dz.iter().any(|v| !v.is_finite()) {
         return Err(StepError::NonFinite {

@@ -1,7 +1,7 @@
 //! The stepper that drives any [`Kernels`] with Newton's method, and the
 //! fixed-size name under which derived integrators are known.
 
-use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix};
+use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix, OVector};
 
 use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
@@ -29,7 +29,19 @@ where
     pub stats: NewtonStats,
     /// add increments to the state with compensated (TwoSum) summation
     pub compensated: bool,
+    /// time of the state with step counter 0 (`t_k = t0 + k h`)
+    pub t0: f64,
     work: Workspace<Z, X>,
+    /// the exogenous data of the next step: `(t_k, u_k, u_{k−1})`
+    exo: Vec<f64>,
+    /// whether `u_{k−1}` has been set by a step (else the first step uses `u_k`)
+    have_previous: bool,
+    /// the exogenous data of the last step taken
+    last_exo: Vec<f64>,
+    /// the state before the step (forced models: the step's work needs it)
+    before: Option<OVector<f64, Z>>,
+    /// the discrete work of the external force summed over the steps taken
+    pub work_done: f64,
 }
 
 /// The stepper of a derived integrator.
@@ -68,8 +80,73 @@ where
             options: NewtonOptions::default(),
             stats: NewtonStats::default(),
             compensated: false,
+            t0: 0.0,
             work: Workspace::new(z, x),
+            exo: vec![0.0; system.exogenous_len()],
+            have_previous: false,
+            last_exo: vec![0.0; system.exogenous_len()],
+            before: (system.exogenous_len() > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
+            work_done: 0.0,
         })
+    }
+
+    /// Number of control input components of the model.
+    pub fn input_count(&self) -> usize {
+        self.exo.len().saturating_sub(1) / 2
+    }
+
+    /// The inputs `u_k` held over the following steps (zero until set).
+    pub fn inputs(&self) -> &[f64] {
+        let r = self.input_count();
+        if r == 0 {
+            &[]
+        } else {
+            &self.exo[1..1 + r]
+        }
+    }
+
+    /// Sets the inputs held over the following steps (zero-order hold).
+    /// Fails on a wrong length or a non-finite value.
+    pub fn set_inputs(&mut self, u: &[f64]) -> Result<(), StepError> {
+        let r = self.input_count();
+        if u.len() != r {
+            return Err(StepError::InvalidInput(format!(
+                "{} takes {r} input value(s), got {}",
+                self.system.model(),
+                u.len()
+            )));
+        }
+        if let Some(k) = u.iter().position(|v| !v.is_finite()) {
+            let names = self.system.names(crate::kernels::NameList::Inputs);
+            return Err(StepError::InvalidInput(format!(
+                "input `{}` = {} is not finite",
+                names.get(k).copied().unwrap_or("?"),
+                u[k]
+            )));
+        }
+        self.exo[1..1 + r].copy_from_slice(u);
+        Ok(())
+    }
+
+    /// The exogenous data the step from `state` uses: `(t_k, u_k, u_{k−1})`.
+    fn exogenous(&mut self, step: u64) -> &[f64] {
+        if let Some(t) = self.exo.first_mut() {
+            *t = self.t0 + step as f64 * self.h;
+            let r = self.input_count();
+            if !self.have_previous {
+                self.exo.copy_within(1..1 + r, 1 + r);
+            }
+        }
+        &self.exo
+    }
+
+    fn after_step(&mut self) {
+        self.last_exo.copy_from_slice(&self.exo);
+        let r = self.input_count();
+        if r > 0 {
+            self.exo.copy_within(1..1 + r, 1 + r);
+        }
+        self.have_previous = true;
     }
 
     /// The same stepper with compensated summation of the increments switched on or off.
@@ -91,10 +168,22 @@ where
     /// Advances `state` by one step and returns the step-map sensitivity
     /// `∂z_{k+1}/∂z_k` (implicit function theorem on the solved residual).
     pub fn step_with_sensitivity(&mut self, state: &mut StateOf<Z, X>) -> Result<OMatrix<f64, Z, Z>, StepError> {
+        self.step_linearized(state, false).map(|(a, _)| a)
+    }
+
+    /// Advances `state` by one step and returns the step map's linearization
+    /// `(A, B) = (∂z_{k+1}/∂z_k, ∂z_{k+1}/∂u_k)` (B with one column per input;
+    /// empty without inputs or when `with_inputs` is false).
+    pub fn step_linearized(
+        &mut self,
+        state: &mut StateOf<Z, X>,
+        with_inputs: bool,
+    ) -> Result<(OMatrix<f64, Z, Z>, nalgebra::DMatrix<f64>), StepError> {
         let before = state.clone();
+        let e = self.exogenous(state.step).to_vec();
         self.step(state)?;
         let x = &state.warm;
-        let Some((rz, uz, ux)) = self.system.sensitivity_parts(self.h, &before.z, x) else {
+        let Some((rz, uz, ux)) = self.system.sensitivity_parts(self.h, &e, &before.z, x) else {
             let scheme = self.system.scheme().to_string();
             *state = before;
             return Err(StepError::InvalidInput(format!(
@@ -103,10 +192,10 @@ where
         };
         let (zd, xd) = self.system.dims();
         let mut j = OMatrix::<f64, X, X>::zeros_generic(xd, xd);
-        self.system.jacobian(self.h, &before.z, x, &mut j);
+        self.system.jacobian(self.h, &e, &before.z, x, &mut j);
         let lu = Lu::factor(&j).map_err(|_| {
             let mut r = nalgebra::OVector::<f64, X>::zeros_generic(xd, nalgebra::U1);
-            self.system.residual(self.h, &before.z, x, &mut r);
+            self.system.residual(self.h, &e, &before.z, x, &mut r);
             StepError::Singular {
                 step: state.step - 1,
                 iterations: 0,
@@ -120,14 +209,42 @@ where
             lu.solve(&mut col);
             dxdz.set_column(c, &col);
         }
-        Ok(OMatrix::<f64, Z, Z>::identity_generic(zd, zd) + uz + ux * dxdz)
+        let a = OMatrix::<f64, Z, Z>::identity_generic(zd, zd) + uz + &ux * dxdz;
+        let r = self.input_count();
+        let mut b = nalgebra::DMatrix::<f64>::zeros(zd.value(), if with_inputs { r } else { 0 });
+        if with_inputs && r > 0 {
+            let Some((ru, uu)) = self.system.input_sensitivity_parts(self.h, &e, &before.z, x) else {
+                let scheme = self.system.scheme().to_string();
+                return Err(StepError::InvalidInput(format!(
+                    "{scheme} was compiled without input sensitivities"
+                )));
+            };
+            // dz'/du = ∂U/∂u − ∂U/∂x J⁻¹ ∂R/∂u
+            for c in 0..r {
+                let mut col = OVector::<f64, X>::zeros_generic(xd, nalgebra::U1);
+                for i in 0..xd.value() {
+                    col[i] = -ru[(i, c)];
+                }
+                lu.solve(&mut col);
+                let dz = &ux * col;
+                for i in 0..zd.value() {
+                    b[(i, c)] = uu[(i, c)] + dz[i];
+                }
+            }
+        }
+        Ok((a, b))
     }
 
     /// Advances `state` by one step. On error `state` is unchanged.
     pub fn step(&mut self, state: &mut StateOf<Z, X>) -> Result<(), StepError> {
+        self.exogenous(state.step);
+        if let Some(b) = &mut self.before {
+            b.copy_from(&state.z);
+        }
         newton::advance(
             self.system,
             self.h,
+            &self.exo,
             &self.options,
             self.compensated,
             &mut self.stats,
@@ -138,6 +255,30 @@ where
                 warm: &mut state.warm,
                 step: &mut state.step,
             },
-        )
+        )?;
+        if let Some(b) = &self.before {
+            if let Some(w) = self.system.work(self.h, &self.exo, b, &state.warm) {
+                self.work_done += w;
+            }
+        }
+        self.after_step();
+        Ok(())
+    }
+
+    /// Sets the inputs (see [`StepperOf::set_inputs`]) and advances `state` by one step.
+    pub fn step_with_inputs(&mut self, state: &mut StateOf<Z, X>, u: &[f64]) -> Result<(), StepError> {
+        self.set_inputs(u)?;
+        self.step(state)
+    }
+
+    /// The discrete work of the external force over the last step, taken
+    /// from `before` to `after`; `None` for a free model.
+    pub fn last_work(&self, before: &StateOf<Z, X>, after: &StateOf<Z, X>) -> Option<f64> {
+        self.system.work(self.h, &self.last_exo, &before.z, &after.warm)
+    }
+
+    /// The exogenous data `(t_k, u_k, u_{k−1})` of the last step taken.
+    pub fn last_exogenous(&self) -> &[f64] {
+        &self.last_exo
     }
 }

@@ -179,10 +179,29 @@ pub enum Item {
     Constraint(Equation),
     /// `holonomic lhs = rhs` (position constraint)
     Holonomic(Equation),
+    /// `inputs { u: vec3, tau }`: control inputs, set by the caller at each step
+    Inputs(Vec<Decl>),
+    /// an external force (`force ...`)
+    Force(Force),
+    /// `dissipation = R`: a Rayleigh dissipation function of the velocities
+    Dissipation(Expr),
     /// `invariant name = ...`
     Invariant(Binding),
     /// `initial name { ... }`
     Initial(Initial),
+}
+
+/// An external force statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Force {
+    /// `force xi = value`: components dual to a declared velocity (or, without
+    /// a frame, to the velocity `q'` of coordinate `q`)
+    Generalized(Binding),
+    /// `force at point = f`: a spatial force `f` applied at the point `x(q)`
+    At(Expr, Expr),
+    /// `force at velocity w = f`: a spatial force `f` on a point whose
+    /// velocity is `w` (linear in the velocities)
+    AtVelocity(Expr, Expr),
 }
 
 /// A parsed model file.

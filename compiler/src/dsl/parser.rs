@@ -67,8 +67,13 @@ fn describe(rule: &Rule) -> Option<&'static str> {
         | Rule::holonomic
         | Rule::invariant
         | Rule::initial
+        | Rule::inputs
+        | Rule::force_gen
+        | Rule::force_at
+        | Rule::force_vel
+        | Rule::dissipation
         | Rule::size
-        | Rule::for_block => "an item (parameters, coordinates, velocities, frame, let, lagrangian, constraint, holonomic, invariant, initial, size, for)",
+        | Rule::for_block => "an item (parameters, inputs, coordinates, velocities, frame, let, lagrangian, constraint, holonomic, force, dissipation, invariant, initial, size, for)",
         Rule::param | Rule::assign => "`name = value`",
         Rule::decl => "a declaration `name` or `name: vec3`",
         Rule::frame_eq => "a frame equation `q' = ...`",
@@ -262,6 +267,20 @@ fn item(p: Pair<Rule>) -> PResult<Item> {
         Rule::constraint => Item::Constraint(equation(p)?),
         Rule::holonomic => Item::Holonomic(equation(p)?),
         Rule::invariant => Item::Invariant(binding(p)?),
+        Rule::inputs => Item::Inputs(decls(p)?),
+        Rule::force_gen => Item::Force(Force::Generalized(binding(p)?)),
+        Rule::force_at | Rule::force_vel => {
+            let at_velocity = p.as_rule() == Rule::force_vel;
+            let mut it = p.into_inner();
+            let place = expr(it.next().expect("grammar: force place"))?;
+            let f = expr(it.next().expect("grammar: force value"))?;
+            Item::Force(if at_velocity {
+                Force::AtVelocity(place, f)
+            } else {
+                Force::At(place, f)
+            })
+        }
+        Rule::dissipation => Item::Dissipation(expr(p.into_inner().next().expect("grammar: dissipation"))?),
         Rule::initial => {
             let mut it = p.into_inner();
             let n = name(it.next().expect("grammar: initial name"));

@@ -29,6 +29,11 @@ pub struct CompiledStep {
     pub invariants: Vec<(String, InvariantKind)>,
     /// names of the model's initial states, in file order
     pub initials: Vec<String>,
+    /// control input names
+    pub inputs: Vec<String>,
+    /// length of the exogenous data `e = (t, u_k, u_{k−1})` hot kernels read
+    /// (0 for a model without forces or inputs)
+    pub exogenous_len: usize,
     /// size of the linear solve that recovers the physical state (0: none)
     pub observe_size: usize,
     /// the model's `let` definitions that depend on the physical state and
@@ -186,6 +191,14 @@ impl CompiledStep {
             velocities: names(&sys.phys_v),
             invariants: sys.invariants.iter().map(|i| (i.name.clone(), i.kind)).collect(),
             initials: sys.initials.iter().map(|(n, _, _)| n.clone()).collect(),
+            inputs: sys
+                .exogenous
+                .iter()
+                .skip(1)
+                .take(sys.n_inputs)
+                .map(|s| s.name.clone())
+                .collect(),
+            exogenous_len: sys.exogenous.len(),
             observe_size: sys.obs_solution.len(),
             lets,
             metric_size: m + nc,

@@ -108,6 +108,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let nv = sys.phys_v.len();
     let ni = sys.invariants.len();
     let nk = sys.obs_solution.len();
+    let ne = sys.exogenous.len();
+    let nu = sys.n_inputs;
 
     // The values of every kernel input slot, as the trait methods below name them.
     let arr = |n: &str, len: usize| -> TokenStream {
@@ -119,6 +121,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         vec![
             ("p", quote!(&self.__params())),
             ("h", quote!(&[h])),
+            ("e", quote!(<&[f64; #ne]>::try_from(e).expect("exogenous data length"))),
             ("z", quote!(&z.data.0[0])),
             ("z_lo", quote!(&lo.data.0[0])),
             ("x", quote!(&#w.data.0[0])),
@@ -127,6 +130,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     };
     let cold_slots = vec![
         ("p", quote!(&p)),
+        ("e", arr("e", ne)),
         ("z", arr("z", nz)),
         ("y", arr("y", nk)),
         ("q", arr("q", nq)),
@@ -168,6 +172,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 fn sensitivity_parts(
                     &self,
                     h: f64,
+                    e: &[f64],
                     z: &__na::SVector<f64, #nz>,
                     x: &__na::SVector<f64, #nx>,
                 ) -> Option<(__na::SMatrix<f64, #nx, #nz>, __na::SMatrix<f64, #nz, #nz>, __na::SMatrix<f64, #nz, #nx>)> {
@@ -186,6 +191,55 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     } else {
         quote!()
     };
+    let mut forcing_impl = quote!();
+    if sys.input_sensitivity.is_some() {
+        let c = call(
+            func("input_sensitivity_parts")?,
+            "",
+            &[],
+            &hot_slots("x"),
+            &[quote!(&mut ru), quote!(&mut uu)],
+        )?;
+        forcing_impl.extend(quote! {
+            fn input_sensitivity_parts(
+                &self,
+                h: f64,
+                e: &[f64],
+                z: &__na::SVector<f64, #nz>,
+                x: &__na::SVector<f64, #nx>,
+            ) -> Option<(__na::DMatrix<f64>, __na::DMatrix<f64>)> {
+                let mut ru = [0.0f64; #nx * #nu];
+                let mut uu = [0.0f64; #nz * #nu];
+                #c;
+                Some((
+                    __na::DMatrix::<f64>::from_row_slice(#nx, #nu, &ru),
+                    __na::DMatrix::<f64>::from_row_slice(#nz, #nu, &uu),
+                ))
+            }
+        });
+    }
+    if sys.work.is_some() {
+        let c = call(func("work")?, "", &[], &hot_slots("x"), &[quote!(&mut w)])?;
+        forcing_impl.extend(quote! {
+            fn work(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> Option<f64> {
+                let mut w = [0.0f64; 1];
+                #c;
+                Some(w[0])
+            }
+        });
+    }
+    if let Some(f) = &sys.force {
+        let nf = f.len();
+        let c = call(func("force")?, "", &[], &cold_slots, &[arr_mut("out", nf)])?;
+        forcing_impl.extend(quote! {
+            fn force_of(&self, e: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) -> bool {
+                let p = self.__params();
+                let out = &mut out[..#nf];
+                #c;
+                true
+            }
+        });
+    }
     let compensated_impl = if compensated {
         let r = call(
             func("residual")?,
@@ -206,6 +260,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             fn residual_compensated(
                 &self,
                 h: f64,
+                e: &[f64],
                 z: &__na::SVector<f64, #nz>,
                 lo: &__na::SVector<f64, #nz>,
                 x: &__na::SVector<f64, #nx>,
@@ -219,6 +274,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             fn increment_compensated(
                 &self,
                 h: f64,
+                e: &[f64],
                 z: &__na::SVector<f64, #nz>,
                 lo: &__na::SVector<f64, #nz>,
                 x: &__na::SVector<f64, #nx>,
@@ -249,6 +305,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         };
         quote!((#n, __rt::InvariantKind::#k))
     });
+    let unames: Vec<&str> = sys.exogenous.iter().skip(1).take(nu).map(|s| s.name.as_str()).collect();
     let init_names: Vec<&str> = sys.initials.iter().map(|(n, _, _)| n.as_str()).collect();
     let nin = init_names.len();
     let init_calls = init_names
@@ -334,6 +391,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 pub const VELOCITIES: [&'static str; #nv] = [#(#vnames),*];
                 #[doc = #doc_state]
                 pub const STATE: [&'static str; #nz] = [#(#znames),*];
+                /// Control input names (set them with `Stepper::set_inputs`).
+                pub const INPUTS: [&'static str; #nu] = [#(#unames),*];
                 /// Names of the model's named initial states.
                 pub const INITIAL_STATES: [&'static str; #nin] = [#(#init_names),*];
                 const __UNKNOWNS: [&'static str; #nx] = [#(#xnames),*];
@@ -414,6 +473,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                         __rt::NameList::State => Self::STATE.to_vec(),
                         __rt::NameList::Unknowns => Self::__UNKNOWNS.to_vec(),
                         __rt::NameList::InitialStates => Self::INITIAL_STATES.to_vec(),
+                        __rt::NameList::Inputs => Self::INPUTS.to_vec(),
                     }
                 }
 
@@ -426,26 +486,32 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 }
 
                 #[inline]
-                fn residual(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+                fn residual(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
                     #residual_call;
                 }
 
                 #[inline]
-                fn jacobian(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SMatrix<f64, #nx, #nx>) {
+                fn jacobian(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SMatrix<f64, #nx, #nx>) {
                     #jacobian_call;
                 }
 
                 #[inline]
-                fn increment(&self, h: f64, z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nz>) {
+                fn increment(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nz>) {
                     #increment_call;
                 }
 
                 #[inline]
-                fn predict(&self, h: f64, z: &__na::SVector<f64, #nz>, previous: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+                fn predict(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, previous: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
                     #predict_call;
                 }
 
+                fn exogenous_len(&self) -> usize {
+                    #ne
+                }
+
                 #sensitivity_impl
+
+                #forcing_impl
 
                 #compensated_impl
 

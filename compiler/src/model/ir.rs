@@ -79,6 +79,15 @@ pub struct Model {
     pub frame: Option<Vec<Id>>,
     /// `l(q, ξ)`
     pub lagrangian: Id,
+    /// control input components `u`, set by the caller at each step
+    pub inputs: Vec<Scalar>,
+    /// declared inputs
+    pub input_groups: Vec<Group>,
+    /// the symbol of time `t`
+    pub time: Id,
+    /// the external force `F_e(q, ξ, u, t)`, one component per velocity
+    /// (dual to `ξ`; to `q'` without a frame); `None` for a free model
+    pub force: Option<Vec<Id>>,
     /// velocity constraints `A(q) ξ = 0`, as expressions
     pub velocity_constraints: Vec<Labelled>,
     /// holonomic constraints `g(q) = 0`, as expressions
@@ -103,6 +112,11 @@ impl Model {
     /// Symbol nodes of the velocities.
     pub fn v_syms(&self) -> Vec<Id> {
         self.vels.iter().map(|s| s.sym).collect()
+    }
+
+    /// Symbol nodes of the inputs.
+    pub fn u_syms(&self) -> Vec<Id> {
+        self.inputs.iter().map(|s| s.sym).collect()
     }
 
     /// Looks up a parameter by name.

@@ -19,6 +19,7 @@ pub(super) enum Kind {
     Coord,
     Vel,
     Let,
+    Input,
 }
 
 /// Loop bodies repeat at most this many times (a guard against runaway sizes).
@@ -43,6 +44,8 @@ pub(super) struct Lowerer<'a> {
     pub(super) budget: u64,
     /// the unroll limit was hit and reported (it is reported once)
     pub(super) unroll_limit_hit: bool,
+    /// the symbol of time `t` (a name any declaration of `t` shadows)
+    pub(super) time: Id,
 }
 
 /// Expression nodes lowered per model at most (unrolled loops and sums included).
@@ -57,6 +60,9 @@ pub(super) const FUNCTIONS: &[&str] = &[
     "sin", "cos", "tan", "exp", "ln", "sqrt", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "dot", "cross",
     "norm", "norm2", "sum",
 ];
+
+/// The name of time in expressions (forces only).
+pub(super) const TIME: &str = "t";
 
 /// Built-in constants: names that are not declared but always defined.
 pub(super) const CONSTANTS: &[(&str, f64)] = &[("pi", std::f64::consts::PI)];
@@ -177,6 +183,9 @@ impl Lowerer<'_> {
         }
         if let Some(&(_, c)) = CONSTANTS.iter().find(|(n, _)| *n == name) {
             return Ok(Val::S(self.g.constant(c)));
+        }
+        if name == TIME {
+            return Ok(Val::S(self.time));
         }
         let hint = if name.ends_with('\'') {
             if self.identity_frame {

@@ -11,6 +11,7 @@ use crate::dsl::ast::*;
 use crate::sym::{Differentiator, Graph, Id};
 
 mod declare;
+mod force;
 mod initial;
 mod ir;
 mod lowerer;
@@ -20,6 +21,7 @@ pub use ir::*;
 pub use lowerer::MAX_WORK;
 
 use declare::*;
+use force::*;
 use initial::*;
 use lowerer::*;
 use unroll::*;
@@ -50,10 +52,14 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         .items
         .iter()
         .any(|(i, _)| contains(i, &|i| matches!(i, Item::Frame(_))));
+    let mut g = Graph::new();
+    // Not `t` itself: a parameter named `t` would be the same symbol.
+    let time = g.symbol("__t");
     let mut lw = Lowerer {
         file,
         src,
-        g: Graph::new(),
+        g,
+        time,
         scope: HashMap::new(),
         errors: vec![],
         identity_frame: !has_frame,
@@ -108,6 +114,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
 
     let mut params = Vec::new();
     let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);
+    let (mut inputs, mut input_groups) = (vec![], vec![]);
     let lagrangians: Vec<&Placed> = placed
         .iter()
         .filter(|p| matches!(p.item, Item::Lagrangian(_)))
@@ -147,6 +154,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             }
             Item::Coordinates(ds) => declare_groups(&mut lw, ds, Kind::Coord, &mut coords, &mut coord_groups),
             Item::Velocities(ds) => declare_groups(&mut lw, ds, Kind::Vel, &mut vels, &mut vel_groups),
+            Item::Inputs(ds) => declare_groups(&mut lw, ds, Kind::Input, &mut inputs, &mut input_groups),
             _ => {}
         }
     }
@@ -194,6 +202,21 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
 
     let v_syms: Vec<Id> = vels.iter().map(|s| s.sym).collect();
     let q_syms: Vec<Id> = coords.iter().map(|s| s.sym).collect();
+    // Inputs and time may drive forces only: everything else is a property of
+    // the free motion, which the schemes treat as time-independent.
+    let exogenous: Vec<Id> = inputs.iter().map(|s: &Scalar| s.sym).chain([time]).collect();
+    let free_of_inputs = |lw: &mut Lowerer, e: Id, span: Span, what: &str| -> bool {
+        if lw.g.depends_on(e, &exogenous) {
+            lw.error(
+                span,
+                format!(
+                    "{what} may not depend on the inputs or on time `t`; they may drive `force` and `dissipation` only"
+                ),
+            );
+            return false;
+        }
+        true
+    };
     let mut frame: Option<Vec<Option<Id>>> = has_frame.then(|| vec![None; coords.len()]);
     // coordinates that have a frame equation (whether or not it lowered)
     let mut frame_written: HashSet<String> = HashSet::new();
@@ -234,6 +257,9 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                         continue;
                     }
                     for (k, &r) in rhs.iter().enumerate() {
+                        if !free_of_inputs(&mut lw, r, eq.value.span, "a frame equation") {
+                            break;
+                        }
                         if !check_linear(&mut lw.g, r, &v_syms) {
                             lw.error(
                                 eq.value.span,
@@ -250,7 +276,9 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             }
             Item::Lagrangian(e) => {
                 if let Ok(l) = lw.scalar(e) {
-                    lagrangian = Some(l);
+                    if free_of_inputs(&mut lw, l, e.span, "the Lagrangian") {
+                        lagrangian = Some(l);
+                    }
                 }
             }
             Item::Constraint(eq) | Item::Holonomic(eq) => {
@@ -264,6 +292,9 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                 }
                 for (k, (a, b)) in l.iter().zip(&r).enumerate() {
                     let c = lw.g.sub(*a, *b);
+                    if !free_of_inputs(&mut lw, c, eq.span, "a constraint") {
+                        break;
+                    }
                     let comp = if l.len() > 1 { format!("[{k}]") } else { String::new() };
                     if velocity {
                         if !lw.g.depends_on(c, &v_syms) || !check_linear(&mut lw.g, c, &v_syms) {
@@ -307,6 +338,12 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                     continue;
                 }
                 if let Ok(v) = lw.expr(&b.value) {
+                    if Lowerer::flatten(v)
+                        .iter()
+                        .any(|&e| !free_of_inputs(&mut lw, e, b.value.span, "an invariant"))
+                    {
+                        continue;
+                    }
                     match v {
                         Val::S(s) => invariants.push(Labelled { name, expr: s }),
                         Val::V(v) => {
@@ -331,6 +368,13 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                     &q_syms,
                     &v_syms,
                 ) {
+                    if s.q.iter().chain(&s.v).any(|&e| lw.g.depends_on(e, &exogenous)) {
+                        lw.error(
+                            init.name.span,
+                            "an initial state may not depend on the inputs or on time `t`",
+                        );
+                        continue;
+                    }
                     if initials.iter().any(|i: &InitialState| i.name == s.name) {
                         lw.error(init.name.span, format!("duplicate initial state `{}`", s.name));
                     } else {
@@ -360,6 +404,15 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             fr.into_iter().collect::<Option<Vec<Id>>>()
         }
     };
+    let force = lower_forces(
+        &mut lw,
+        &placed,
+        &coord_groups,
+        &vel_groups,
+        &q_syms,
+        &v_syms,
+        frame.as_deref(),
+    );
     if lagrangian.is_none() && lagrangians.is_empty() {
         lw.error(
             ast.name.span,
@@ -394,6 +447,10 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         vel_groups,
         frame: frame.filter(|_| has_frame),
         lagrangian: lagrangian.expect("checked above"),
+        inputs,
+        input_groups,
+        time,
+        force,
         velocity_constraints: vcons,
         holonomic: hcons,
         invariants,

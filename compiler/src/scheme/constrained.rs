@@ -123,6 +123,8 @@ pub struct MomentumStep {
     pub init_warm: Vec<Id>,
     /// unknowns that become state components
     pub base: Vec<Option<usize>>,
+    /// discrete work of the external force
+    pub work: Option<Id>,
 }
 
 impl MomentumStep {
@@ -154,6 +156,7 @@ impl MomentumStep {
             obs_q: q0.to_vec(),
             obs_v,
             base: self.base,
+            work: self.work,
         }
     }
 }

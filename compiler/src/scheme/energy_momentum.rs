@@ -19,7 +19,7 @@ use crate::sym::{jacobian, Id};
 
 use super::constrained::{analyse, coordinate_names, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, symbols, StepSystem};
+use super::step::{at, force_at, scaled_dot, symbols, time_in_step, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives the energy–momentum step for `model`.
@@ -64,7 +64,15 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &qbar, &v, &v)).collect();
     let gl = matvec_t(&mut g, &gq, lam);
     let force: Vec<Id> = grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect();
-    let r2 = axpy(&mut g, p0, mh, &force);
+    let mut r2 = axpy(&mut g, p0, mh, &force);
+    // + h F_e(q̄, v̄, u_n, t_{n+½}), v̄ = M⁻¹(p_n + p_{n+1})/2
+    let vmid: Vec<Id> = vbar.iter().map(|&a| g.scale(0.5, a)).collect();
+    let t_half = time_in_step(&mut g, &model, h, 0.5);
+    let fe = force_at(&mut g, &model, &qbar, &vmid, t_half, &model.u_syms());
+    if let Some(fe) = &fe {
+        r2 = axpy(&mut g, &r2, h, fe);
+    }
+    let work = fe.as_ref().map(|fe| scaled_dot(&mut g, fe, &vmid, h));
     residual.extend(p1.iter().zip(&r2).map(|(&a, &b)| g.sub(a, b)));
     residual.extend(at(&mut g, &cm.g, &q, q1, &v, &v));
     let next: Vec<Id> = q1.iter().chain(p1).copied().collect();
@@ -95,6 +103,7 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         predictor,
         init_warm,
         base: (0..2 * n + c).map(|i| (i < 2 * n).then_some(i)).collect(),
+        work,
     };
     let draft = step.draft(&mut g, &model, &cm);
     Ok(draft.assemble(&model, g, mech.energy))

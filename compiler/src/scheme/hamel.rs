@@ -15,7 +15,7 @@ use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
-use super::step::{self, symbols, Draft, StepSystem};
+use super::step::{self, force_at, previous_inputs, scaled_dot, symbols, time_in_step, Draft, StepSystem};
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -137,6 +137,9 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
 
     let mut residual = Vec::with_capacity(n + nk + nc);
     let update: Vec<Id>;
+    let work: Option<Id>;
+    let u_now = model.u_syms();
+    let u_prev = previous_inputs(&mut g, &model);
     let (obs_matrix, obs_rhs, obs_solution, obs_v): (Vec<Vec<Id>>, Vec<Id>, Vec<Id>, Vec<Id>);
     let init_state: Vec<Id>;
 
@@ -157,6 +160,11 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             let pi = k0;
             let p_bar = at(&mut g, &mech.p, &qbar, &xi1);
             let f_bar = at(&mut g, &mech.force, &qbar, &xi1);
+            // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
+            let t_half = time_in_step(&mut g, &model, h, 0.5);
+            let fe_bar = force_at(&mut g, &model, &qbar, &xi1, t_half, &u_now);
+            work = fe_bar.as_ref().map(|fe| scaled_dot(&mut g, fe, &xi1, h));
+            let hfe: Vec<Option<Id>> = (0..m).map(|a| fe_bar.as_ref().map(|fe| g.mul2(hh, fe[a]))).collect();
             let psi_bar = at(&mut g, &psi_flat, &qbar, &xi1);
             let rows0 = at(&mut g, &rows_flat, q0, &v);
             let dq = mul_psi(&mut g, &psi_bar, &xi1);
@@ -168,7 +176,9 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             for (k, &a) in kept.iter().enumerate() {
                 let hf = g.mul2(hh, f_bar[a]);
                 let an = a_t_nu(&mut g, &rows0, nu, a);
-                let r = minus(&mut g, p_bar[a], &[hf, pi[k], an]);
+                let mut terms = vec![hf, pi[k], an];
+                terms.extend(hfe[a]);
+                let r = minus(&mut g, p_bar[a], &terms);
                 residual.push(r);
             }
             let cbar = at(&mut g, &cons.general, &qbar, &xi1);
@@ -176,7 +186,9 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             let mut up: Vec<Id> = q1.to_vec();
             for &a in &kept {
                 let hf = g.mul2(hh, f_bar[a]);
-                up.push(g.add2(p_bar[a], hf));
+                let mut terms = vec![p_bar[a], hf];
+                terms.extend(hfe[a]);
+                up.push(g.add(&terms));
             }
             update = up;
 
@@ -226,13 +238,26 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             let p0 = at(&mut g, &mech.p, q0, &xi0);
             let f1 = at(&mut g, &mech.force, q1, &xi1);
             let f0 = at(&mut g, &mech.force, q0, &xi0);
+            // [F_e] at k−½ (u_{k−1}, t_k − h/2) and at k+½ (u_k, t_k + h/2).
+            let (t0, t1) = (
+                time_in_step(&mut g, &model, h, -0.5),
+                time_in_step(&mut g, &model, h, 0.5),
+            );
+            let fe0 = force_at(&mut g, &model, q0, &xi0, t0, &u_prev);
+            let fe1 = force_at(&mut g, &model, q1, &xi1, t1, &u_now);
+            let fe_sum: Option<Vec<Id>> = fe0
+                .zip(fe1)
+                .map(|(a, b)| a.iter().zip(&b).map(|(&x, &y)| g.add2(x, y)).collect());
+            work = fe_sum.as_ref().map(|fs| scaled_dot(&mut g, fs, &xibar, hh));
             let psi_bar = at(&mut g, &psi_flat, &qbar, &v);
             let rows_bar = at(&mut g, &rows_flat, &qbar, &v);
             for &a in &kept {
                 let fs = g.add2(f0[a], f1[a]);
                 let hf = g.mul2(hh, fs);
                 let an = a_t_nu(&mut g, &rows_bar, nu, a);
-                let r = minus(&mut g, p1[a], &[p0[a], hf, an]);
+                let mut terms = vec![p0[a], hf, an];
+                terms.extend(fe_sum.as_ref().map(|fs| g.mul2(hh, fs[a])));
+                let r = minus(&mut g, p1[a], &terms);
                 residual.push(r);
             }
             let dq = mul_psi(&mut g, &psi_bar, &xibar);
@@ -300,6 +325,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         obs_q: q0.to_vec(),
         obs_v,
         base,
+        work,
     };
     let mut sys = draft.assemble(&model, g, mech.energy);
     sys.frame = Some(frame.psi.clone());

@@ -9,7 +9,7 @@ use crate::sym::{Graph, Id};
 
 use super::constrained::{analyse, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, symbols, StepSystem};
+use super::step::{at, force_at, symbols, time_in_step, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives RATTLE for `model`.
@@ -24,10 +24,16 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let h = g.symbol("__h");
     let mhh = g.scale(-0.5, h);
     let z = symbols(&mut g, "__z", 2 * n);
-    let x = symbols(&mut g, "__x", 2 * c);
-    let w = symbols(&mut g, "__w", 2 * c);
+    // A forced step adds the mean velocity v̄ = (q_{n+1} − q_n)/h as unknowns:
+    // the trapezoidal forces F∓ = (h/2) F_e(q_{n|n+1}, v̄, u_n, t_{n|n+1})
+    // depend on it (docs/schemes.md §8).
+    let forced = model.force.is_some();
+    let nv = if forced { n } else { 0 };
+    let x = symbols(&mut g, "__x", 2 * c + nv);
+    let w = symbols(&mut g, "__w", 2 * c + nv);
     let (q0, p0) = z.split_at(n);
-    let (lam, mu) = x.split_at(c);
+    let (lam, rest) = x.split_at(c);
+    let (mu, vb) = rest.split_at(c);
     // ∇V(q) + G(q)ᵀ λ
     let force = |g: &mut Graph, qs: &[Id], l: &[Id]| -> Vec<Id> {
         let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
@@ -35,21 +41,47 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         let gl = matvec_t(g, &gq, l);
         grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
     };
+    let u = model.u_syms();
     let f0 = force(&mut g, q0, lam);
-    let ph = axpy(&mut g, p0, mhh, &f0);
+    let mut ph = axpy(&mut g, p0, mhh, &f0);
+    let hh = g.neg(mhh);
+    let (mut work, mut fe0) = (None, None);
+    if forced {
+        let fe = force_at(&mut g, &model, q0, vb, model.time, &u).expect("forced");
+        ph = axpy(&mut g, &ph, hh, &fe);
+        fe0 = Some(fe);
+    }
     let vh = matvec(&mut g, &cm.m_inv, &ph);
-    let q1 = axpy(&mut g, q0, h, &vh);
+    let q1 = if forced {
+        axpy(&mut g, q0, h, vb)
+    } else {
+        axpy(&mut g, q0, h, &vh)
+    };
     let f1 = force(&mut g, &q1, mu);
-    let p1 = axpy(&mut g, &ph, mhh, &f1);
+    let mut p1 = axpy(&mut g, &ph, mhh, &f1);
+    if let Some(fe0) = &fe0 {
+        let t1 = time_in_step(&mut g, &model, h, 1.0);
+        let fe1 = force_at(&mut g, &model, &q1, vb, t1, &u).expect("forced");
+        p1 = axpy(&mut g, &p1, hh, &fe1);
+        let sum: Vec<Id> = fe0.iter().zip(&fe1).map(|(&a, &b)| g.add2(a, b)).collect();
+        work = Some(super::step::scaled_dot(&mut g, &sum, vb, hh));
+    }
     let mut residual = at(&mut g, &cm.g, &q, &q1, &v, &v);
     let gq1: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &q1, &v, &v)).collect();
     let v1 = matvec(&mut g, &cm.m_inv, &p1);
     residual.extend(matvec(&mut g, &gq1, &v1));
+    if forced {
+        residual.extend(vb.iter().zip(&vh).map(|(&a, &b)| g.sub(a, b)));
+    }
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     let zero = g.constant(0.0);
     let unknown_names = (0..c)
         .map(|i| format!("lambda{i}"))
-        .chain((0..c).map(|i| format!("mu{i}")));
+        .chain((0..c).map(|i| format!("mu{i}")))
+        .chain(model.coords.iter().take(nv).map(|s| format!("{}'(mean)", s.name)));
+    let init_warm: Vec<Id> = std::iter::repeat_n(zero, 2 * c)
+        .chain(v.iter().take(nv).copied())
+        .collect();
     let step = MomentumStep {
         scheme: "rattle",
         h,
@@ -59,8 +91,9 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         residual,
         next,
         predictor: w,
-        init_warm: vec![zero; 2 * c],
-        base: vec![None; 2 * c],
+        init_warm,
+        base: vec![None; 2 * c + nv],
+        work,
     };
     let draft = step.draft(&mut g, &model, &cm);
     Ok(draft.assemble(&model, g, mech.energy))

@@ -59,6 +59,19 @@ pub struct StepSystem {
     pub params: Vec<(Slot, f64)>,
     /// step size symbol
     pub h: Id,
+    /// the step's exogenous data `e = (t_k, u_k, u_{k−1})`: time at the start
+    /// of the step, the inputs held over it, and the previous step's inputs
+    /// (empty for a model without forces or inputs)
+    pub exogenous: Vec<Slot>,
+    /// number of input components `u`
+    pub n_inputs: usize,
+    /// the discrete work of the external force over the step, `W(x; z, e)`
+    /// (`⟨F⁻ + F⁺, ξ_{k,k+1}⟩`); `None` for a free model
+    pub work: Option<Id>,
+    /// the external force `F_e(q, ξ, u, t)` in the physical symbols and `e`
+    pub force: Option<Vec<Id>>,
+    /// `∂R/∂u`, `∂U/∂u` (row-major), for the input sensitivity `∂z'/∂u`
+    pub input_sensitivity: Option<[Vec<Vec<Id>>; 2]>,
     /// state `z`
     pub state: Vec<Slot>,
     /// unknowns `x`
@@ -111,6 +124,7 @@ impl StepSystem {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
         self.jacobian = jacobian(&mut self.graph, &self.residual, &x);
         self.sensitivity = None;
+        self.input_sensitivity = None;
     }
 
     /// Derives the partial derivatives of residual and increment that the
@@ -124,6 +138,12 @@ impl StepSystem {
         let uz = jacobian(&mut self.graph, &self.update, &z);
         let ux = jacobian(&mut self.graph, &self.update, &x);
         self.sensitivity = Some([rz, uz, ux]);
+        if self.n_inputs > 0 {
+            let u: Vec<Id> = self.exogenous[1..1 + self.n_inputs].iter().map(|s| s.sym).collect();
+            let ru = jacobian(&mut self.graph, &self.residual, &u);
+            let uu = jacobian(&mut self.graph, &self.update, &u);
+            self.input_sensitivity = Some([ru, uu]);
+        }
     }
 
     /// Rewrites the system in increment form. `base[i] = Some(j)` says that
@@ -154,6 +174,9 @@ impl StepSystem {
             }
         }
         self.residual = g.substitute_all(&self.residual, &map_x);
+        if let Some(w) = self.work {
+            self.work = Some(g.substitute_all(&[w], &map_x)[0]);
+        }
         let next = g.substitute_all(&self.update, &map_x);
         self.update = next.iter().zip(&z).map(|(&n, &zj)| g.sub(n, zj)).collect();
         let pred = g.substitute_all(&self.predictor, &map_w);
@@ -199,6 +222,17 @@ impl StepSystem {
         let v = Self::syms(&self.phys_v);
         let inp = |items: &[(&str, &Vec<Id>)]| items.iter().map(|(n, s)| (n.to_string(), (*s).clone())).collect();
         let hv = vec![self.h];
+        let e = Self::syms(&self.exogenous);
+        // Free models keep their signatures: `e` is read only where it exists.
+        let hot = |z: &Vec<Id>, xn: &'static str, x: &Vec<Id>| -> Vec<(String, Vec<Id>)> {
+            let mut v = vec![("p".to_string(), p.clone()), ("h".to_string(), hv.clone())];
+            if !e.is_empty() {
+                v.push(("e".to_string(), e.clone()));
+            }
+            v.push(("z".to_string(), z.clone()));
+            v.push((xn.to_string(), x.clone()));
+            v
+        };
         // Column-major, as nalgebra stores matrices: back-ends write it in place.
         let nx = self.jacobian.len();
         let flat_jac: Vec<Id> = (0..nx)
@@ -208,22 +242,22 @@ impl StepSystem {
         let mut fs = vec![
             Function {
                 name: "residual".into(),
-                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                inputs: hot(&z, "x", &x),
                 outputs: vec![("r".into(), self.residual.clone())],
             },
             Function {
                 name: "jacobian".into(),
-                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                inputs: hot(&z, "x", &x),
                 outputs: vec![("j".into(), flat_jac)],
             },
             Function {
                 name: "increment".into(),
-                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                inputs: hot(&z, "x", &x),
                 outputs: vec![("dz".into(), self.update.clone())],
             },
             Function {
                 name: "predict".into(),
-                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("w", &self.previous)]),
+                inputs: hot(&z, "w", &self.previous),
                 outputs: vec![("x0".into(), self.predictor.clone())],
             },
             Function {
@@ -254,12 +288,34 @@ impl StepSystem {
             let flat = |m: &Vec<Vec<Id>>| m.iter().flatten().copied().collect::<Vec<Id>>();
             fs.push(Function {
                 name: "sensitivity_parts".into(),
-                inputs: inp(&[("p", &p), ("h", &hv), ("z", &z), ("x", &x)]),
+                inputs: hot(&z, "x", &x),
                 outputs: vec![
                     ("rz".into(), flat(rz)),
                     ("uz".into(), flat(uz)),
                     ("ux".into(), flat(ux)),
                 ],
+            });
+        }
+        if let Some([ru, uu]) = &self.input_sensitivity {
+            let flat = |m: &Vec<Vec<Id>>| m.iter().flatten().copied().collect::<Vec<Id>>();
+            fs.push(Function {
+                name: "input_sensitivity_parts".into(),
+                inputs: hot(&z, "x", &x),
+                outputs: vec![("ru".into(), flat(ru)), ("uu".into(), flat(uu))],
+            });
+        }
+        if let Some(w) = self.work {
+            fs.push(Function {
+                name: "work".into(),
+                inputs: hot(&z, "x", &x),
+                outputs: vec![("w".into(), vec![w])],
+            });
+        }
+        if let Some(f) = &self.force {
+            fs.push(Function {
+                name: "force".into(),
+                inputs: inp(&[("p", &p), ("e", &e), ("q", &q), ("v", &v)]),
+                outputs: vec![("f".into(), f.clone())],
             });
         }
         for (name, iq, iv) in &self.initials {
@@ -308,6 +364,8 @@ pub struct Draft {
     pub obs_v: Vec<Id>,
     /// unknown `i` becomes state component `base[i]` (see [`StepSystem::into_increment_form`])
     pub base: Vec<Option<usize>>,
+    /// discrete work of the external force (absolute unknowns); `None` when free
+    pub work: Option<Id>,
 }
 
 impl Draft {
@@ -352,9 +410,33 @@ impl Draft {
                 });
             }
         }
+        let forced = model.force.is_some() || !model.inputs.is_empty();
+        let exogenous: Vec<Slot> = if forced {
+            let u_prev = previous_inputs(&mut graph, model);
+            std::iter::once(Slot {
+                name: "t".into(),
+                sym: model.time,
+            })
+            .chain(model.inputs.iter().map(|s| Slot {
+                name: s.name.clone(),
+                sym: s.sym,
+            }))
+            .chain(model.inputs.iter().zip(u_prev).map(|(s, sym)| Slot {
+                name: format!("{}(previous)", s.name),
+                sym,
+            }))
+            .collect()
+        } else {
+            vec![]
+        };
         let sys = StepSystem {
             model: model.name.clone(),
             scheme: self.scheme,
+            exogenous,
+            n_inputs: if forced { model.inputs.len() } else { 0 },
+            work: self.work,
+            force: model.force.clone(),
+            input_sensitivity: None,
             graph,
             params: model
                 .params
@@ -418,6 +500,42 @@ impl Draft {
 /// which model files cannot use).
 pub(crate) fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
     (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
+}
+
+/// The previous step's input symbols `u_{k−1}` (interned by name: every call
+/// returns the same symbols).
+pub(crate) fn previous_inputs(g: &mut Graph, model: &Model) -> Vec<Id> {
+    symbols(g, "__uprev", model.inputs.len())
+}
+
+/// The model's external force at other arguments: `q → qs`, `v → vs`, `t → t`,
+/// `u → u`; `None` for a free model.
+pub(crate) fn force_at(g: &mut Graph, model: &Model, qs: &[Id], vs: &[Id], t: Id, u: &[Id]) -> Option<Vec<Id>> {
+    let f = model.force.as_ref()?;
+    let map: crate::sym::SubstMap = model
+        .q_syms()
+        .into_iter()
+        .zip(qs.iter().copied())
+        .chain(model.v_syms().into_iter().zip(vs.iter().copied()))
+        .chain(std::iter::once((model.time, t)))
+        .chain(model.u_syms().into_iter().zip(u.iter().copied()))
+        .collect();
+    Some(g.substitute_all(f, &map))
+}
+
+/// `t + c h`: a time within the step.
+pub(crate) fn time_in_step(g: &mut Graph, model: &Model, h: Id, c: f64) -> Id {
+    if c == 0.0 {
+        return model.time;
+    }
+    let ch = g.scale(c, h);
+    g.add2(model.time, ch)
+}
+
+/// `⟨a, b⟩ · s`
+pub(crate) fn scaled_dot(g: &mut Graph, a: &[Id], b: &[Id], s: Id) -> Id {
+    let d = crate::sym::vector::dot(g, a, b);
+    g.mul2(s, d)
 }
 
 /// Evaluates model expressions at other arguments: `q → qs`, `v → vs`.

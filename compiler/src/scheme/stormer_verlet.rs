@@ -13,7 +13,7 @@ use crate::sym::{gradient, jacobian, Graph, Id};
 
 use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, symbols, Draft, StepSystem};
+use super::step::{at, force_at, symbols, time_in_step, Draft, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives Störmer–Verlet for `model`: the index-reduced form if it has
@@ -87,8 +87,16 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
     let p_a = at(&mut g, &mech.p, &q, q0, &v, va);
     let p_b = at(&mut g, &mech.p, &q, q1, &v, vb);
     let mut residual = Vec::with_capacity(4 * n);
+    // External force in both half steps (Lobatto IIIA–IIIB on ṗ = ∂L/∂q + F_e).
+    let u = model.u_syms();
+    let fe_a = force_at(&mut g, &model, q0, va, model.time, &u);
+    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    let fe_b = force_at(&mut g, &model, q1, vb, t1, &u);
     // p½ = p_n + (h/2) ∂L/∂q(q_n, v_a)
-    let r1 = axpy(&mut g, p0, hh, &dlq_a);
+    let mut r1 = axpy(&mut g, p0, hh, &dlq_a);
+    if let Some(fe) = &fe_a {
+        r1 = axpy(&mut g, &r1, hh, fe);
+    }
     residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
     // ∂L/∂q̇(q_n, v_a) = p½
     residual.extend(p_a.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
@@ -98,7 +106,11 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
     residual.extend(q1.iter().zip(&r3).map(|(&a, &b)| g.sub(a, b)));
     // ∂L/∂q̇(q_{n+1}, v_b) = p½
     residual.extend(p_b.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
-    let p1 = axpy(&mut g, ph, hh, &dlq_b);
+    let mut p1 = axpy(&mut g, ph, hh, &dlq_b);
+    if let Some(fe) = &fe_b {
+        p1 = axpy(&mut g, &p1, hh, fe);
+    }
+    let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, q1);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     let predictor: Vec<Id> = p0
         .iter()
@@ -143,11 +155,22 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
         obs_q: q0.to_vec(),
         obs_v: y,
         base,
+        work,
     };
     draft.assemble(&model, g, mech.energy)
 }
 
-/// `(G M⁻¹ Gᵀ) λ + G M⁻¹ ∇V − ∂²g(v, v)` at `qs` (zero for the hidden multiplier).
+/// `⟨F⁻ + F⁺, (q_{n+1} − q_n)/h⟩` with `F∓ = (h/2) F_e`: `½⟨F_a + F_b, q_{n+1} − q_n⟩`.
+fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1: &[Id]) -> Option<Id> {
+    let (fa, fb) = (fa?, fb?);
+    let sum: Vec<Id> = fa.iter().zip(fb).map(|(&a, &b)| g.add2(a, b)).collect();
+    let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
+    let half = g.constant(0.5);
+    Some(super::step::scaled_dot(g, &sum, &dq, half))
+}
+
+/// `(G M⁻¹ Gᵀ) λ + G M⁻¹ (∇V − F_e) − ∂²g(v, v)` at `qs` (zero for the hidden
+/// multiplier; without `F_e` there a normal force would drive `g` off).
 fn hidden_multiplier_residual(
     g: &mut Graph,
     model: &Model,
@@ -155,6 +178,7 @@ fn hidden_multiplier_residual(
     qs: &[Id],
     vel: &[Id],
     lam: &[Id],
+    fe: Option<&[Id]>,
 ) -> Vec<Id> {
     let (q, v) = (model.q_syms(), model.v_syms());
     let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
@@ -162,7 +186,11 @@ fn hidden_multiplier_residual(
     let gm = matmul(g, &gq, &cm.m_inv);
     let gmgt = matmul(g, &gm, &transpose(&gq));
     let a = matvec(g, &gmgt, lam);
-    let b = matvec(g, &gm, &grad_v);
+    let mut b = matvec(g, &gm, &grad_v);
+    if let Some(fe) = fe {
+        let gmf = matvec(g, &gm, fe);
+        b = b.iter().zip(&gmf).map(|(&x, &y)| g.sub(x, y)).collect();
+    }
     (0..cm.g.len())
         .map(|i| {
             let hess: Vec<Vec<Id>> = cm.hess_g[i].iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
@@ -205,12 +233,39 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
     };
     let fa = fp(&mut g, q0, la);
     let fb = fp(&mut g, &q1, lb);
+    let u = model.u_syms();
+    let fe_a = force_at(&mut g, &model, q0, &vh, model.time, &u);
+    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    let fe_b = force_at(&mut g, &model, &q1, &vh, t1, &u);
     let mut residual = Vec::with_capacity(n + 2 * c);
-    let r1 = axpy(&mut g, p0, hh, &fa);
+    let mut r1 = axpy(&mut g, p0, hh, &fa);
+    if let Some(fe) = &fe_a {
+        r1 = axpy(&mut g, &r1, hh, fe);
+    }
     residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
-    residual.extend(hidden_multiplier_residual(&mut g, &model, &cm, q0, &vh, la));
-    residual.extend(hidden_multiplier_residual(&mut g, &model, &cm, &q1, &vh, lb));
-    let p1 = axpy(&mut g, ph, hh, &fb);
+    residual.extend(hidden_multiplier_residual(
+        &mut g,
+        &model,
+        &cm,
+        q0,
+        &vh,
+        la,
+        fe_a.as_deref(),
+    ));
+    residual.extend(hidden_multiplier_residual(
+        &mut g,
+        &model,
+        &cm,
+        &q1,
+        &vh,
+        lb,
+        fe_b.as_deref(),
+    ));
+    let mut p1 = axpy(&mut g, ph, hh, &fb);
+    if let Some(fe) = &fe_b {
+        p1 = axpy(&mut g, &p1, hh, fe);
+    }
+    let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, &q1);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     let wlb = &w[n + c..];
     let predictor: Vec<Id> = p0.iter().chain(wlb).chain(wlb).copied().collect();
@@ -232,6 +287,7 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
         predictor,
         init_warm,
         base: vec![None; n + 2 * c],
+        work,
     };
     let draft = step.draft(&mut g, &model, &cm);
     draft.assemble(&model, g, mech.energy)
