@@ -139,6 +139,51 @@ model!(
 );
 
 model!(
+    DampedAveraged,
+    [m, r, g, c],
+    model = "../models/damped_spherical_pendulum.hamel",
+    scheme = "hamel"
+);
+model!(
+    DampedMidpoint,
+    [m, r, g, c],
+    model = "../models/damped_spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    DampedCartSv,
+    [m, r, g, c],
+    model = "../models/damped_spherical_pendulum_cartesian.hamel",
+    scheme = "stormer_verlet"
+);
+model!(
+    DampedCartRattle,
+    [m, r, g, c],
+    model = "../models/damped_spherical_pendulum_cartesian.hamel",
+    scheme = "rattle"
+);
+model!(
+    DampedCartEm,
+    [m, r, g, c],
+    model = "../models/damped_spherical_pendulum_cartesian.hamel",
+    scheme = "energy_momentum"
+);
+model!(
+    TorqueMidpoint,
+    [m, r, g],
+    model = "../models/torque_driven_spherical_pendulum.hamel",
+    scheme = "hamel",
+    kinematics = "midpoint"
+);
+model!(
+    InvertedAveraged,
+    [m, r, g],
+    model = "../models/inverted_spherical_pendulum.hamel",
+    scheme = "hamel"
+);
+
+model!(
     ChainN3,
     [m, l, g],
     model = "../models/spherical_chain.hamel",
@@ -157,6 +202,10 @@ struct Case<'a> {
     h: f64,
     compensated: bool,
     sizes: &'a [(String, i64)],
+    /// input amplitudes (empty: a model without inputs); step `k` applies
+    /// `u = a (1 + ½ sin(0.01 k))`, so that a slot mixed up with another or
+    /// with the previous step's shows
+    inputs: &'a [f64],
 }
 
 /// Runs the derived code and both run-time back-ends side by side; panics
@@ -173,6 +222,7 @@ where
         h,
         compensated,
         sizes,
+        inputs,
     } = *c;
     let model = load_model(Path::new(&format!("../models/{file}")), sizes).unwrap();
     let scheme_kind = parse_scheme(scheme, None).unwrap();
@@ -194,9 +244,13 @@ where
         .collect();
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
     for k in 0..STEPS {
-        stepper.step(&mut state).unwrap();
+        let u: Vec<f64> = inputs
+            .iter()
+            .map(|a| a * (1.0 + 0.5 * (0.01 * k as f64).sin()))
+            .collect();
+        stepper.step_with_inputs(&mut state, &u).unwrap();
         for ((sys, st), dyn_stepper) in backends.iter().zip(&mut dyn_states).zip(&mut dyn_steppers) {
-            dyn_stepper.step(st).unwrap();
+            dyn_stepper.step_with_inputs(st, &u).unwrap();
             assert!(
                 bits(st.z.as_slice()) == bits(state.z.as_slice())
                     && bits(st.lo.as_slice()) == bits(state.lo.as_slice()),
@@ -215,6 +269,12 @@ where
             "{file} {scheme} {}: Newton iterations differ",
             sys.backend()
         );
+        assert_eq!(
+            stepper.work_done.to_bits(),
+            dyn_stepper.work_done.to_bits(),
+            "{file} {scheme} {}: the forces' work differs",
+            sys.backend()
+        );
         let b = sys.invariants(&st.z, STEPS as u64).unwrap();
         assert_eq!(
             bits(&a),
@@ -231,7 +291,10 @@ macro_rules! case {
     ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal) => {
         case!($seen, $ty, $file, $scheme, $init, $h, false)
     };
-    ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal, $comp:literal) => {{
+    ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal, $comp:literal) => {
+        case!($seen, $ty, $file, $scheme, $init, $h, $comp, [])
+    };
+    ($seen:ident, $ty:ident, $file:literal, $scheme:literal, $init:literal, $h:literal, $comp:literal, [$($u:literal),*]) => {{
         let m = $ty::with_defaults();
         let s = m.initial($init).unwrap();
         let c = Case {
@@ -241,6 +304,7 @@ macro_rules! case {
             h: $h,
             compensated: $comp,
             sizes: &[],
+            inputs: &[$($u),*],
         };
         agree(&m, s, &c);
         $seen.insert($file);
@@ -407,6 +471,68 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         "tilted",
         0.01
     );
+    // Forces: dissipation in every scheme, inputs (held and previous) and time.
+    case!(
+        seen,
+        DampedAveraged,
+        "damped_spherical_pendulum.hamel",
+        "hamel",
+        "published",
+        0.05
+    );
+    case!(
+        seen,
+        DampedMidpoint,
+        "damped_spherical_pendulum.hamel",
+        "hamel_midpoint",
+        "published",
+        0.05
+    );
+    case!(
+        seen,
+        DampedCartSv,
+        "damped_spherical_pendulum_cartesian.hamel",
+        "stormer_verlet",
+        "published",
+        0.05
+    );
+    case!(
+        seen,
+        DampedCartRattle,
+        "damped_spherical_pendulum_cartesian.hamel",
+        "rattle",
+        "published",
+        0.05
+    );
+    case!(
+        seen,
+        DampedCartEm,
+        "damped_spherical_pendulum_cartesian.hamel",
+        "energy_momentum",
+        "published",
+        0.05,
+        true
+    );
+    case!(
+        seen,
+        TorqueMidpoint,
+        "torque_driven_spherical_pendulum.hamel",
+        "hamel_midpoint",
+        "published",
+        0.05,
+        true,
+        [2.0]
+    );
+    case!(
+        seen,
+        InvertedAveraged,
+        "inverted_spherical_pendulum.hamel",
+        "hamel",
+        "tilted",
+        0.02,
+        false,
+        [0.3, -0.2]
+    );
     // An indexed family at another size: derive `N = 3`, tape `--size N=3`.
     let m = ChainN3::with_defaults();
     let sizes = [("N".to_string(), 3)];
@@ -417,6 +543,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         h: 0.01,
         compensated: false,
         sizes: &sizes,
+        inputs: &[],
     };
     agree(&m, m.initial("tilted").unwrap(), &c);
     // Every model file must be covered: a new model needs a case here.
@@ -448,6 +575,7 @@ fn every_elementary_function_agrees_between_derived_code_and_run_time() {
             h: 0.05,
             compensated,
             sizes: &[],
+            inputs: &[],
         };
         agree(&m, m.initial("s").unwrap(), &c);
     }

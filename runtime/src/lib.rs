@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod error;
 pub mod kernels;
 pub mod lu;

@@ -124,7 +124,9 @@ where
                 u[k]
             )));
         }
-        self.exo[1..1 + r].copy_from_slice(u);
+        if r > 0 {
+            self.exo[1..1 + r].copy_from_slice(u);
+        }
         Ok(())
     }
 
