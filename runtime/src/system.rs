@@ -130,6 +130,22 @@ where
         Ok(())
     }
 
+    /// Sets the previous step's inputs `u_{k−1}`, which the averaged Hamel
+    /// scheme uses on the half interval before the state (by default the
+    /// first step takes `u_{k−1} = u_k`); for resuming a run or
+    /// differentiating in `u_k` alone.
+    pub fn set_previous_inputs(&mut self, u: &[f64]) -> Result<(), StepError> {
+        let held = self.inputs().to_vec();
+        self.set_inputs(u)?;
+        let r = self.input_count();
+        if r > 0 {
+            self.exo.copy_within(1..1 + r, 1 + r);
+            self.exo[1..1 + r].copy_from_slice(&held);
+        }
+        self.have_previous = true;
+        Ok(())
+    }
+
     /// The exogenous data the step from `state` uses: `(t_k, u_k, u_{k−1})`.
     fn exogenous(&mut self, step: u64) -> &[f64] {
         if let Some(t) = self.exo.first_mut() {

@@ -271,7 +271,9 @@ fn item(p: Pair<Rule>) -> PResult<Item> {
         Rule::force_gen => Item::Force(Force::Generalized(binding(p)?)),
         Rule::force_at | Rule::force_vel => {
             let at_velocity = p.as_rule() == Rule::force_vel;
-            let mut it = p.into_inner();
+            let mut it = p
+                .into_inner()
+                .filter(|q| !matches!(q.as_rule(), Rule::kw_at | Rule::kw_velocity));
             let place = expr(it.next().expect("grammar: force place"))?;
             let f = expr(it.next().expect("grammar: force value"))?;
             Item::Force(if at_velocity {
