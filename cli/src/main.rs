@@ -73,6 +73,14 @@ struct CaseArgs {
     /// set a size of the model, e.g. `--size N=4`
     #[arg(long = "size", value_name = "NAME=VALUE")]
     sizes: Vec<String>,
+    /// set a control input: a constant or an expression in `t`, sampled at each
+    /// step's midpoint, e.g. `--input tau=2` or `--input "u1=0.5*sin(t)"`
+    #[arg(long = "input", value_name = "NAME=EXPR")]
+    input: Vec<String>,
+    /// control inputs from a CSV file: a column `t` and one per input, held
+    /// from each row's time on (zero-order hold)
+    #[arg(long = "inputs", value_name = "FILE.csv", conflicts_with = "input")]
+    inputs: Option<PathBuf>,
     /// compensated (TwoSum) summation of the increments
     #[arg(long)]
     compensated: bool,

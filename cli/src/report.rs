@@ -100,6 +100,7 @@ fn run(c: &Case, log: &mut Log) -> Result<(Run, System), Error> {
         steps: c.steps,
         compensated: c.compensated,
         record_every: c.every,
+        inputs: None,
     };
     let r = simulate::run(&sys, state, Some(c.init.to_string()), &opt, false)?;
     Ok((r, sys))

@@ -118,6 +118,7 @@ impl CsvSink {
             .into_iter()
             .chain(c.coordinates.iter().map(String::as_str))
             .chain(c.velocities.iter().map(String::as_str))
+            .chain(c.inputs.iter().map(String::as_str))
             .collect();
         writeln!(t, "{}", header.join(",")).map_err(out)?;
         let info: Vec<(String, InvariantKind)> = hamel_load::run::monitored(sys);
@@ -142,10 +143,10 @@ impl CsvSink {
 }
 
 impl hamel_load::run::Sink for CsvSink {
-    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64]) -> Result<(), String> {
+    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64], u: &[f64]) -> Result<(), String> {
         let e = |e: std::io::Error| format!("cannot write into `{}`: {e}", self.dir.display());
         let t = step as f64 * self.h;
-        let row: Vec<String> = q.iter().chain(v).map(|x| format!("{x:e}")).collect();
+        let row: Vec<String> = q.iter().chain(v).chain(u).map(|x| format!("{x:e}")).collect();
         writeln!(self.trajectory, "{step},{t:e},{}", row.join(",")).map_err(e)?;
         let v0 = self.initial.get_or_insert_with(|| values.to_vec());
         let mut row = vec![step.to_string(), format!("{t:e}")];
@@ -171,7 +172,7 @@ fn diagnostics_header(info: &[(String, InvariantKind)]) -> Vec<String> {
     header
 }
 
-/// Writes `trajectory.csv` (step, t, q, ξ) and `diagnostics.csv` (step, t,
+/// Writes `trajectory.csv` (step, t, q, ξ, and the inputs u of the step from each state) and `diagnostics.csv` (step, t,
 /// each quantity and its error) of `run` into `dir`.
 pub fn write_csv(run: &Run, dir: &Path) -> Result<(), Error> {
     let out = Error::writing(dir);
@@ -181,10 +182,16 @@ pub fn write_csv(run: &Run, dir: &Path) -> Result<(), Error> {
         .into_iter()
         .chain(run.coordinates.iter().cloned())
         .chain(run.velocities.iter().cloned())
+        .chain(run.input_names.iter().cloned())
         .collect();
     writeln!(t, "{}", header.join(",")).map_err(out)?;
     for k in 0..run.steps.len() {
-        let row: Vec<String> = run.q[k].iter().chain(&run.v[k]).map(|x| format!("{x:e}")).collect();
+        let row: Vec<String> = run.q[k]
+            .iter()
+            .chain(&run.v[k])
+            .chain(&run.u[k])
+            .map(|x| format!("{x:e}"))
+            .collect();
         writeln!(t, "{},{:e},{}", run.steps[k], run.time(k), row.join(",")).map_err(out)?;
     }
     t.flush().map_err(out)?;

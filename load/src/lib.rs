@@ -29,6 +29,7 @@
 pub mod ensemble;
 pub mod evaluator;
 pub mod initial;
+pub mod inputs;
 pub mod run;
 pub mod system;
 
@@ -42,6 +43,7 @@ pub use hamel_compiler::Model;
 pub use ensemble::{run_many, Member};
 pub use evaluator::{Args, Evaluator, Slot};
 pub use initial::{initial, parse_override, Overrides};
+pub use inputs::Schedule;
 pub use run::{run, Run, RunError, RunFailed, RunOptions};
 pub use system::System;
 

@@ -21,6 +21,8 @@ pub struct RunOptions {
     /// record every `k`-th state (0: about 20,000 records at most); the
     /// initial and the last state are always recorded
     pub record_every: u64,
+    /// the control inputs at each step (`None`: all zero)
+    pub inputs: Option<crate::Schedule>,
 }
 
 /// The error of a quantity of kind `k` at value `v`, initial value `v0`:
@@ -132,6 +134,12 @@ pub struct Run {
     pub v: Vec<Vec<f64>>,
     /// recorded invariant values
     pub values: Vec<Vec<f64>>,
+    /// control input names (empty for a model without inputs)
+    pub input_names: Vec<String>,
+    /// recorded inputs: at each recorded state, those of the step from it
+    pub u: Vec<Vec<f64>>,
+    /// the discrete work of the external forces over the run (0 when free)
+    pub work: f64,
     /// errors over every step
     pub monitor: Monitor,
     /// Newton statistics
@@ -210,6 +218,7 @@ impl Run {
             })
             .collect();
         let warnings = self.warnings();
+        let balance = reports.iter().find(|r| r.name == ENERGY_BALANCE);
         json!({
             "ok": warnings.is_empty(),
             "warnings": warnings,
@@ -237,6 +246,10 @@ impl Run {
             "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
             "metric_condition_max": self.monitor.conditioning().map(|c| c.max),
             "metric_condition_max_step": self.monitor.conditioning().map(|c| c.max_at),
+            "forced": balance.is_some(),
+            "inputs": self.input_names,
+            "work": balance.map(|_| self.work),
+            "max_energy_balance_error_rel": balance.map(|r| r.max_rel_error),
             "invariants": invariants,
         })
     }
@@ -276,7 +289,8 @@ pub fn run_observed(
 pub trait Sink {
     /// One recorded state: step number, physical coordinates and velocities,
     /// and the monitored quantities (in the order of [`Run::invariants`]).
-    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64]) -> Result<(), String>;
+    /// `u` holds the inputs of the step from this state (empty without inputs).
+    fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64], u: &[f64]) -> Result<(), String>;
 }
 
 /// Name of the quantity `E_k − Σ_{j<k} W_j` that runs of forced models monitor
@@ -342,6 +356,9 @@ pub fn run_streamed(
         q: Vec::new(),
         v: Vec::new(),
         values: Vec::new(),
+        input_names: c.inputs.clone(),
+        u: Vec::new(),
+        work: 0.0,
         monitor: Monitor::new(&info),
         newton: NewtonStats::default(),
         ns_per_step: 0.0,
@@ -352,47 +369,77 @@ pub fn run_streamed(
     // The metric's conditioning is watched every step where it can change.
     let watch = sys.metric_varies();
     // Observes a state; hands it to the sink and keeps it in the run as asked.
-    let mut observe = |st: &DynState, work: f64, run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
-        let (q, v) = sys.physical(&st.z, st.step)?;
-        let mut values = sys.invariants_at(&q, &v);
-        if forced {
-            // `E − Σ W` (energy first among the invariants)
-            values.push(values[0] - work);
+    let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+    let mut u = vec![0.0; names.len()];
+    // The inputs of the step from state `k`.
+    let inputs_at = |k: u64, u: &mut [f64]| -> Result<(), StepError> {
+        match &opt.inputs {
+            Some(s) if !u.is_empty() => s
+                .at(&names, k as f64 * opt.h, opt.h, u)
+                .map_err(StepError::InvalidInput),
+            _ => Ok(()),
         }
-        run.monitor.observe(&values);
-        if watch || st.step == 0 {
-            run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
-        }
-        if to_sink {
-            if let Some(s) = sink.as_deref_mut() {
-                s.record(st.step, &q, &v, &values).map_err(StepError::InvalidInput)?;
-            }
-        }
-        if to_run {
-            run.steps.push(st.step);
-            run.q.push(q);
-            run.v.push(v);
-            run.values.push(values);
-        }
-        Ok(())
     };
-    observe(&state, 0.0, &mut run, true, true).map_err(RunError::Start)?;
+    if opt.inputs.as_ref().is_some_and(|s| !s.is_empty()) && names.is_empty() {
+        return Err(RunError::Start(StepError::InvalidInput(format!(
+            "{} has no inputs to set",
+            c.model
+        ))));
+    }
+    let mut observe =
+        |st: &DynState, work: f64, u: &[f64], run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
+            let (q, v) = sys.physical(&st.z, st.step)?;
+            let mut values = sys.invariants_at(&q, &v);
+            if forced {
+                // `E − Σ W` (energy first among the invariants)
+                values.push(values[0] - work);
+            }
+            run.monitor.observe(&values);
+            if watch || st.step == 0 {
+                run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
+            }
+            if to_sink {
+                if let Some(s) = sink.as_deref_mut() {
+                    s.record(st.step, &q, &v, &values, u).map_err(StepError::InvalidInput)?;
+                }
+            }
+            if to_run {
+                run.steps.push(st.step);
+                run.q.push(q);
+                run.v.push(v);
+                run.values.push(values);
+                run.u.push(u.to_vec());
+            }
+            Ok(())
+        };
+    inputs_at(0, &mut u).map_err(RunError::Start)?;
+    observe(&state, 0.0, &u, &mut run, true, true).map_err(RunError::Start)?;
     let mut stepping = Duration::ZERO;
     for k in 1..=opt.steps {
         let t0 = Instant::now();
-        let stepped = stepper.step(&mut state);
+        let stepped = stepper.step_with_inputs(&mut state, &u);
         stepping += t0.elapsed();
+        let stepped = stepped.and_then(|()| inputs_at(state.step, &mut u));
         let last = k == opt.steps;
         let recorded = k % every == 0 || last;
         let work = stepper.work_done;
-        let observed =
-            stepped.and_then(|()| observe(&state, work, &mut run, recorded, recorded && (k % keep == 0 || last)));
+        let observed = stepped.and_then(|()| {
+            observe(
+                &state,
+                work,
+                &u,
+                &mut run,
+                recorded,
+                recorded && (k % keep == 0 || last),
+            )
+        });
         if let Err(error) = observed {
             // Keep the last good state in the records, then hand back what was computed.
             if run.steps.last() != Some(&state.step) {
-                let _ = observe(&state, work, &mut run, !state.step.is_multiple_of(every), true);
+                let _ = observe(&state, work, &u, &mut run, !state.step.is_multiple_of(every), true);
             }
             run.newton = stepper.stats;
+            run.work = stepper.work_done;
             run.options.steps = state.step;
             return Err(RunFailed {
                 error,
@@ -405,6 +452,7 @@ pub fn run_streamed(
         }
     }
     run.newton = stepper.stats;
+    run.work = stepper.work_done;
     run.ns_per_step = if opt.steps > 0 {
         stepping.as_nanos() as f64 / opt.steps as f64
     } else {

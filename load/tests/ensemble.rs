@@ -19,6 +19,7 @@ fn ensemble_matches_single_runs_in_order() {
         steps: 200,
         compensated: false,
         record_every: 50,
+        inputs: None,
     };
     let mut members: Vec<Member> = (0..6)
         .map(|i| Member {
@@ -101,7 +102,7 @@ fn loaded_sensitivity_matches_finite_differences() {
 fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
     struct Count(u64, Vec<f64>);
     impl hamel_load::run::Sink for Count {
-        fn record(&mut self, _step: u64, q: &[f64], _v: &[f64], _values: &[f64]) -> Result<(), String> {
+        fn record(&mut self, _step: u64, q: &[f64], _v: &[f64], _values: &[f64], _u: &[f64]) -> Result<(), String> {
             self.0 += 1;
             self.1 = q.to_vec();
             Ok(())
@@ -113,6 +114,7 @@ fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
         steps: 5_000,
         compensated: false,
         record_every: 1,
+        inputs: None,
     };
     let mut sink = Count(0, Vec::new());
     let state = sys.initial("published").unwrap();

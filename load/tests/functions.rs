@@ -19,6 +19,7 @@ fn every_function_agrees_between_jit_and_interpreter() {
         steps: 400,
         compensated: false,
         record_every: 1,
+        inputs: None,
     };
     let runs: Vec<_> = [Backend::Jit, Backend::Interpreter]
         .into_iter()

@@ -15,6 +15,7 @@ fn energy_error(scheme: &str, h: f64) -> f64 {
         steps: (50.0 / h) as u64,
         compensated: false,
         record_every: 0,
+        inputs: None,
     };
     run(&sys, state, label, &opt).unwrap().monitor.reports()[0].max_rel_error
 }

@@ -297,6 +297,7 @@ impl Model {
             steps,
             compensated,
             record_every: every,
+            inputs: None,
         };
         let sys = self.compiled(py, scheme, false)?;
         let path = self.inner.path.clone();
@@ -383,6 +384,7 @@ impl Model {
             steps,
             compensated,
             record_every: every,
+            inputs: None,
         };
         let sys = self.compiled(py, scheme, false)?;
         let results = py

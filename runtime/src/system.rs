@@ -9,6 +9,9 @@ use crate::lu::Lu;
 use crate::newton::{self, NewtonOptions, NewtonStats, Workspace};
 use crate::state::StateOf;
 
+/// The step map's linearization `(A, B) = (∂z'/∂z, ∂z'/∂u)`.
+pub type Linearization<Z> = (OMatrix<f64, Z, Z>, nalgebra::DMatrix<f64>);
+
 /// A derived integrator with `NZ` state components and `NX` unknowns: any
 /// [`Kernels`] of fixed sizes. Every `#[derive(Integrator)]` struct is one.
 pub trait StepSystem<const NZ: usize, const NX: usize>: Kernels<Const<NZ>, Const<NX>> {}
@@ -196,7 +199,10 @@ where
         &mut self,
         state: &mut StateOf<Z, X>,
         with_inputs: bool,
-    ) -> Result<(OMatrix<f64, Z, Z>, nalgebra::DMatrix<f64>), StepError> {
+    ) -> Result<Linearization<Z>, StepError>
+    where
+        DefaultAllocator: nalgebra::allocator::Allocator<Z, Z>,
+    {
         let before = state.clone();
         let e = self.exogenous(state.step).to_vec();
         self.step(state)?;

@@ -56,11 +56,18 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let model = load_model(&case.model, &sizes)?;
     let sys = case::system(&model, scheme, case.backend.into(), &params)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
+    let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
+    let inputs = match (&case.inputs, case.input.is_empty()) {
+        (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
+        (None, false) => Some(hamel_load::Schedule::from_assignments(&names, &case.input).map_err(Error::Usage)?),
+        (None, true) => None,
+    };
     let opt = RunOptions {
         h: case.h,
         steps,
         compensated: case.compensated,
         record_every: every,
+        inputs,
     };
     Ok(Prepared {
         model: model.name,

@@ -95,6 +95,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         steps,
         compensated: case.compensated,
         record_every: steps.max(1),
+        inputs: None,
     };
     let started = Instant::now();
     let results = hamel_load::run_many(&sys, &members, &opt, threads)?;

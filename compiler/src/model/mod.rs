@@ -46,6 +46,36 @@ pub fn load_with_sizes(file: &str, src: &str, sizes: &[(String, i64)]) -> Result
     lower(file, src, &ast, sizes)
 }
 
+/// A function of time written in the model language, such as
+/// `0.5 * sin(2 * pi * t)`: its graph and root, in which time is the symbol
+/// `__t` (as in models). For input schedules; the text may use `t`, numbers,
+/// `pi` and the built-in functions. Fails with the reason on anything else.
+pub fn time_function(text: &str) -> Result<(Graph, Id), String> {
+    if text.contains(['{', '}', '\n', ';']) || text.contains("//") || text.contains("/*") {
+        return Err(format!("`{text}` is not an expression"));
+    }
+    let src = format!("model schedule {{ coordinates {{ s_ }} lagrangian = s_'^2 let value = {text} }}");
+    let m = load("", &src).map_err(|d| {
+        d.0.first()
+            .map_or_else(|| "not an expression".to_string(), |d| d.message.clone())
+    })?;
+    let root = m
+        .lets
+        .iter()
+        .find(|(n, _)| n == "value")
+        .map(|(_, ids)| ids.clone())
+        .ok_or("not an expression")?;
+    if root.len() != 1 {
+        return Err(format!("`{text}` is a vector; an input takes one number"));
+    }
+    let g = m.graph;
+    let free: Vec<Id> = m.coords.iter().chain(&m.vels).map(|s| s.sym).collect();
+    if g.depends_on(root[0], &free) {
+        return Err(format!("`{text}` may depend on time `t` only"));
+    }
+    Ok((g, root[0]))
+}
+
 /// Lowers a parsed model, collecting every error it finds.
 pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i64)]) -> Result<Model, Diagnostics> {
     let has_frame = ast
