@@ -293,31 +293,7 @@ pub trait Sink {
     fn record(&mut self, step: u64, q: &[f64], v: &[f64], values: &[f64], u: &[f64]) -> Result<(), String>;
 }
 
-/// Name of the quantity `E_k − Σ_{j<k} W_j` that runs of forced models monitor
-/// in place of the energy: constant to round-off where the scheme's discrete
-/// energy balance is exact.
-pub const ENERGY_BALANCE: &str = "energy balance";
-
-/// The quantities a run of `sys` records, in order, with how each is judged:
-/// the model's invariants, and for a forced model the energy balance
-/// [`ENERGY_BALANCE`] in place of the energy (which then is only recorded).
-pub fn monitored(sys: &System) -> Vec<(String, InvariantKind)> {
-    let forced = sys.is_forced();
-    let mut info: Vec<(String, InvariantKind)> = sys
-        .invariant_info()
-        .into_iter()
-        .map(|(n, k)| match k {
-            // Forces change the energy by their work: what is judged is the
-            // balance E_k − E_0 − Σ W_j, not the energy itself.
-            InvariantKind::Energy if forced => (n.to_string(), InvariantKind::Monitored),
-            _ => (n.to_string(), k),
-        })
-        .collect();
-    if forced {
-        info.push((ENERGY_BALANCE.to_string(), InvariantKind::Energy));
-    }
-    info
-}
+pub use hamel_runtime::run::{monitored, ENERGY_BALANCE};
 
 /// [`run_observed`], handing every recorded state to `sink` as it comes and
 /// keeping in the returned [`Run`] only one in `keep` steps (rounded up to
@@ -332,7 +308,7 @@ pub fn run_streamed(
     mut sink: Option<&mut dyn Sink>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Run, RunError> {
-    let forced = sys.is_forced();
+    let forced = sys.forced();
     let info = monitored(sys);
     let every = opt.interval();
     let keep = keep.div_ceil(every).max(1) * every;

@@ -164,12 +164,6 @@ impl System {
             .with(Slot::V, v)
     }
 
-    /// Whether the model has external forces (runs then monitor the energy
-    /// balance, see [`crate::run::ENERGY_BALANCE`]).
-    pub fn is_forced(&self) -> bool {
-        self.hot.work.is_some()
-    }
-
     /// Physical data `(q, ξ)` of a named initial state of the model file.
     pub fn initial_conditions(&self, name: &str) -> Option<(Vec<f64>, Vec<f64>)> {
         Kernels::initial_conditions(self, name)
@@ -480,6 +474,10 @@ impl Kernels<Dyn, Dyn> for System {
         let mut w = [0.0];
         self.kernels.eval(f, &args, &mut w);
         Some(w[0])
+    }
+
+    fn forced(&self) -> bool {
+        self.hot.work.is_some()
     }
 
     fn force_of(&self, e: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) -> bool {

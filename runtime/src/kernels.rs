@@ -147,6 +147,12 @@ where
     fn work(&self, _h: f64, _e: &[f64], _z: &OVector<f64, Z>, _x: &OVector<f64, X>) -> Option<f64> {
         None
     }
+    /// Whether the model has external forces: its energy then changes by the
+    /// forces' work, and runs judge the energy balance instead (see
+    /// [`crate::run::monitored`]).
+    fn forced(&self) -> bool {
+        false
+    }
     /// The external force `F_e(q, ξ, u, t)` (dual to the velocities) into
     /// `out`; `false` for a model without forces.
     fn force_of(&self, _e: &[f64], _q: &[f64], _v: &[f64], _out: &mut [f64]) -> bool {

@@ -221,6 +221,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     if sys.work.is_some() {
         let c = call(func("work")?, "", &[], &hot_slots("x"), &[quote!(&mut w)])?;
         forcing_impl.extend(quote! {
+            fn forced(&self) -> bool {
+                true
+            }
+
             fn work(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> Option<f64> {
                 let mut w = [0.0f64; 1];
                 #c;
