@@ -1,5 +1,5 @@
 //! Reduced coordinates and pattern evocation for chains with a vertical
-//! symmetry (docs/schemes.md §8, W95 §2–4).
+//! symmetry (docs/schemes.md §9, W95 §2–4).
 //!
 //! The points are the bob positions `P₁ … P_n` (pivot at the origin); link `i`
 //! is `L_i = P_i − P_{i−1}`. Reduced coordinates: `r_i` = horizontal length of

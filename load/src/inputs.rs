@@ -16,6 +16,8 @@ enum Component {
     Function(Graph, Id),
     /// held from each time of `times` on: `values[j]` from `times[j]`
     Table(Vec<f64>, Vec<f64>),
+    /// one value per step (the last one held past the end)
+    Steps(Vec<f64>),
 }
 
 /// The inputs of a run, one component per model input.
@@ -103,6 +105,27 @@ impl Schedule {
         Ok(s)
     }
 
+    /// One row of inputs per step (`rows[k]` over step `k`, in the order of
+    /// `names`; the last row is held past the end).
+    pub fn per_step(names: &[&str], rows: &[Vec<f64>]) -> Result<Schedule, String> {
+        if rows.is_empty() {
+            return Err("an input array needs at least one row".into());
+        }
+        if let Some(r) = rows.iter().find(|r| r.len() != names.len()) {
+            return Err(format!(
+                "an input row has {} value(s); the model has {} input(s) ({})",
+                r.len(),
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        let mut s = Schedule::default();
+        for (i, n) in names.iter().enumerate() {
+            s.set(n, Component::Steps(rows.iter().map(|r| r[i]).collect()))?;
+        }
+        Ok(s)
+    }
+
     fn set(&mut self, name: &str, c: Component) -> Result<(), String> {
         if self.components.iter().any(|(n, _)| n == name) {
             return Err(format!("input `{name}` is given twice"));
@@ -132,6 +155,10 @@ impl Schedule {
                 Component::Table(times, values) => {
                     let j = times.partition_point(|&t| t <= t_k);
                     values[j.saturating_sub(1)]
+                }
+                Component::Steps(values) => {
+                    let k = (t_k / h).round().max(0.0) as usize;
+                    values[k.min(values.len() - 1)]
                 }
             };
             if !x.is_finite() {

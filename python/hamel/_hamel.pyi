@@ -9,6 +9,8 @@ import numpy.typing as npt
 __version__: str
 
 StateValues = Mapping[str, Union[float, Sequence[float]]]
+# A dict of constants or expressions in `t`, or one row of values per step.
+InputValues = Union[Mapping[str, Union[float, str]], Sequence[Sequence[float]], Sequence[float], npt.NDArray[np.float64]]
 
 class HamelError(Exception): ...
 class ModelError(HamelError): ...
@@ -22,6 +24,8 @@ class Run:
     steps: npt.NDArray[np.uint64]
     q: npt.NDArray[np.float64]
     v: npt.NDArray[np.float64]
+    u: npt.NDArray[np.float64]
+    inputs: List[str]
     coordinates: List[str]
     velocities: List[str]
     invariants: Dict[str, npt.NDArray[np.float64]]
@@ -33,7 +37,10 @@ class Stepper:
     h: float
     state_names: List[str]
     def initial(self, init: Optional[str] = None, state: Optional[StateValues] = None) -> npt.NDArray[np.float64]: ...
-    def step(self, z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]: ...
+    def step(self, z: npt.NDArray[np.float64], u: Optional[Sequence[float]] = None) -> npt.NDArray[np.float64]: ...
+    def step_linearized(
+        self, z: npt.NDArray[np.float64], u: Optional[Sequence[float]] = None
+    ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
     def step_with_sensitivity(
         self, z: npt.NDArray[np.float64]
     ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
@@ -54,6 +61,7 @@ class Model:
     def schemes(self) -> List[str]: ...
     def initial_states(self) -> List[str]: ...
     def parameters(self) -> Dict[str, float]: ...
+    def inputs(self) -> List[str]: ...
     def components(self) -> Tuple[List[str], List[str]]: ...
     def simulate(
         self,
@@ -66,6 +74,7 @@ class Model:
         params: Optional[Mapping[str, float]] = None,
         compensated: bool = False,
         every: int = 1,
+        inputs: Optional[InputValues] = None,
     ) -> Run: ...
     def simulate_many(
         self,

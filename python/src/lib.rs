@@ -164,6 +164,37 @@ struct Model {
     inner: Arc<Inner>,
 }
 
+impl Model {
+    /// An input schedule from Python: a dict of numbers or expressions in
+    /// `t`, or rows of numbers (one per step).
+    fn schedule(&self, inputs: &Bound<'_, PyAny>) -> PyResult<hamel_load::Schedule> {
+        let names: Vec<String> = self.inner.model.inputs.iter().map(|s| s.name.clone()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if let Ok(d) = inputs.cast::<PyDict>() {
+            let mut items = Vec::new();
+            for (k, v) in d.iter() {
+                let k: String = k.extract()?;
+                let v = match v.extract::<f64>() {
+                    Ok(x) => format!("{x:e}"),
+                    Err(_) => v.extract::<String>().map_err(|_| {
+                        PyValueError::new_err(format!("input `{k}`: give a number or an expression in t"))
+                    })?,
+                };
+                items.push(format!("{k}={v}"));
+            }
+            return hamel_load::Schedule::from_assignments(&names, &items).map_err(PyValueError::new_err);
+        }
+        let rows: Vec<Vec<f64>> = match inputs.extract::<Vec<Vec<f64>>>() {
+            Ok(r) => r,
+            Err(_) => inputs
+                .extract::<Vec<f64>>()
+                .map(|col| col.into_iter().map(|x| vec![x]).collect())
+                .map_err(|_| PyValueError::new_err("inputs: give a dict or an array with one row per step"))?,
+        };
+        hamel_load::Schedule::per_step(&names, &rows).map_err(PyValueError::new_err)
+    }
+}
+
 #[pymethods]
 impl Model {
     #[new]
@@ -256,6 +287,11 @@ impl Model {
         Ok(d)
     }
 
+    /// Names of the model's control inputs (empty for a model without inputs).
+    fn inputs(&self) -> Vec<String> {
+        self.inner.model.inputs.iter().map(|s| s.name.clone()).collect()
+    }
+
     /// Names of the physical coordinate and velocity components.
     fn components(&self, py: Python<'_>) -> PyResult<(Vec<String>, Vec<String>)> {
         let sys = self.compiled(py, Scheme::LIST[0], false)?;
@@ -268,9 +304,12 @@ impl Model {
     /// `state` replaced (`{"xi": [0.6, 0, 0]}`, `{"th": 0.3}`), parameters
     /// `params` changed for this run, compensated summation if asked, and
     /// every `every`-th state recorded (0: about 20,000 records at most).
+    /// `inputs` sets the control inputs: a dict of constants or expressions in
+    /// `t` (`{"tau": 2.0}`, `{"u1": "0.5*sin(t)"}`, sampled at each step's
+    /// midpoint), or an array with one row per step (held past its end).
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
     /// holds the run up to there).
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1))]
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
         &self,
@@ -284,9 +323,11 @@ impl Model {
         params: Option<&Bound<'_, PyDict>>,
         compensated: bool,
         every: u64,
+        inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyRun> {
         let scheme = parse_scheme(scheme)?;
         let steps = step_count(h, steps, t_end)?;
+        let inputs = inputs.map(|i| self.schedule(i)).transpose()?;
         let member = Member {
             init,
             state: overrides(state)?,
@@ -297,7 +338,7 @@ impl Model {
             steps,
             compensated,
             record_every: every,
-            inputs: None,
+            inputs,
         };
         let sys = self.compiled(py, scheme, false)?;
         let path = self.inner.path.clone();
@@ -423,6 +464,7 @@ impl Model {
                 sys,
                 sensitive: None,
                 last: None,
+                last_u: None,
             }),
         })
     }
@@ -495,6 +537,19 @@ impl PyRun {
         rows(py, &self.run.v, self.run.velocities.len())
     }
 
+    /// Recorded control inputs: at each recorded state, those of the step
+    /// from it (one column per input; no columns without inputs).
+    #[getter]
+    fn u<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        rows(py, &self.run.u, self.run.input_names.len())
+    }
+
+    /// Names of the control inputs (columns of `u`).
+    #[getter]
+    fn inputs(&self) -> Vec<String> {
+        self.run.input_names.clone()
+    }
+
     /// Names of the coordinate components (columns of `q`).
     #[getter]
     fn coordinates(&self) -> Vec<String> {
@@ -556,6 +611,8 @@ struct StepperState {
     sensitive: Option<System>,
     /// the last state stepped to: its warm start serves the next step
     last: Option<DynState>,
+    /// the inputs of the last step (the averaged scheme reads them as `u_{k−1}`)
+    last_u: Option<Vec<f64>>,
 }
 
 /// One scheme with a fixed step: advances scheme states `z` (NumPy arrays).
@@ -575,6 +632,31 @@ struct Stepper {
 impl Stepper {
     fn lock(&self) -> std::sync::MutexGuard<'_, StepperState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Compiles the step with sensitivities on first use.
+    fn ensure_sensitive(&self, st: &mut StepperState) -> PyResult<()> {
+        if st.sensitive.is_none() {
+            let mut s = self.inner.system(self.scheme, true).map_err(load_err)?;
+            for (n, x) in &self.params {
+                s.set_param(n, *x).map_err(PyValueError::new_err)?;
+            }
+            st.sensitive = Some(s);
+        }
+        Ok(())
+    }
+
+    /// The previous step's inputs and this step's (`None`: keep the previous).
+    fn set_inputs(stepper: &mut DynStepper<'_, System>, previous: Option<&[f64]>, u: Option<&[f64]>) -> PyResult<()> {
+        let err = |e: hamel_runtime::StepError| PyValueError::new_err(e.to_string());
+        if let Some(p) = previous {
+            stepper.set_previous_inputs(p).map_err(err)?;
+            stepper.set_inputs(p).map_err(err)?;
+        }
+        if let Some(u) = u {
+            stepper.set_inputs(u).map_err(err)?;
+        }
+        Ok(())
     }
 
     /// The state to step from `z`: the last state if `z` is its `z`.
@@ -641,21 +723,72 @@ impl Stepper {
         Ok(PyArray1::from_vec(py, z))
     }
 
-    /// Advances `z` by one step and returns the new state.
-    fn step<'py>(&self, py: Python<'py>, z: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    /// Advances `z` by one step and returns the new state; `u` sets the
+    /// control inputs of the step (default: those of the last step, or zero).
+    #[pyo3(signature = (z, u=None))]
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        z: PyReadonlyArray1<'py, f64>,
+        u: Option<Vec<f64>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let z = z.as_slice()?.to_vec();
         let h = self.h;
         let out = py.detach(|| {
             let mut st = self.lock();
             let mut s = Self::state_for(&st, &z)?;
-            DynStepper::new(&st.sys, h)
-                .and_then(|mut stepper| stepper.step(&mut s))
-                .map_err(step_err)?;
+            let mut stepper = DynStepper::new(&st.sys, h).map_err(step_err)?;
+            Self::set_inputs(&mut stepper, st.last_u.as_deref(), u.as_deref())?;
+            stepper.step(&mut s).map_err(step_err)?;
+            let last_u = stepper.inputs().to_vec();
+            drop(stepper);
             let z = s.z.as_slice().to_vec();
             st.last = Some(s);
+            st.last_u = Some(last_u);
             Ok::<_, PyErr>(z)
         })?;
         Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// Advances `z` by one step with inputs `u` (default: those of the last
+    /// step, or zero); returns the new state and the step map's linearization
+    /// `A = ∂z'/∂z`, `B = ∂z'/∂u` (one column per input), compiled on first use.
+    #[pyo3(signature = (z, u=None))]
+    #[allow(clippy::type_complexity)]
+    fn step_linearized<'py>(
+        &self,
+        py: Python<'py>,
+        z: PyReadonlyArray1<'py, f64>,
+        u: Option<Vec<f64>>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray2<f64>>,
+        Bound<'py, PyArray2<f64>>,
+    )> {
+        let z = z.as_slice()?.to_vec();
+        let h = self.h;
+        let (znew, a, b, n, r) = py.detach(|| {
+            let mut st = self.lock();
+            self.ensure_sensitive(&mut st)?;
+            let mut s = Self::state_for(&st, &z)?;
+            let sys = st.sensitive.as_ref().expect("compiled above");
+            let mut stepper = DynStepper::new(sys, h).map_err(step_err)?;
+            Self::set_inputs(&mut stepper, st.last_u.as_deref(), u.as_deref())?;
+            let (a, b) = stepper.step_linearized(&mut s, true).map_err(step_err)?;
+            let last_u = stepper.inputs().to_vec();
+            drop(stepper);
+            let (n, r) = (a.nrows(), b.ncols());
+            // nalgebra is column-major; NumPy rows are rows.
+            let a: Vec<f64> = a.transpose().as_slice().to_vec();
+            let b: Vec<f64> = b.transpose().as_slice().to_vec();
+            let z = s.z.as_slice().to_vec();
+            st.last = Some(s);
+            st.last_u = Some(last_u);
+            Ok::<_, PyErr>((z, a, b, n, r))
+        })?;
+        let a = Array2::from_shape_vec((n, n), a).expect("square").into_pyarray(py);
+        let b = Array2::from_shape_vec((n, r), b).expect("n × r").into_pyarray(py);
+        Ok((PyArray1::from_vec(py, znew), a, b))
     }
 
     /// Advances `z` by one step; returns the new state and `∂z'/∂z` (the
@@ -670,18 +803,13 @@ impl Stepper {
         let h = self.h;
         let (znew, jac, n) = py.detach(|| {
             let mut st = self.lock();
-            if st.sensitive.is_none() {
-                let mut s = self.inner.system(self.scheme, true).map_err(load_err)?;
-                for (n, x) in &self.params {
-                    s.set_param(n, *x).map_err(PyValueError::new_err)?;
-                }
-                st.sensitive = Some(s);
-            }
+            self.ensure_sensitive(&mut st)?;
             let mut s = Self::state_for(&st, &z)?;
             let sys = st.sensitive.as_ref().expect("compiled above");
-            let j = DynStepper::new(sys, h)
-                .and_then(|mut stepper| stepper.step_with_sensitivity(&mut s))
-                .map_err(step_err)?;
+            let mut stepper = DynStepper::new(sys, h).map_err(step_err)?;
+            Self::set_inputs(&mut stepper, st.last_u.as_deref(), None)?;
+            let j = stepper.step_with_sensitivity(&mut s).map_err(step_err)?;
+            drop(stepper);
             let n = j.nrows();
             // nalgebra is column-major; NumPy rows are rows.
             let jac: Vec<f64> = j.transpose().as_slice().to_vec();

@@ -7,7 +7,7 @@
 //! state has no stabilizing solution. The design therefore runs in an
 //! orthonormal basis `T` of the tangent space at the equilibrium: the null
 //! space of the derivatives of the relations the state satisfies (see
-//! docs/schemes.md §8.4): `A_r = TᵀAT`, `B_r = TᵀB`, feedback
+//! docs/schemes.md §8): `A_r = TᵀAT`, `B_r = TᵀB`, feedback
 //! `u = u* − K Tᵀ (z − z*)`.
 
 use nalgebra::DMatrix;
