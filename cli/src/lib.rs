@@ -14,6 +14,7 @@ pub mod output;
 pub mod patterns;
 pub mod plot;
 pub mod report;
+pub mod report_forces;
 pub mod simulate;
 
 use std::path::Path;

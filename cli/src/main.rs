@@ -167,7 +167,7 @@ enum Command {
         force: bool,
     },
     /// Reduced coordinates, dominant reduced period, critical rate Ω_c and
-    /// rotating-frame views of a model with a vertical symmetry (docs/schemes.md §8).
+    /// rotating-frame views of a model with a vertical symmetry (docs/schemes.md §9).
     Patterns {
         #[command(flatten)]
         case: CaseArgs,

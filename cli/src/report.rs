@@ -1,5 +1,5 @@
 //! `hamel report`: reproduces the published spherical-pendulum study and the
-//! double-spherical-pendulum cases of docs/schemes.md §8 into a folder with plots and
+//! double-spherical-pendulum cases of docs/schemes.md §9 into a folder with plots and
 //! an index page (`index.html`, `index.md`). The model files are built into
 //! the binary, so the report needs no arguments and no checkout.
 
@@ -53,13 +53,29 @@ pub const MODELS: &[(&str, &str)] = &[
         "models/spherical_chain.hamel",
         include_str!("../../models/spherical_chain.hamel"),
     ),
+    (
+        "models/damped_spherical_pendulum.hamel",
+        include_str!("../../models/damped_spherical_pendulum.hamel"),
+    ),
+    (
+        "models/damped_spherical_pendulum_cartesian.hamel",
+        include_str!("../../models/damped_spherical_pendulum_cartesian.hamel"),
+    ),
+    (
+        "models/torque_driven_spherical_pendulum.hamel",
+        include_str!("../../models/torque_driven_spherical_pendulum.hamel"),
+    ),
+    (
+        "models/inverted_spherical_pendulum.hamel",
+        include_str!("../../models/inverted_spherical_pendulum.hamel"),
+    ),
 ];
 
 const SP: &str = "models/spherical_pendulum.hamel";
 const SP_CART: &str = "models/spherical_pendulum_cartesian.hamel";
 const DSP: &str = "models/double_spherical_pendulum.hamel";
 const DSP_CART: &str = "models/double_spherical_pendulum_cartesian.hamel";
-/// Rate of the exact relative equilibrium through x₁ = 3.0788 (docs/schemes.md §8, to all digits).
+/// Rate of the exact relative equilibrium through x₁ = 3.0788 (docs/schemes.md §9, to all digits).
 const OMEGA_EXACT: f64 = 1.5955061977691825;
 
 fn load(name: &str) -> Result<Model, Error> {
@@ -365,7 +381,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         2,
         "3. Double spherical pendulum: Pattern I under every scheme (W95)".into(),
     ));
-    doc.push(Block::Para("m₁ = 2, m₂ = 3.5, l₁ = 4, l₂ = 3, g = 9.81; Pattern I of docs/schemes.md §8; 30 s at h = 0.01. Hamel in director form (`models/double_spherical_pendulum.hamel`), the others in Cartesian positions. Constraint column: Hamel |‖e_i‖ − 1| and ⟨ω_i, e_i⟩; Cartesian the position residuals ‖q₁‖² − l₁², ‖q₂ − q₁‖² − l₂².".into()));
+    doc.push(Block::Para("m₁ = 2, m₂ = 3.5, l₁ = 4, l₂ = 3, g = 9.81; Pattern I of docs/schemes.md §9; 30 s at h = 0.01. Hamel in director form (`models/double_spherical_pendulum.hamel`), the others in Cartesian positions. Constraint column: Hamel |‖e_i‖ − 1| and ⟨ω_i, e_i⟩; Cartesian the position residuals ‖q₁‖² − l₁², ‖q₂ − q₁‖² − l₂².".into()));
     let pat = Case {
         file: DSP,
         scheme: "hamel",
@@ -397,9 +413,9 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     log.say("4. pattern evocation");
     doc.push(Block::Heading(
         2,
-        "4. Pattern evocation: reduced coordinates and rotating frames (W95 §2–4, docs/schemes.md §8)".into(),
+        "4. Pattern evocation: reduced coordinates and rotating frames (W95 §2–4, docs/schemes.md §9)".into(),
     ));
-    doc.push(Block::Para("Energy–momentum scheme, h = 0.001 (W95's reference), 30 s. Reduced coordinates: r₁, r₂ the horizontal lengths of the links, θ₂ the angle between their horizontal projections. The dominant reduced period is the peak of the periodogram of r₁; the critical rate Ω_c is the mean rotation rate over a whole number of reduced periods, read from the link or bob that stays farthest from the axis. Seen from a frame rotating at Ω_c the motion repeats its pattern. Pattern III uses ẋ₁ = 0 (the printed −0.001 violates the velocity constraint; docs/schemes.md §8). Where the two half-run means differ, Ω_c has not converged over 30 s: in Patterns II and III θ₂ circulates; Pattern III is unstable (`hamel patterns` measures how a 1e-9 perturbation grows: 1e6-fold in 100 s).".into()));
+    doc.push(Block::Para("Energy–momentum scheme, h = 0.001 (W95's reference), 30 s. Reduced coordinates: r₁, r₂ the horizontal lengths of the links, θ₂ the angle between their horizontal projections. The dominant reduced period is the peak of the periodogram of r₁; the critical rate Ω_c is the mean rotation rate over a whole number of reduced periods, read from the link or bob that stays farthest from the axis. Seen from a frame rotating at Ω_c the motion repeats its pattern. Pattern III uses ẋ₁ = 0 (the printed −0.001 violates the velocity constraint; docs/schemes.md §9). Where the two half-run means differ, Ω_c has not converged over 30 s: in Patterns II and III θ₂ circulates; Pattern III is unstable (`hamel patterns` measures how a 1e-9 perturbation grows: 1e6-fold in 100 s).".into()));
     let mut rows = Vec::new();
     let mut pattern_figs = Vec::new();
     for init in ["pattern_I", "pattern_II", "pattern_III"] {
@@ -481,7 +497,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     log.say("5. relative equilibrium");
     doc.push(Block::Heading(
         2,
-        "5. Relative equilibrium: exact and as printed (docs/schemes.md §8)".into(),
+        "5. Relative equilibrium: exact and as printed (docs/schemes.md §9)".into(),
     ));
     doc.push(Block::Para(format!(
         "10 s at h = 0.01. `relative_equilibrium` is the exact steady rotation through x₁ = 3.0788 (Ω = {OMEGA_EXACT}); `relative_equilibrium_printed` is W95's row, whose velocities are 1.08 % too slow. Wobble = max − min of r₁, r₂ over the run."
@@ -531,6 +547,9 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         rows,
     ));
     doc.push(Block::Para("Expected: the exact state stays put to about 1e-13 under energy–momentum and Hamel, the printed one wobbles by about 0.025 m; the mean rate differs from Ω by the scheme's O(h²) phase error.".into()));
+
+    // 6. Forces and control.
+    crate::report_forces::section(&mut doc, out, log.backend, &load, &mut |s| log.say(s))?;
     doc.push(Block::Heading(2, "How to reproduce one case".into()));
     doc.push(Block::Code(
         "cargo run --release -p hamel-cli -- simulate models/spherical_pendulum.hamel --h 0.2 --steps 10000 --summary json\n\

@@ -106,6 +106,12 @@ impl System {
         Ok(())
     }
 
+    /// The current value of parameter `name` (struct-field spelling).
+    pub fn parameter(&self, name: &str) -> Option<f64> {
+        let k = self.step.params.iter().position(|(n, _)| n == name)?;
+        Some(self.params[k])
+    }
+
     /// The current parameter values, in the order of [`CompiledStep::params`].
     pub fn parameters_vec(&self) -> Vec<f64> {
         self.params.clone()
