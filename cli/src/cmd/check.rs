@@ -34,6 +34,22 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
                 model.initials.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
             }
         );
+        if model.force.is_some() || !model.inputs.is_empty() {
+            let inputs: Vec<&str> = model.inputs.iter().map(|s| s.name.as_str()).collect();
+            hamel_cli::out!(
+                "  forced: {}; inputs: {} (runs judge the energy balance E − E₀ − ΣW)",
+                if model.force.is_some() {
+                    "external force"
+                } else {
+                    "no force statement"
+                },
+                if inputs.is_empty() {
+                    "none".to_string()
+                } else {
+                    inputs.join(", ")
+                }
+            );
+        }
         let mut applicable = None;
         for scheme in Scheme::LIST {
             let label = scheme.name();
