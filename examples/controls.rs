@@ -170,7 +170,7 @@ fn main() -> Result<(), Boxed> {
     let mut st = tm.initial("published")?;
     let mut stepper = tm.stepper(H)?;
     stepper.set_inputs(&[tau])?;
-    let j_of = |st: &State<5, 5>| -> Result<f64, Boxed> { Ok(tm.invariants(st)?[2]) };
+    let j_of = |st: &State<5, 3>| -> Result<f64, Boxed> { Ok(tm.invariants(st)?[2]) };
     let j0 = j_of(&st)?;
     let (mut worst, mut largest) = (0.0f64, j0.abs());
     for k in 1..=steps {
@@ -204,7 +204,7 @@ fn main() -> Result<(), Boxed> {
     let d = 1e-6;
     let mut fd_err = 0.0f64;
     for j in 0..2 {
-        let step_at = |du: f64| -> Result<State<5, 5>, Boxed> {
+        let step_at = |du: f64| -> Result<State<5, 3>, Boxed> {
             let mut u = u0;
             u[j] += du;
             let mut st = base;
@@ -252,13 +252,13 @@ fn main() -> Result<(), Boxed> {
     let mut st = inv.initial("tilted")?;
     let (mut settled, mut peak) = (None, 0.0f64);
     let closed_steps = 400;
-    let feedback = |s: &State<5, 5>, u: &mut [f64]| {
+    let feedback = |s: &State<5, 3>, u: &mut [f64]| {
         let dz = hamel::nalgebra::DVector::from_column_slice((s.z - z_star).as_slice());
         let v = -(&k_full * dz);
         u.copy_from_slice(v.as_slice());
         peak = peak.max(v.amax());
     };
-    let watch = |s: &State<5, 5>| {
+    let watch = |s: &State<5, 3>| {
         if settled.is_none() && (s.z - z_star).norm() < 1e-8 {
             settled = Some(s.step);
         }

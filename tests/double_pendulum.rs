@@ -27,15 +27,18 @@ struct Errors {
     max_nu: f64,
 }
 
-fn errors<M>(model: &M, state: State<12, 14>, h: f64, t_end: f64) -> Errors
+fn errors<M, const NX: usize>(model: &M, state: State<12, NX>, h: f64, t_end: f64) -> Errors
 where
-    M: hamel::StepSystem<12, 14>,
+    M: hamel::StepSystem<12, NX>,
 {
     let mut s = state;
     let mut max_nu: f64 = 0.0;
+    let unknowns = model.names(hamel::NameList::Unknowns);
+    let nu: Vec<usize> = (0..NX).filter(|&i| unknowns[i].starts_with("nu")).collect();
+    assert_eq!(nu.len(), 2, "{unknowns:?}");
     let run = simulate(model, &mut s, h, (t_end / h).round() as u64, |st| {
         if st.step > 0 {
-            max_nu = max_nu.max(st.warm[12].abs()).max(st.warm[13].abs());
+            max_nu = max_nu.max(st.warm[nu[0]].abs()).max(st.warm[nu[1]].abs());
         }
     })
     .unwrap();
@@ -57,7 +60,7 @@ where
 
 /// Errors at h = 0.02 and 0.01 over 10 s from the model's `pattern_I`, with the
 /// properties both kinematics share asserted.
-fn coarse_and_fine<M: StepSystem<12, 14>>(label: &str, start: State<12, 14>, m: &M) -> (Errors, Errors) {
+fn coarse_and_fine<M: StepSystem<12, NX>, const NX: usize>(label: &str, start: State<12, NX>, m: &M) -> (Errors, Errors) {
     let coarse = errors(m, start, 0.02, 10.0);
     let fine = errors(m, start, 0.01, 10.0);
     println!(

@@ -181,7 +181,9 @@ fn relative_equilibrium_report<S: StepSystem<NZ, NX>, const NZ: usize, const NX:
 
 #[test]
 fn relative_equilibrium_under_every_scheme() {
-    let cart = |st: &State<12, 14>| std::array::from_fn(|i| st.z[i]);
+    fn cart<const NX: usize>(st: &State<12, NX>) -> [f64; 6] {
+        std::array::from_fn(|i| st.z[i])
+    }
     let (em, ra, sv, hm) = (
         Em::with_defaults(),
         Rattle::with_defaults(),

@@ -19,7 +19,16 @@ fn generated_equals_hand_written() {
     let gen = Generated::with_defaults();
     let hand = hand_written::HandWritten { m: 1.0, r: 9.8, g: 9.8 };
     let start = gen.initial("published").unwrap();
-    let (mut a, mut b) = (start, start);
+    // The hand-written kernels keep all five unknowns; the derived step
+    // eliminates ξ⁺ (it is explicit in γ⁺), so the two solve different
+    // Newton systems for the same step.
+    let mut a = start;
+    let mut b = hamel::State::<5, 5> {
+        z: start.z,
+        lo: Default::default(),
+        warm: Default::default(),
+        step: 0,
+    };
     let mut worst: f64 = 0.0;
     for _ in 0..10 {
         simulate(&gen, &mut a, 0.2, 100, |_| {}).unwrap();

@@ -25,7 +25,7 @@ const BOUND: f64 = 1e-13;
 
 /// Runs 10 000 steps at h = 0.2 and checks ‖γ‖, energy and J against `BOUND`;
 /// returns (min, max) of the bob height seen.
-fn published_bounds<S: StepSystem<5, 5>>(sys: &S, mut state: State<5, 5>) -> (f64, f64) {
+fn published_bounds<S: StepSystem<5, NX>, const NX: usize>(sys: &S, mut state: State<5, NX>) -> (f64, f64) {
     let s = simulate(sys, &mut state, 0.2, 10_000, |_| {}).unwrap();
     let m = &s.monitor;
     let length = m.get("length").unwrap();
@@ -84,13 +84,13 @@ fn the_two_kinematics_are_the_same_map_here() {
 }
 
 /// γ at time `t_end` with step `h`.
-fn gamma_at<S: StepSystem<5, 5>>(sys: &S, mut state: State<5, 5>, h: f64, t_end: f64) -> [f64; 3] {
+fn gamma_at<S: StepSystem<5, NX>, const NX: usize>(sys: &S, mut state: State<5, NX>, h: f64, t_end: f64) -> [f64; 3] {
     let n = (t_end / h).round() as u64;
     simulate(sys, &mut state, h, n, |_| {}).unwrap();
     [state.z[0], state.z[1], state.z[2]]
 }
 
-fn order_ratios<S: StepSystem<5, 5>>(sys: &S, state: State<5, 5>) -> Vec<f64> {
+fn order_ratios<S: StepSystem<5, NX>, const NX: usize>(sys: &S, state: State<5, NX>) -> Vec<f64> {
     let t = 4.0;
     let reference = gamma_at(sys, state, 0.2 / 256.0, t);
     let errs: Vec<f64> = [0.2, 0.1, 0.05, 0.025]

@@ -204,8 +204,99 @@ impl StepSystem {
             }
         }
         self.previous = wd;
+        self.eliminate_explicit();
         self.finish_jacobian();
         self
+    }
+
+    /// Eliminates the unknowns the residual gives explicitly: where row `i`
+    /// is affine in unknown `x_j` with a coefficient `a = ∂R_i/∂x_j` that
+    /// depends on parameters and the step size only (not on the unknowns,
+    /// the state or the inputs, so it is the same non-zero number all run),
+    /// `x_j = −R_i|_{x_j=0} / a` is substituted everywhere and row `i` and
+    /// `x_j` leave the Newton system. Newton then iterates on the genuinely
+    /// implicit unknowns only, as one would by hand (the sphere's averaged
+    /// step: the momentum rows give `ξ⁺` explicitly). Rounds repeat while
+    /// candidates remain; one round takes a set of pairs whose rows do not
+    /// read each other's eliminated unknowns.
+    pub fn eliminate_explicit(&mut self) {
+        loop {
+            let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
+            if x.len() <= 1 {
+                return;
+            }
+            let mut varying: Vec<Id> = x.clone();
+            varying.extend(self.state.iter().map(|s| s.sym));
+            varying.extend(self.exogenous.iter().map(|s| s.sym));
+            let varying_set: std::collections::HashSet<Id> = varying.iter().copied().collect();
+            let mut memo: std::collections::HashMap<Id, bool> = Default::default();
+            let g = &mut self.graph;
+            // Which rows read which unknowns, and the candidate pivots.
+            let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
+            let reads = |row: Id, j: usize, masks: &Vec<Vec<bool>>| masks[j].get(row.index()).copied().unwrap_or(false);
+            let mut chosen: Vec<(usize, usize, Id)> = Vec::new();
+            for (i, &row) in self.residual.iter().enumerate() {
+                if chosen.iter().any(|&(_, j, _)| reads(row, j, &masks)) {
+                    continue;
+                }
+                for (j, &xj) in x.iter().enumerate() {
+                    if !reads(row, j, &masks) || chosen.iter().any(|&(ci, cj, _)| cj == j || reads(self.residual[ci], j, &masks)) {
+                        continue;
+                    }
+                    let a = crate::sym::Differentiator::new(xj).diff(g, row);
+                    if g.is_const(a, 0.0) || g.as_const(a).is_some_and(|c| !c.is_finite()) {
+                        continue;
+                    }
+                    if depends_memo(g, a, &varying_set, &mut memo) {
+                        continue;
+                    }
+                    chosen.push((i, j, a));
+                    break;
+                }
+            }
+            if chosen.is_empty() {
+                return;
+            }
+            // x_j = −R_i(x_j = 0) / a, in the remaining unknowns.
+            let zero = g.constant(0.0);
+            let mut value = crate::sym::SubstMap::default();
+            for &(i, j, a) in &chosen {
+                let mut m = crate::sym::SubstMap::default();
+                m.insert(x[j], zero);
+                let c = g.substitute(self.residual[i], &m);
+                let nc = g.neg(c);
+                value.insert(x[j], g.div(nc, a));
+            }
+            let gone_rows: Vec<usize> = chosen.iter().map(|&(i, _, _)| i).collect();
+            let gone: Vec<usize> = chosen.iter().map(|&(_, j, _)| j).collect();
+            let keep = |k: usize| !gone.contains(&k);
+            let rows: Vec<Id> = self
+                .residual
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !gone_rows.contains(i))
+                .map(|(_, &r)| r)
+                .collect();
+            self.residual = g.substitute_all(&rows, &value);
+            self.update = g.substitute_all(&self.update, &value);
+            if let Some(w) = self.work {
+                self.work = Some(g.substitute_all(&[w], &value)[0]);
+            }
+            // The predictor guesses an eliminated unknown from the previous
+            // solution of the others: x_j ≈ f_j(w_rest).
+            let to_prev: crate::sym::SubstMap = x.iter().copied().zip(self.previous.iter().copied()).collect();
+            let mut prev_value = crate::sym::SubstMap::default();
+            for &(_, j, _) in &chosen {
+                let f = value[&x[j]];
+                prev_value.insert(self.previous[j], g.substitute(f, &to_prev));
+            }
+            let pred: Vec<Id> = (0..x.len()).filter(|&k| keep(k)).map(|k| self.predictor[k]).collect();
+            self.predictor = g.substitute_all(&pred, &prev_value);
+            self.init_warm = (0..x.len()).filter(|&k| keep(k)).map(|k| self.init_warm[k]).collect();
+            self.previous = (0..x.len()).filter(|&k| keep(k)).map(|k| self.previous[k]).collect();
+            let names = std::mem::take(&mut self.unknowns);
+            self.unknowns = names.into_iter().enumerate().filter(|(k, _)| keep(*k)).map(|(_, s)| s).collect();
+        }
     }
 
     fn syms(slots: &[Slot]) -> Vec<Id> {
@@ -500,6 +591,35 @@ impl Draft {
 /// which model files cannot use).
 pub(crate) fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
     (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
+}
+
+/// Whether `root` depends on one of `syms`, remembering every node visited
+/// (nodes never change, so `memo` stays valid as the graph grows).
+fn depends_memo(
+    g: &Graph,
+    root: Id,
+    syms: &std::collections::HashSet<Id>,
+    memo: &mut std::collections::HashMap<Id, bool>,
+) -> bool {
+    let mut stack = vec![(root, false)];
+    while let Some((id, expanded)) = stack.pop() {
+        if memo.contains_key(&id) {
+            continue;
+        }
+        if syms.contains(&id) {
+            memo.insert(id, true);
+            continue;
+        }
+        let children = g.children(id);
+        if expanded {
+            let d = children.iter().any(|c| memo.get(c).copied().unwrap_or(false));
+            memo.insert(id, d);
+        } else {
+            stack.push((id, true));
+            stack.extend(children.into_iter().filter(|c| !memo.contains_key(c)).map(|c| (c, false)));
+        }
+    }
+    memo[&root]
 }
 
 /// The previous step's input symbols `u_{k−1}` (interned by name: every call
