@@ -41,7 +41,9 @@ fn bench(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("spherical_pendulum_100_steps");
     group.bench_function("generated", |b| b.iter(|| run(&generated, std::hint::black_box(start))));
-    group.bench_function("hand_written", |b| b.iter(|| run(&hand, std::hint::black_box(hand_start))));
+    group.bench_function("hand_written", |b| {
+        b.iter(|| run(&hand, std::hint::black_box(hand_start)))
+    });
     group.finish();
 }
 

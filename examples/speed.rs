@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-use hamel_load::{compile, read_model, Backend};
 use hamel::{DynStepper, Integrator, State, StepSystem, Stepper};
+use hamel_load::{compile, read_model, Backend};
 
 #[path = "../benches/yardstick.rs"]
 mod yardstick;
@@ -23,8 +23,18 @@ macro_rules! model {
     };
 }
 
-model!(Sphere, [m, r, g], model = "models/spherical_pendulum.hamel", scheme = "hamel");
-model!(DspHamel, [m1, m2, l1, l2, g], model = "models/double_spherical_pendulum.hamel", scheme = "hamel");
+model!(
+    Sphere,
+    [m, r, g],
+    model = "models/spherical_pendulum.hamel",
+    scheme = "hamel"
+);
+model!(
+    DspHamel,
+    [m1, m2, l1, l2, g],
+    model = "models/double_spherical_pendulum.hamel",
+    scheme = "hamel"
+);
 model!(
     DspMidpoint,
     [m1, m2, l1, l2, g],
@@ -160,15 +170,25 @@ fn main() -> Result<(), Boxed> {
         println!("  {name:<16} {ns:>9.0} ns");
     }
 
-    // ---- chains (run-time back-end, JIT): director Hamel ----
-    let max_n: usize = std::env::var("SPEED_CHAIN_MAX").ok().and_then(|s| s.parse().ok()).unwrap_or(32);
+    // ---- chains (run-time back-end, JIT) ----
+    // Director Hamel (spherical_chain.hamel) and, in maximal coordinates
+    // (spherical_chain_cartesian.hamel), RATTLE, Störmer–Verlet and
+    // energy–momentum, whose multiplier systems are banded.
+    let max_n: usize = std::env::var("SPEED_CHAIN_MAX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(32);
     let sizes = [2usize, 4, 8, 16, 32];
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spherical_chain.hamel");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
     let mut hamel_ns: Vec<Option<f64>> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
+    let cartesian = ["rattle", "stormer_verlet", "energy_momentum"];
     println!();
-    println!("Spherical chain (director form), h = 0.01, JIT back-end (medians of 5 interleaved rounds)");
-    println!("  {:>3} {:>12} {:>16} {:>10}", "N", "hamel ns", "hamel_midpoint", "derive s");
+    println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
+    println!(
+        "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
+        "N", "hamel", "hamel_mid", "rattle", "stormer_verlet", "energy_momentum", "prep s"
+    );
     for &n in &sizes {
         if n > max_n {
             hamel_ns.push(None);
@@ -176,11 +196,21 @@ fn main() -> Result<(), Boxed> {
             continue;
         }
         let t0 = Instant::now();
-        let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
-        let avg = compile(&model, "hamel".parse()?, Backend::Jit)?;
-        let mid = compile(&model, "hamel_midpoint".parse()?, Backend::Jit)?;
+        let size = [("N".to_string(), n as i64)];
+        let director = read_model(format!("{dir}spherical_chain.hamel").as_ref(), &size)?;
+        let maximal = read_model(format!("{dir}spherical_chain_cartesian.hamel").as_ref(), &size)?;
+        let mut systems = vec![
+            ("hamel", compile(&director, "hamel".parse()?, Backend::Jit)?),
+            (
+                "hamel_midpoint",
+                compile(&director, "hamel_midpoint".parse()?, Backend::Jit)?,
+            ),
+        ];
+        for s in cartesian {
+            systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
+        }
         let prep = t0.elapsed().as_secs_f64();
-        let steps = (20_000 / (n * n)).max(20) as u64;
+        let steps = (4000 / n).max(50) as u64;
         let time_dyn = |sys: &hamel_load::System| -> Result<f64, Boxed> {
             let mut s = sys.initial("tilted")?;
             let mut stepper = DynStepper::new(sys, 0.01)?;
@@ -190,16 +220,22 @@ fn main() -> Result<(), Boxed> {
             }
             Ok(t0.elapsed().as_nanos() as f64 / steps as f64)
         };
-        let mut a = || time_dyn(&avg);
-        let mut b = || time_dyn(&mid);
-        let ns = interleaved(5, &mut [&mut a, &mut b])?;
-        println!("  {n:>3} {:>12.0} {:>16.0} {prep:>10.1}", ns[0], ns[1]);
+        let mut runs: Vec<Box<dyn FnMut() -> Result<f64, Boxed>>> = systems
+            .iter()
+            .map(|(_, sys)| Box::new(move || time_dyn(sys)) as Box<dyn FnMut() -> Result<f64, Boxed>>)
+            .collect();
+        let mut refs: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = runs
+            .iter_mut()
+            .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>)
+            .collect();
+        let ns = interleaved(5, &mut refs)?;
+        println!(
+            "  {n:>3} {:>12.0} {:>12.0} {:>12.0} {:>14.0} {:>16.0} {prep:>9.1}",
+            ns[0], ns[1], ns[2], ns[3], ns[4]
+        );
         hamel_ns.push(Some(ns[0]));
-        fastest.push(Some(if ns[0] <= ns[1] {
-            (ns[0], "hamel")
-        } else {
-            (ns[1], "hamel_midpoint")
-        }));
+        let best = (0..ns.len()).min_by(|&a, &b| ns[a].total_cmp(&ns[b])).expect("schemes");
+        fastest.push(Some((ns[best], systems[best].0)));
     }
     let fastest_scheme = fastest.iter().rev().flatten().next().map(|(_, s)| *s);
     let summary = serde_json::json!({
@@ -213,7 +249,9 @@ fn main() -> Result<(), Boxed> {
             "hamel_ns": hamel_ns,
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),
             "fastest_scheme": fastest_scheme,
+            "fastest_scheme_per_size": fastest.iter().map(|f| f.map(|(_, s)| s)).collect::<Vec<_>>(),
             "backend": "jit",
+            "models": ["spherical_chain.hamel (hamel, hamel_midpoint)", "spherical_chain_cartesian.hamel (rattle, stormer_verlet, energy_momentum)"],
         },
     });
     println!("{summary}");

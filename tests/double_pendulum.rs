@@ -60,7 +60,11 @@ where
 
 /// Errors at h = 0.02 and 0.01 over 10 s from the model's `pattern_I`, with the
 /// properties both kinematics share asserted.
-fn coarse_and_fine<M: StepSystem<12, NX>, const NX: usize>(label: &str, start: State<12, NX>, m: &M) -> (Errors, Errors) {
+fn coarse_and_fine<M: StepSystem<12, NX>, const NX: usize>(
+    label: &str,
+    start: State<12, NX>,
+    m: &M,
+) -> (Errors, Errors) {
     let coarse = errors(m, start, 0.02, 10.0);
     let fine = errors(m, start, 0.01, 10.0);
     println!(

@@ -456,6 +456,10 @@ impl Kernels<Dyn, Dyn> for System {
         self.step.exogenous_len
     }
 
+    fn jacobian_band(&self) -> Option<(usize, usize)> {
+        self.step.band
+    }
+
     fn input_sensitivity_parts(
         &self,
         h: f64,

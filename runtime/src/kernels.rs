@@ -79,6 +79,12 @@ where
     /// Current parameter values, in the order of [`NameList::Parameters`].
     fn parameters(&self) -> Vec<f64>;
 
+    /// `(kl, ku)` when the Jacobian `∂R/∂x` has no entry more than `kl` below
+    /// or `ku` above its diagonal and a banded LU pays (`None`: dense).
+    fn jacobian_band(&self) -> Option<(usize, usize)> {
+        None
+    }
+
     /// Length of the step's exogenous data `e = (t_k, u_k, u_{k−1})` (time at
     /// the start of the step, the inputs held over it, the previous step's
     /// inputs): 0 for a model without forces or inputs, else `1 + 2r`.

@@ -24,6 +24,9 @@ where
     m: OMatrix<f64, D, D>,
     /// row interchanges, in order
     perm: OVector<usize, D>,
+    /// `(kl, ku)`: the matrices factored have no entry more than `kl` below
+    /// or `ku` above the diagonal (`None`: dense)
+    band: Option<(usize, usize)>,
 }
 
 /// Why a matrix could not be factored.
@@ -45,6 +48,7 @@ where
         let mut lu = Self {
             m: a.clone(),
             perm: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
+            band: None,
         };
         lu.factor_in_place().map_err(|_| Singular)?;
         Ok(lu)
@@ -55,7 +59,22 @@ where
         Self {
             m: OMatrix::zeros_generic(d, d),
             perm: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
+            band: None,
         }
+    }
+
+    /// Storage for banded matrices of size `d`: no entry more than `kl` below
+    /// or `ku` above the diagonal. Factoring and solving skip the entries
+    /// outside the band (and its fill-in, `kl` more above), which are exact
+    /// zeros, so the results are those of the dense factorization to the bit
+    /// at O(n·kl·(kl + ku)) cost instead of O(n³).
+    pub fn banded(d: D, kl: usize, ku: usize) -> Self {
+        let mut lu = Self::new(d);
+        let n = lu.perm.len();
+        if kl + ku + 1 < n {
+            lu.band = Some((kl, ku));
+        }
+        lu
     }
 
     /// The matrix to factor next: fill it, then call [`Lu::factor_in_place`].
@@ -69,13 +88,19 @@ where
         let n = self.perm.len();
         let s = self.m.as_mut_slice();
         let perm = self.perm.as_mut_slice();
-        small_sizes!(n, factor_core(s, perm))
+        match self.band {
+            Some((kl, ku)) => factor_band(s, perm, n, kl, ku),
+            None => small_sizes!(n, factor_core(s, perm)),
+        }
     }
 
     /// Overwrites `b` with the solution of `a x = b`.
     pub fn solve(&self, b: &mut OVector<f64, D>) {
         let n = self.perm.len();
-        small_sizes!(n, solve_core(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice()))
+        match self.band {
+            Some((kl, ku)) => solve_band(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice(), n, kl, ku),
+            None => small_sizes!(n, solve_core(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice())),
+        }
     }
 }
 
@@ -178,6 +203,80 @@ fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
     }
 }
 
+/// [`factor_core`] for a matrix with `kl` sub- and `ku` superdiagonals:
+/// pivots are sought among the `kl` rows below, and row swaps fill at most
+/// `kl` more superdiagonals; every entry skipped is an exact zero.
+fn factor_band(s: &mut [f64], perm: &mut [usize], n: usize, kl: usize, ku: usize) -> Result<(), FactorError> {
+    let s = &mut s[..n * n];
+    let mut big = 0.0f64;
+    for x in s.iter() {
+        if !x.is_finite() {
+            return Err(FactorError::NonFinite);
+        }
+        big = big.max(x.abs());
+    }
+    if big == 0.0 {
+        return Err(FactorError::Singular);
+    }
+    let tiny = big * 1e3 * f64::EPSILON;
+    for k in 0..n {
+        let last_row = (k + kl).min(n - 1);
+        let last_col = (k + kl + ku).min(n - 1);
+        let mut p = k;
+        let mut pv = s[k * n + k].abs();
+        for i in k + 1..=last_row {
+            let x = s[k * n + i].abs();
+            if x > pv {
+                p = i;
+                pv = x;
+            }
+        }
+        if pv <= tiny {
+            return Err(FactorError::Singular);
+        }
+        perm[k] = p;
+        // Only the active columns: the multipliers of earlier columns stay
+        // where they were computed, and the solve interleaves the swaps
+        // (as LAPACK's banded LU does), so they stay within the band.
+        if p != k {
+            for c in k..=last_col {
+                s.swap(c * n + k, c * n + p);
+            }
+        }
+        let inv = 1.0 / s[k * n + k];
+        s[k * n + k] = inv;
+        for i in k + 1..=last_row {
+            let f = s[k * n + i] * inv;
+            s[k * n + i] = f;
+            for j in k + 1..=last_col {
+                let u = s[j * n + k];
+                s[j * n + i] -= f * u;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`solve_core`] for factors of [`factor_band`]: each interchange is applied
+/// just before its column's multipliers (within `kl` rows below the
+/// diagonal); `U` has at most `kl + ku` superdiagonals.
+fn solve_band(m: &[f64], perm: &[usize], v: &mut [f64], n: usize, kl: usize, ku: usize) {
+    let (m, v) = (&m[..n * n], &mut v[..n]);
+    for k in 0..n {
+        v.swap(k, perm[k]);
+        for i in k + 1..=(k + kl).min(n - 1) {
+            v[i] -= m[k * n + i] * v[k];
+        }
+    }
+    for i in (0..n).rev() {
+        let mut s = v[i];
+        for j in i + 1..=(i + kl + ku).min(n - 1) {
+            s -= m[j * n + i] * v[j];
+        }
+        v[i] = s * m[i * n + i];
+    }
+}
+
 /// Solves `a x = b`; `b` is overwritten with `x`.
 pub fn solve_in_place<D: Dim>(a: &OMatrix<f64, D, D>, b: &mut OVector<f64, D>) -> Result<(), Singular>
 where
@@ -203,6 +302,33 @@ mod tests {
         let s = SMatrix::<f64, 2, 2>::new(1.0, 2.0, 2.0, 4.0);
         let mut c = SVector::<f64, 2>::new(1.0, 1.0);
         assert_eq!(solve_in_place(&s, &mut c), Err(Singular));
+    }
+
+    #[test]
+    fn banded_factors_equal_dense_ones_to_the_bit() {
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        for (n, kl, ku) in [(12, 2, 1), (20, 1, 3), (9, 3, 3), (30, 2, 2)] {
+            for _ in 0..20 {
+                let a = DMatrix::from_fn(n, n, |i, j| if i <= j + kl && j <= i + ku { rnd() } else { 0.0 });
+                let b = DVector::from_fn(n, |_, _| rnd());
+                let mut dense = Lu::new(nalgebra::Dyn(n));
+                dense.matrix_mut().copy_from(&a);
+                dense.factor_in_place().unwrap();
+                let mut band = Lu::banded(nalgebra::Dyn(n), kl, ku);
+                assert!(band.band.is_some());
+                band.matrix_mut().copy_from(&a);
+                band.factor_in_place().unwrap();
+                let (mut x, mut y) = (b.clone(), b.clone());
+                dense.solve(&mut x);
+                band.solve(&mut y);
+                assert_eq!(x.as_slice(), y.as_slice(), "n = {n}, kl = {kl}, ku = {ku}");
+                assert!((&a * &x - &b).amax() < 1e-9);
+            }
+        }
     }
 
     #[test]

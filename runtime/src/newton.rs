@@ -90,10 +90,19 @@ where
 {
     /// Workspace for a state of size `z` and `x` unknowns.
     pub fn new(z: Z, x: X) -> Self {
+        Self::with_band(z, x, None)
+    }
+
+    /// Workspace for a step whose Jacobian has the band `(kl, ku)` (see
+    /// [`Kernels::jacobian_band`]).
+    pub fn with_band(z: Z, x: X, band: Option<(usize, usize)>) -> Self {
         Self {
             x: OVector::zeros_generic(x, U1),
             r: OVector::zeros_generic(x, U1),
-            lu: Lu::new(x),
+            lu: match band {
+                Some((kl, ku)) => Lu::banded(x, kl, ku),
+                None => Lu::new(x),
+            },
             dz: OVector::zeros_generic(z, U1),
         }
     }

@@ -84,7 +84,7 @@ where
             stats: NewtonStats::default(),
             compensated: false,
             t0: 0.0,
-            work: Workspace::new(z, x),
+            work: Workspace::with_band(z, x, system.jacobian_band()),
             exo: vec![0.0; system.exogenous_len()],
             have_previous: false,
             last_exo: vec![0.0; system.exogenous_len()],

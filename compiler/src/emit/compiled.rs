@@ -31,6 +31,8 @@ pub struct CompiledStep {
     pub initials: Vec<String>,
     /// control input names
     pub inputs: Vec<String>,
+    /// the Jacobian's band `(kl, ku)` where a banded LU pays
+    pub band: Option<(usize, usize)>,
     /// length of the exogenous data `e = (t, u_k, u_{k−1})` hot kernels read
     /// (0 for a model without forces or inputs)
     pub exogenous_len: usize,
@@ -199,6 +201,7 @@ impl CompiledStep {
                 .map(|s| s.name.clone())
                 .collect(),
             exogenous_len: sys.exogenous.len(),
+            band: sys.band,
             observe_size: sys.obs_solution.len(),
             lets,
             metric_size: m + nc,

@@ -109,6 +109,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let ni = sys.invariants.len();
     let nk = sys.obs_solution.len();
     let ne = sys.exogenous.len();
+    let band = match sys.band {
+        Some((kl, ku)) => quote!(Some((#kl, #ku))),
+        None => quote!(None),
+    };
     let nu = sys.n_inputs;
 
     // The values of every kernel input slot, as the trait methods below name them.
@@ -511,6 +515,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
 
                 fn exogenous_len(&self) -> usize {
                     #ne
+                }
+
+                fn jacobian_band(&self) -> Option<(usize, usize)> {
+                    #band
                 }
 
                 #sensitivity_impl

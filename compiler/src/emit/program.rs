@@ -16,6 +16,36 @@ struct Lowering {
     instrs: Vec<Instr>,
     /// register of each tape temporary
     temps: Vec<u32>,
+    /// the register computing each instruction already emitted (value
+    /// numbering: n-ary sums and products that share a prefix, such as
+    /// `0.5 * h * a` and `0.5 * h * b`, compute it once)
+    seen: std::collections::HashMap<(u8, u32, u64), u32>,
+}
+
+/// What identifies an instruction's value: the operation and its operands.
+/// `a + b` and `b + a` (and likewise `*`) are the same number in IEEE
+/// arithmetic, so their operands are ordered.
+fn value_key(i: &Instr) -> (u8, u32, u64) {
+    let ordered = |a: u32, b: u32| (a.min(b), u64::from(a.max(b)));
+    match *i {
+        Instr::Add(a, b) => {
+            let (x, y) = ordered(a, b);
+            (0, x, y)
+        }
+        Instr::Sub(a, b) => (1, a, u64::from(b)),
+        Instr::Mul(a, b) => {
+            let (x, y) = ordered(a, b);
+            (2, x, y)
+        }
+        Instr::Div(a, b) => (3, a, u64::from(b)),
+        Instr::Neg(a) => (4, a, 0),
+        Instr::Sqrt(a) => (5, a, 0),
+        Instr::Powi(a, n) => (6, a, n as u32 as u64),
+        Instr::Powf(a, e) => (7, a, e.to_bits()),
+        Instr::Pow(a, b) => (8, a, u64::from(b)),
+        Instr::Call(f, a) => (9, a, f as u64),
+        Instr::Atan2(a, b) => (10, a, u64::from(b)),
+    }
 }
 
 impl Lowering {
@@ -40,10 +70,16 @@ impl Lowering {
     }
 
     fn push(&mut self, i: Instr) -> u32 {
+        let key = value_key(&i);
+        if let Some(&r) = self.seen.get(&key) {
+            return r;
+        }
         self.instrs.push(i);
         // Constants are appended while lowering, so result registers are
         // renumbered once all constants are known (see `finish`).
-        (RESULT_BASE + self.instrs.len() as u64 - 1) as u32
+        let r = (RESULT_BASE + self.instrs.len() as u64 - 1) as u32;
+        self.seen.insert(key, r);
+        r
     }
 
     /// Left fold of `ops` with `f`, as Rust evaluates `a op b op c`.
@@ -134,6 +170,7 @@ pub fn lower(tape: &Tape) -> Program {
         consts: Vec::new(),
         instrs: Vec::new(),
         temps: Vec::with_capacity(tape.ops.len()),
+        seen: Default::default(),
     };
     for op in &tape.ops {
         let r = l.op(op);

@@ -72,6 +72,10 @@ pub struct StepSystem {
     pub force: Option<Vec<Id>>,
     /// `∂R/∂u`, `∂U/∂u` (row-major), for the input sensitivity `∂z'/∂u`
     pub input_sensitivity: Option<[Vec<Vec<Id>>; 2]>,
+    /// `(kl, ku)` when the Jacobian is banded enough for a banded LU to pay:
+    /// no entry more than `kl` below or `ku` above the diagonal (after the
+    /// unknowns were reordered to narrow the band)
+    pub band: Option<(usize, usize)>,
     /// state `z`
     pub state: Vec<Slot>,
     /// unknowns `x`
@@ -206,7 +210,69 @@ impl StepSystem {
         self.previous = wd;
         self.eliminate_explicit();
         self.finish_jacobian();
+        self.order_for_band();
         self
+    }
+
+    /// The Jacobian's sparsity pattern, known symbolically: rows and unknowns
+    /// are reordered together (reverse Cuthill–McKee on the pattern of
+    /// `J + Jᵀ`, row `i` staying paired with unknown `i`) when that narrows
+    /// the band enough for a banded LU to pay, and the band is recorded. Chains
+    /// in maximal coordinates give block-tridiagonal multiplier systems whose
+    /// band does not grow with the number of links.
+    fn order_for_band(&mut self) {
+        let n = self.unknowns.len();
+        self.band = None;
+        if n < 8 {
+            return;
+        }
+        let nz = |g: &Graph, e: Id| !g.is_const(e, 0.0);
+        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for i in 0..n {
+            for j in 0..n {
+                if i != j && (nz(&self.graph, self.jacobian[i][j]) || nz(&self.graph, self.jacobian[j][i])) {
+                    adj[i].push(j);
+                }
+            }
+        }
+        let band_of = |order: &[usize]| -> (usize, usize) {
+            let mut pos = vec![0usize; n];
+            for (k, &o) in order.iter().enumerate() {
+                pos[o] = k;
+            }
+            let (mut kl, mut ku) = (0, 0);
+            for i in 0..n {
+                for j in 0..n {
+                    if nz(&self.graph, self.jacobian[i][j]) {
+                        let (pi, pj) = (pos[i], pos[j]);
+                        kl = kl.max(pi.saturating_sub(pj));
+                        ku = ku.max(pj.saturating_sub(pi));
+                    }
+                }
+            }
+            (kl, ku)
+        };
+        let natural: Vec<usize> = (0..n).collect();
+        let order = reverse_cuthill_mckee(&adj);
+        let (b0, b1) = (band_of(&natural), band_of(&order));
+        let pays = |(kl, ku): (usize, usize)| 2 * (kl + ku) + 2 < n;
+        let (order, band) = if b1.0 + b1.1 < b0.0 + b0.1 {
+            (order, b1)
+        } else {
+            (natural, b0)
+        };
+        if !pays(band) {
+            return;
+        }
+        let take = |v: &[Id]| order.iter().map(|&k| v[k]).collect::<Vec<Id>>();
+        self.residual = take(&self.residual);
+        self.previous = take(&self.previous);
+        self.predictor = take(&self.predictor);
+        self.init_warm = take(&self.init_warm);
+        let names = std::mem::take(&mut self.unknowns);
+        self.unknowns = order.iter().map(|&k| names[k].clone()).collect();
+        self.finish_jacobian();
+        self.band = Some(band);
     }
 
     /// Eliminates the unknowns the residual gives explicitly: where row `i`
@@ -240,7 +306,11 @@ impl StepSystem {
                     continue;
                 }
                 for (j, &xj) in x.iter().enumerate() {
-                    if !reads(row, j, &masks) || chosen.iter().any(|&(ci, cj, _)| cj == j || reads(self.residual[ci], j, &masks)) {
+                    if !reads(row, j, &masks)
+                        || chosen
+                            .iter()
+                            .any(|&(ci, cj, _)| cj == j || reads(self.residual[ci], j, &masks))
+                    {
                         continue;
                     }
                     let a = crate::sym::Differentiator::new(xj).diff(g, row);
@@ -295,7 +365,12 @@ impl StepSystem {
             self.init_warm = (0..x.len()).filter(|&k| keep(k)).map(|k| self.init_warm[k]).collect();
             self.previous = (0..x.len()).filter(|&k| keep(k)).map(|k| self.previous[k]).collect();
             let names = std::mem::take(&mut self.unknowns);
-            self.unknowns = names.into_iter().enumerate().filter(|(k, _)| keep(*k)).map(|(_, s)| s).collect();
+            self.unknowns = names
+                .into_iter()
+                .enumerate()
+                .filter(|(k, _)| keep(*k))
+                .map(|(_, s)| s)
+                .collect();
         }
     }
 
@@ -528,6 +603,7 @@ impl Draft {
             work: self.work,
             force: model.force.clone(),
             input_sensitivity: None,
+            band: None,
             graph,
             params: model
                 .params
@@ -593,6 +669,34 @@ pub(crate) fn symbols(g: &mut Graph, prefix: &str, n: usize) -> Vec<Id> {
     (0..n).map(|i| g.symbol(&format!("{prefix}{i}"))).collect()
 }
 
+/// Reverse Cuthill–McKee ordering of an undirected graph given by adjacency
+/// lists: breadth-first from a vertex of least degree, neighbours by
+/// increasing degree, each component in turn, then reversed.
+fn reverse_cuthill_mckee(adj: &[Vec<usize>]) -> Vec<usize> {
+    let n = adj.len();
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    while order.len() < n {
+        let start = (0..n)
+            .filter(|&v| !seen[v])
+            .min_by_key(|&v| adj[v].len())
+            .expect("an unvisited vertex");
+        seen[start] = true;
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(v) = queue.pop_front() {
+            order.push(v);
+            let mut next: Vec<usize> = adj[v].iter().copied().filter(|&w| !seen[w]).collect();
+            next.sort_by_key(|&w| (adj[w].len(), w));
+            for w in next {
+                seen[w] = true;
+                queue.push_back(w);
+            }
+        }
+    }
+    order.reverse();
+    order
+}
+
 /// Whether `root` depends on one of `syms`, remembering every node visited
 /// (nodes never change, so `memo` stays valid as the graph grows).
 fn depends_memo(
@@ -616,7 +720,12 @@ fn depends_memo(
             memo.insert(id, d);
         } else {
             stack.push((id, true));
-            stack.extend(children.into_iter().filter(|c| !memo.contains_key(c)).map(|c| (c, false)));
+            stack.extend(
+                children
+                    .into_iter()
+                    .filter(|c| !memo.contains_key(c))
+                    .map(|c| (c, false)),
+            );
         }
     }
     memo[&root]
