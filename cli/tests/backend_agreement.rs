@@ -184,6 +184,14 @@ model!(
 );
 
 model!(
+    ChainCartesianRattle,
+    [m, l, g],
+    model = "../models/spherical_chain_cartesian.hamel",
+    scheme = "rattle",
+    N = 12
+);
+
+model!(
     ChainN3,
     [m, l, g],
     model = "../models/spherical_chain.hamel",
@@ -533,6 +541,21 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         false,
         [0.3, -0.2]
     );
+    // Maximal coordinates at a size where the banded LU is used.
+    let m = ChainCartesianRattle::with_defaults();
+    let sizes12 = [("N".to_string(), 12)];
+    let c = Case {
+        file: "spherical_chain_cartesian.hamel",
+        scheme: "rattle",
+        init: "tilted",
+        h: 0.01,
+        compensated: false,
+        sizes: &sizes12,
+        inputs: &[],
+    };
+    assert!(hamel::Kernels::jacobian_band(&m).is_some(), "N = 12 uses the banded LU");
+    agree(&m, m.initial("tilted").unwrap(), &c);
+    seen.insert("spherical_chain_cartesian.hamel");
     // An indexed family at another size: derive `N = 3`, tape `--size N=3`.
     let m = ChainN3::with_defaults();
     let sizes = [("N".to_string(), 3)];
