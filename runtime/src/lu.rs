@@ -208,12 +208,15 @@ fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
 /// `kl` more superdiagonals; every entry skipped is an exact zero.
 fn factor_band(s: &mut [f64], perm: &mut [usize], n: usize, kl: usize, ku: usize) -> Result<(), FactorError> {
     let s = &mut s[..n * n];
+    // Only the band is read: every entry outside it is an exact zero.
     let mut big = 0.0f64;
-    for x in s.iter() {
-        if !x.is_finite() {
-            return Err(FactorError::NonFinite);
+    for c in 0..n {
+        for &x in &s[c * n + c.saturating_sub(ku)..=c * n + (c + kl).min(n - 1)] {
+            if !x.is_finite() {
+                return Err(FactorError::NonFinite);
+            }
+            big = big.max(x.abs());
         }
-        big = big.max(x.abs());
     }
     if big == 0.0 {
         return Err(FactorError::Singular);
