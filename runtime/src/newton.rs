@@ -160,25 +160,28 @@ where
     let mut factored = false;
     for it in 1..=opt.max_iterations {
         residual(x, r);
-        let rn = r.norm();
-        let non_finite = StepError::NonFinite {
+        // The norm itself is needed only in an error: a sum of squares is
+        // finite exactly when every entry is (short of overflow, itself an
+        // error), and a non-finite iterate gives a non-finite residual.
+        let rn2 = r.norm_squared();
+        let non_finite = || StepError::NonFinite {
             step,
             iterations: it,
-            residual: rn,
+            residual: rn2.sqrt(),
         };
-        if !rn.is_finite() || x.iter().any(|v| !v.is_finite()) {
-            return Err(non_finite);
+        if !rn2.is_finite() {
+            return Err(non_finite());
         }
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
         if !factored || !opt.simplified {
             sys.jacobian(h, e, z, x, lu.matrix_mut());
             lu.factor_in_place().map_err(|e| match e {
-                FactorError::NonFinite => non_finite,
+                FactorError::NonFinite => non_finite(),
                 FactorError::Singular => StepError::Singular {
                     step,
                     iterations: it,
-                    residual: rn,
+                    residual: rn2.sqrt(),
                 },
             })?;
             factored = true;
@@ -187,11 +190,7 @@ where
         *x -= &*r;
         let dn = r.norm();
         if !dn.is_finite() {
-            return Err(StepError::NonFinite {
-                step,
-                iterations: it,
-                residual: rn,
-            });
+            return Err(non_finite());
         }
         let scale = opt.tolerance * x.norm().max(f64::MIN_POSITIVE);
         if dn == 0.0 {
