@@ -1,7 +1,8 @@
 //! Compiler-side statistics of the n-link chain: `cargo run --release --example
 //! chain_stats N` prints derivation+emission time (ms), generated lines,
 //! operations as trees (no sharing) and after CSE (the DAG). Used by
-//! `scripts/chain_scaling.sh`.
+//! `scripts/chain_scaling.sh`; `MODEL` (default `spherical_chain`) and `SCHEME`
+//! (default `hamel`) choose the model file and the scheme.
 
 use std::time::Instant;
 
@@ -10,17 +11,22 @@ use hamel_compiler::scheme::Scheme;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: i64 = std::env::args().nth(1).ok_or("usage: chain_stats N")?.parse()?;
-    let src = std::fs::read_to_string("models/spherical_chain.hamel")?;
+    let path = format!(
+        "models/{}.hamel",
+        std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain".into())
+    );
+    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "hamel".into());
+    let src = std::fs::read_to_string(&path)?;
     let t0 = Instant::now();
-    let model = hamel_compiler::model::load_with_sizes("models/spherical_chain.hamel", &src, &[("N".to_string(), n)])?;
+    let model = hamel_compiler::model::load_with_sizes(&path, &src, &[("N".to_string(), n)])?;
     let t_load = t0.elapsed().as_secs_f64() * 1e3;
-    let sys = Scheme::from_names("hamel", None)?.derive(&model)?;
+    let sys = Scheme::from_names(&scheme, None)?.derive(&model)?;
     let t_derive = t0.elapsed().as_secs_f64() * 1e3;
     let ident = proc_macro2::Ident::new("Chain", proc_macro2::Span::call_site());
     let sensitivity = std::env::var("SENS").map_or(true, |v| v != "0");
     let target = Target {
         ident: &ident,
-        model_path: "models/spherical_chain.hamel",
+        model_path: &path,
         sensitivity,
     };
     let (tokens, stats) = emit(&sys, &target)?;

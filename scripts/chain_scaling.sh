@@ -2,14 +2,18 @@
 # Scaling study for n-link chains (issue: chains). For each N: symbolic derivation
 # and emission time, generated size and operation counts (from the compiler),
 # release compile time of a crate that derives the chain, and time per step.
-# Usage: [SENS=0] scripts/chain_scaling.sh [N ...]   (default: 1 2 4 8 16; SENS=0 emits
-# no step-map sensitivity, `sensitivity = false` in the derive)
+# Usage: [SENS=0] [MODEL=spherical_chain_cartesian SCHEME=rattle] scripts/chain_scaling.sh [N ...]
+# (default: 1 2 4 8 16 on spherical_chain with hamel; SENS=0 emits no step-map
+# sensitivity, `sensitivity = false` in the derive)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1 2 4 8 16)
 sens=true
 [ "${SENS:-1}" = "0" ] && sens=false
+model=${MODEL:-spherical_chain}
+scheme=${SCHEME:-hamel}
+export MODEL=$model SCHEME=$scheme
 cargo build --release -q --example chain_stats
 printf '%4s %12s %10s %10s %10s %12s %12s %10s\n' N derive_ms lines ops_tree ops_dag compile_s ns_per_step newton
 for n in "${sizes[@]}"; do
@@ -18,7 +22,7 @@ for n in "${sizes[@]}"; do
   cat > "$f" <<RS
 use hamel::{Integrator, Stepper};
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = $n)]
+#[hamel(model = "models/$model.hamel", scheme = "$scheme", sensitivity = $sens, N = $n)]
 pub struct Chain { pub m: f64, pub l: f64, pub g: f64 }
 fn main() {
     let c = Chain::with_defaults();
