@@ -316,15 +316,21 @@ impl StepSystem {
             if rows.len() > 3 || rows.len() < 2 {
                 continue;
             }
-            let affine = rows.iter().all(|&r| {
-                cols.iter().all(|&c| cols.iter().all(|&c2| !reads(jac[r][c], c2)))
-            });
+            let affine = rows
+                .iter()
+                .all(|&r| cols.iter().all(|&c| cols.iter().all(|&c2| !reads(jac[r][c], c2))));
             let identity = rows.iter().enumerate().all(|(a, &r)| {
-                cols.iter().enumerate().all(|(b, &c)| is(g, jac[r][c], if a == b { 1.0 } else { 0.0 }))
+                cols.iter()
+                    .enumerate()
+                    .all(|(b, &c)| is(g, jac[r][c], if a == b { 1.0 } else { 0.0 }))
             });
             // Rows must not read unknowns of blocks already taken (and vice versa).
-            let independent = rows.iter().all(|&r| chosen_unknowns.iter().all(|&c| !reads(self.residual[r], c)))
-                && blocks.iter().all(|(br, _)| br.iter().all(|&r| cols.iter().all(|&c| !reads(self.residual[r], c))));
+            let independent = rows
+                .iter()
+                .all(|&r| chosen_unknowns.iter().all(|&c| !reads(self.residual[r], c)))
+                && blocks
+                    .iter()
+                    .all(|(br, _)| br.iter().all(|&r| cols.iter().all(|&c| !reads(self.residual[r], c))));
             if affine && identity && independent {
                 for &r in &rows {
                     used_rows[r] = true;
@@ -339,7 +345,10 @@ impl StepSystem {
         let mut value = crate::sym::SubstMap::default();
         for (rows, cols) in &blocks {
             let y_zero: crate::sym::SubstMap = cols.iter().map(|&c| (x[c], zero)).collect();
-            let a: Vec<Vec<Id>> = rows.iter().map(|&r| cols.iter().map(|&c| jac[r][c]).collect()).collect();
+            let a: Vec<Vec<Id>> = rows
+                .iter()
+                .map(|&r| cols.iter().map(|&c| jac[r][c]).collect())
+                .collect();
             let rhs: Vec<Vec<Id>> = rows
                 .iter()
                 .map(|&r| {
@@ -347,7 +356,9 @@ impl StepSystem {
                     vec![g.neg(c0)]
                 })
                 .collect();
-            let Some(sol) = crate::sym::linsolve::solve(g, &a, &rhs) else { return };
+            let Some(sol) = crate::sym::linsolve::solve(g, &a, &rhs) else {
+                return;
+            };
             for (k, &c) in cols.iter().enumerate() {
                 value.insert(x[c], sol[k][0]);
             }
