@@ -84,6 +84,7 @@ where
 
     /// Factors the matrix held (see [`Lu::matrix_mut`]) in place, allocating
     /// nothing. A pivot below `1e3 ε` times the largest entry counts as singular.
+    #[inline]
     pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
         let n = self.perm.len();
         let s = self.m.as_mut_slice();
@@ -96,6 +97,7 @@ where
     }
 
     /// Overwrites `b` with the solution of `a x = b`.
+    #[inline]
     pub fn solve(&self, b: &mut OVector<f64, D>) {
         let n = self.perm.len();
         match self.band {
