@@ -39,7 +39,6 @@ struct Hot {
     input_sensitivity: Option<FnId>,
     /// models with forces
     work: Option<FnId>,
-    force: Option<FnId>,
 }
 
 impl System {
@@ -62,7 +61,6 @@ impl System {
             sensitivity: kernels.id("sensitivity_parts"),
             input_sensitivity: kernels.id("input_sensitivity_parts"),
             work: kernels.id("work"),
-            force: kernels.id("force"),
         };
         Ok(Self {
             step: step.into(),
@@ -488,14 +486,6 @@ impl Kernels<Dyn, Dyn> for System {
 
     fn forced(&self) -> bool {
         self.hot.work.is_some()
-    }
-
-    fn force_of(&self, e: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) -> bool {
-        let Some(f) = self.hot.force else { return false };
-        let args = self.pqv(q, v).with(Slot::E, e);
-        let n = self.step.velocities.len();
-        self.kernels.eval(f, &args, &mut out[..n]);
-        true
     }
 
     fn sensitivity_parts(

@@ -159,11 +159,6 @@ where
     fn forced(&self) -> bool {
         false
     }
-    /// The external force `F_e(q, ξ, u, t)` (dual to the velocities) into
-    /// `out`; `false` for a model without forces.
-    fn force_of(&self, _e: &[f64], _q: &[f64], _v: &[f64], _out: &mut [f64]) -> bool {
-        false
-    }
 
     /// Size of the linear system that recovers the physical state (0: none).
     fn observe_size(&self) -> usize;

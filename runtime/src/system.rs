@@ -39,8 +39,6 @@ where
     exo: Vec<f64>,
     /// whether `u_{k−1}` has been set by a step (else the first step uses `u_k`)
     have_previous: bool,
-    /// the exogenous data of the last step taken
-    last_exo: Vec<f64>,
     /// the state before the step (forced models: the step's work needs it)
     before: Option<OVector<f64, Z>>,
     /// the discrete work of the external force summed over the steps taken
@@ -87,7 +85,6 @@ where
             work: Workspace::with_band(z, x, system.jacobian_band()),
             exo: vec![0.0; system.exogenous_len()],
             have_previous: false,
-            last_exo: vec![0.0; system.exogenous_len()],
             before: (system.exogenous_len() > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
         })
@@ -162,7 +159,6 @@ where
     }
 
     fn after_step(&mut self) {
-        self.last_exo.copy_from_slice(&self.exo);
         let r = self.input_count();
         if r > 0 {
             self.exo.copy_within(1..1 + r, 1 + r);
@@ -199,10 +195,7 @@ where
         &mut self,
         state: &mut StateOf<Z, X>,
         with_inputs: bool,
-    ) -> Result<Linearization<Z>, StepError>
-    where
-        DefaultAllocator: nalgebra::allocator::Allocator<Z, Z>,
-    {
+    ) -> Result<Linearization<Z>, StepError> {
         let before = state.clone();
         let e = self.exogenous(state.step).to_vec();
         self.step(state)?;
@@ -239,6 +232,7 @@ where
         if with_inputs && r > 0 {
             let Some((ru, uu)) = self.system.input_sensitivity_parts(self.h, &e, &before.z, x) else {
                 let scheme = self.system.scheme().to_string();
+                *state = before;
                 return Err(StepError::InvalidInput(format!(
                     "{scheme} was compiled without input sensitivities"
                 )));
@@ -293,16 +287,5 @@ where
     pub fn step_with_inputs(&mut self, state: &mut StateOf<Z, X>, u: &[f64]) -> Result<(), StepError> {
         self.set_inputs(u)?;
         self.step(state)
-    }
-
-    /// The discrete work of the external force over the last step, taken
-    /// from `before` to `after`; `None` for a free model.
-    pub fn last_work(&self, before: &StateOf<Z, X>, after: &StateOf<Z, X>) -> Option<f64> {
-        self.system.work(self.h, &self.last_exo, &before.z, &after.warm)
-    }
-
-    /// The exogenous data `(t_k, u_k, u_{k−1})` of the last step taken.
-    pub fn last_exogenous(&self) -> &[f64] {
-        &self.last_exo
     }
 }

@@ -197,7 +197,7 @@ impl CompiledStep {
                 .exogenous
                 .iter()
                 .skip(1)
-                .take(sys.n_inputs)
+                .take(sys.n_inputs())
                 .map(|s| s.name.clone())
                 .collect(),
             exogenous_len: sys.exogenous.len(),

@@ -113,7 +113,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         Some((kl, ku)) => quote!(Some((#kl, #ku))),
         None => quote!(None),
     };
-    let nu = sys.n_inputs;
+    let nu = sys.n_inputs();
 
     // The values of every kernel input slot, as the trait methods below name them.
     let arr = |n: &str, len: usize| -> TokenStream {
@@ -233,18 +233,6 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 let mut w = [0.0f64; 1];
                 #c;
                 Some(w[0])
-            }
-        });
-    }
-    if let Some(f) = &sys.force {
-        let nf = f.len();
-        let c = call(func("force")?, "", &[], &cold_slots, &[arr_mut("out", nf)])?;
-        forcing_impl.extend(quote! {
-            fn force_of(&self, e: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) -> bool {
-                let p = self.__params();
-                let out = &mut out[..#nf];
-                #c;
-                true
             }
         });
     }

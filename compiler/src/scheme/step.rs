@@ -63,13 +63,9 @@ pub struct StepSystem {
     /// of the step, the inputs held over it, and the previous step's inputs
     /// (empty for a model without forces or inputs)
     pub exogenous: Vec<Slot>,
-    /// number of input components `u`
-    pub n_inputs: usize,
     /// the discrete work of the external force over the step, `W(x; z, e)`
     /// (`⟨F⁻ + F⁺, ξ_{k,k+1}⟩`); `None` for a free model
     pub work: Option<Id>,
-    /// the external force `F_e(q, ξ, u, t)` in the physical symbols and `e`
-    pub force: Option<Vec<Id>>,
     /// `∂R/∂u`, `∂U/∂u` (row-major), for the input sensitivity `∂z'/∂u`
     pub input_sensitivity: Option<[Vec<Vec<Id>>; 2]>,
     /// `(kl, ku)` when the Jacobian is banded enough for a banded LU to pay:
@@ -123,6 +119,11 @@ pub struct StepSystem {
 }
 
 impl StepSystem {
+    /// Number of input components `u` (`e` holds `t`, then `u_k` and `u_{k−1}`).
+    pub fn n_inputs(&self) -> usize {
+        self.exogenous.len().saturating_sub(1) / 2
+    }
+
     /// Fills in the Jacobian from the residual.
     pub fn finish_jacobian(&mut self) {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
@@ -142,8 +143,8 @@ impl StepSystem {
         let uz = jacobian(&mut self.graph, &self.update, &z);
         let ux = jacobian(&mut self.graph, &self.update, &x);
         self.sensitivity = Some([rz, uz, ux]);
-        if self.n_inputs > 0 {
-            let u: Vec<Id> = self.exogenous[1..1 + self.n_inputs].iter().map(|s| s.sym).collect();
+        if self.n_inputs() > 0 {
+            let u: Vec<Id> = self.exogenous[1..1 + self.n_inputs()].iter().map(|s| s.sym).collect();
             let ru = jacobian(&mut self.graph, &self.residual, &u);
             let uu = jacobian(&mut self.graph, &self.update, &u);
             self.input_sensitivity = Some([ru, uu]);
@@ -209,8 +210,10 @@ impl StepSystem {
         }
         self.previous = wd;
         self.eliminate_explicit();
-        self.eliminate_blocks();
         self.finish_jacobian();
+        if self.eliminate_blocks() {
+            self.finish_jacobian();
+        }
         self.order_for_band();
         self
     }
@@ -261,13 +264,15 @@ impl StepSystem {
     /// the scheme resolves). Then `y = −A⁻¹ R(y = 0)` symbolically. The
     /// kinematic rows of Hamel schemes with frames linear in `q` are such
     /// blocks: `q⁺ − q − h Ψ(q̄) ξ̄ = 0` is a Cayley transform, explicit in ξ.
-    pub fn eliminate_blocks(&mut self) {
+    /// Reads the Jacobian of [`StepSystem::finish_jacobian`]; returns whether
+    /// it eliminated anything (the Jacobian is then stale).
+    pub fn eliminate_blocks(&mut self) -> bool {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();
         let n = x.len();
         if n <= 3 {
-            return;
+            return false;
         }
-        let jac = jacobian(&mut self.graph, &self.residual, &x);
+        let jac = std::mem::take(&mut self.jacobian);
         let g = &mut self.graph;
         let zero = g.constant(0.0);
         let at_h0: crate::sym::SubstMap = [(self.h, zero)].into_iter().collect();
@@ -340,7 +345,8 @@ impl StepSystem {
             }
         }
         if blocks.is_empty() {
-            return;
+            self.jacobian = jac;
+            return false;
         }
         let mut value = crate::sym::SubstMap::default();
         for (rows, cols) in &blocks {
@@ -357,7 +363,8 @@ impl StepSystem {
                 })
                 .collect();
             let Some(sol) = crate::sym::linsolve::solve(g, &a, &rhs) else {
-                return;
+                self.jacobian = jac;
+                return false;
             };
             for (k, &c) in cols.iter().enumerate() {
                 value.insert(x[c], sol[k][0]);
@@ -366,6 +373,7 @@ impl StepSystem {
         let gone_rows: Vec<usize> = blocks.iter().flat_map(|(r, _)| r.iter().copied()).collect();
         let gone: Vec<usize> = blocks.iter().flat_map(|(_, c)| c.iter().copied()).collect();
         self.substitute_eliminated(&gone_rows, &gone, &value);
+        true
     }
 
     /// The Jacobian's sparsity pattern, known symbolically: rows and unknowns
@@ -425,7 +433,11 @@ impl StepSystem {
         self.init_warm = take(&self.init_warm);
         let names = std::mem::take(&mut self.unknowns);
         self.unknowns = order.iter().map(|&k| names[k].clone()).collect();
-        self.finish_jacobian();
+        // Rows and unknowns move together: the Jacobian is permuted, not re-derived.
+        self.jacobian = order
+            .iter()
+            .map(|&i| order.iter().map(|&j| self.jacobian[i][j]).collect())
+            .collect();
         self.band = Some(band);
     }
 
@@ -600,13 +612,6 @@ impl StepSystem {
                 outputs: vec![("w".into(), vec![w])],
             });
         }
-        if let Some(f) = &self.force {
-            fs.push(Function {
-                name: "force".into(),
-                inputs: inp(&[("p", &p), ("e", &e), ("q", &q), ("v", &v)]),
-                outputs: vec![("f".into(), f.clone())],
-            });
-        }
         for (name, iq, iv) in &self.initials {
             fs.push(Function {
                 name: format!("initial_{name}"),
@@ -722,9 +727,7 @@ impl Draft {
             model: model.name.clone(),
             scheme: self.scheme,
             exogenous,
-            n_inputs: if forced { model.inputs.len() } else { 0 },
             work: self.work,
-            force: model.force.clone(),
             input_sensitivity: None,
             band: None,
             graph,
