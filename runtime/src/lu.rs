@@ -89,9 +89,14 @@ where
         let n = self.perm.len();
         let s = self.m.as_mut_slice();
         let perm = self.perm.as_mut_slice();
+        // Sizes 1–3 first: at fixed sizes the test folds away, and with it
+        // the calls that would take the matrix's address and keep it out of
+        // registers.
+        if n <= 3 {
+            return invert_small(s, n);
+        }
         match self.band {
             Some((kl, ku)) => factor_band(s, perm, n, kl, ku),
-            None if n <= 3 => invert_small(s, n),
             None => small_sizes!(n, factor_core(s, perm)),
         }
     }
@@ -100,9 +105,11 @@ where
     #[inline]
     pub fn solve(&self, b: &mut OVector<f64, D>) {
         let n = self.perm.len();
+        if n <= 3 {
+            return apply_small(self.m.as_slice(), b.as_mut_slice(), n);
+        }
         match self.band {
             Some((kl, ku)) => solve_band(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice(), n, kl, ku),
-            None if n <= 3 => apply_small(self.m.as_slice(), b.as_mut_slice(), n),
             None => small_sizes!(n, solve_core(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice())),
         }
     }
@@ -209,39 +216,37 @@ fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
 
 /// Matrices of size 1–3 are inverted in place by their adjugate: one
 /// division and independent products, where elimination chains three
-/// dependent divisions (a 3×3 Newton step of the sphere: 43 → 11 ns). The
-/// singularity test is the LU's, with the determinant against the size of
-/// the entries. Newton reaches round-off either way: the solve's accuracy
-/// sets its rate, not its limit.
+/// dependent divisions (a 3×3 Newton step of the sphere: 43 → 11 ns). Newton
+/// reaches round-off either way: the solve's accuracy sets its rate, not its
+/// limit.
+///
+/// The finiteness check costs no scan of the entries: the determinant is a
+/// sum of products in which every entry appears, so it is finite exactly when
+/// every entry is (short of overflow, itself a failure). The singularity test
+/// is the LU's: the determinant against the size of the entries.
 #[inline(always)]
 fn invert_small(s: &mut [f64], n: usize) -> Result<(), FactorError> {
     let s = &mut s[..n * n];
-    let mut big = 0.0f64;
-    for x in s.iter() {
-        if !x.is_finite() {
-            return Err(FactorError::NonFinite);
+    let big = s.iter().fold(0.0f64, |b, x| b.max(x.abs()));
+    // |det| ≤ 1e3 ε big^n: a pivot below 1e3 ε big, as in `factor_core`.
+    let tiny = 1e3 * f64::EPSILON * big;
+    let check = |det: f64, scale: f64| {
+        if !det.is_finite() {
+            Err(FactorError::NonFinite)
+        } else if det.abs() <= scale {
+            Err(FactorError::Singular)
+        } else {
+            Ok(1.0 / det)
         }
-        big = big.max(x.abs());
-    }
-    let tiny = big * 1e3 * f64::EPSILON;
-    if big == 0.0 {
-        return Err(FactorError::Singular);
-    }
+    };
     match n {
         1 => {
-            if s[0].abs() <= tiny {
-                return Err(FactorError::Singular);
-            }
-            s[0] = 1.0 / s[0];
+            s[0] = check(s[0], tiny)?;
         }
         2 => {
             // column-major [a c; b d]
             let (a, b, c, d) = (s[0], s[1], s[2], s[3]);
-            let det = a * d - b * c;
-            if det.abs() <= tiny * big {
-                return Err(FactorError::Singular);
-            }
-            let inv = 1.0 / det;
+            let inv = check(a * d - b * c, tiny * big)?;
             s.copy_from_slice(&[d * inv, -b * inv, -c * inv, a * inv]);
         }
         _ => {
@@ -250,10 +255,7 @@ fn invert_small(s: &mut [f64], n: usize) -> Result<(), FactorError> {
             let c01 = m(1, 2) * m(2, 0) - m(1, 0) * m(2, 2);
             let c02 = m(1, 0) * m(2, 1) - m(1, 1) * m(2, 0);
             let det = m(0, 0) * c00 + m(0, 1) * c01 + m(0, 2) * c02;
-            if det.abs() <= tiny * big * big {
-                return Err(FactorError::Singular);
-            }
-            let inv = 1.0 / det;
+            let inv = check(det, tiny * big * big)?;
             let adj = [
                 c00,
                 c01,
@@ -393,6 +395,56 @@ mod tests {
         let s = SMatrix::<f64, 2, 2>::new(1.0, 2.0, 2.0, 4.0);
         let mut c = SVector::<f64, 2>::new(1.0, 1.0);
         assert_eq!(solve_in_place(&s, &mut c), Err(Singular));
+    }
+
+    /// The adjugate path (sizes 1–3): non-finite entries show through the
+    /// determinant; singularity is the LU's test (a pivot below 1e3 ε of the
+    /// largest entry).
+    #[test]
+    fn small_inverses_report_non_finite_and_singular_matrices() {
+        fn factor<const N: usize>(a: SMatrix<f64, N, N>) -> Result<(), FactorError> {
+            let mut lu = Lu::new(nalgebra::Const::<N>);
+            lu.matrix_mut().copy_from(&a);
+            lu.factor_in_place()
+        }
+        let a = SMatrix::<f64, 3, 3>::new(2.0, -1.0, 0.5, 1.0, 3.0, -2.0, 0.25, 1.0, 4.0);
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for k in 0..9 {
+                let mut m = a;
+                m[k] = bad;
+                assert_eq!(factor(m), Err(FactorError::NonFinite), "entry {k} = {bad}");
+            }
+            for k in 0..4 {
+                let mut m = SMatrix::<f64, 2, 2>::new(1.0, 2.0, -3.0, 0.5);
+                m[k] = bad;
+                assert_eq!(factor(m), Err(FactorError::NonFinite));
+            }
+            assert_eq!(factor(SMatrix::<f64, 1, 1>::new(bad)), Err(FactorError::NonFinite));
+        }
+        // Dependent lower rows: the cofactors are round-off, not the sum.
+        let dep = SMatrix::<f64, 3, 3>::new(1.0, 2.0, 3.0, 0.1, 0.7, 0.3, 0.3, 2.1, 0.9);
+        assert_eq!(factor(dep), Err(FactorError::Singular));
+        let dep2 = SMatrix::<f64, 3, 3>::new(1.0, 2.0, 3.0, 2.0, 4.0, 6.0 * (1.0 + 1e-15), 0.5, 0.1, 0.2);
+        assert_eq!(factor(dep2), Err(FactorError::Singular));
+        assert_eq!(
+            factor(SMatrix::<f64, 2, 2>::new(1.0, 2.0, 2.0, 4.0)),
+            Err(FactorError::Singular)
+        );
+        assert_eq!(factor(SMatrix::<f64, 1, 1>::new(0.0)), Err(FactorError::Singular));
+        // A pivot below 1e3 ε of the largest entry (the mass matrix of
+        // polar angles 1e-7 rad from the pole), as the LU decides.
+        assert_eq!(
+            factor(SMatrix::<f64, 2, 2>::new(1.0, 0.0, 0.0, 1e-14)),
+            Err(FactorError::Singular)
+        );
+        assert!(factor(SMatrix::<f64, 2, 2>::new(1.0, 0.0, 0.0, 1e-12)).is_ok());
+        let x = SVector::<f64, 3>::new(1.0, -2.0, 0.5);
+        let mut lu = Lu::new(nalgebra::Const::<3>);
+        lu.matrix_mut().copy_from(&a);
+        lu.factor_in_place().unwrap();
+        let mut b = a * x;
+        lu.solve(&mut b);
+        assert!((b - x).amax() < 1e-14);
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub struct NewtonStats {
 }
 
 impl NewtonStats {
+    #[inline]
     pub(crate) fn record(&mut self, iters: usize) {
         self.steps += 1;
         self.iterations += iters as u64;
@@ -149,35 +150,77 @@ where
     DefaultAllocator: Alloc<Z, X>,
 {
     let Workspace { x, r, lu, .. } = work;
-    // Compensated runs: the residual at z + lo, in double-double where compiled.
-    let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| {
-        if !lo.is_some_and(|lo| sys.residual_compensated(h, e, z, lo, x, r)) {
-            sys.residual(h, e, z, x, r);
+    match lo {
+        Some(_) => iterate::<S, Z, X, true>(sys, h, e, z, lo, previous, step, opt, x, r, lu),
+        None => iterate::<S, Z, X, false>(sys, h, e, z, lo, previous, step, opt, x, r, lu),
+    }
+}
+
+/// [`solve`]'s iteration, on the storage given.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn iterate<S, Z, X, const COMP: bool>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    z: &OVector<f64, Z>,
+    lo: Option<&OVector<f64, Z>>,
+    previous: &OVector<f64, X>,
+    step: u64,
+    opt: &NewtonOptions,
+    x: &mut OVector<f64, X>,
+    r: &mut OVector<f64, X>,
+    lu: &mut Lu<X>,
+) -> Result<usize, StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    // Compensated runs: the residual at z + lo, in double-double where
+    // compiled. `COMP` keeps that call out of plain runs' code, where it
+    // would pin the iterate to memory.
+    #[inline(always)]
+    fn eval<S: Kernels<Z, X> + ?Sized, Z: Dim, X: Dim, const COMP: bool>(
+        sys: &S,
+        h: f64,
+        e: &[f64],
+        z: &OVector<f64, Z>,
+        lo: Option<&OVector<f64, Z>>,
+        x: &OVector<f64, X>,
+        r: &mut OVector<f64, X>,
+    ) where
+        DefaultAllocator: Alloc<Z, X>,
+    {
+        match lo {
+            Some(lo) if COMP && sys.residual_compensated(h, e, z, lo, x, r) => {}
+            _ => sys.residual(h, e, z, x, r),
         }
-    };
+    }
+    let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| eval::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     sys.predict(h, e, z, previous, x);
     let mut last = f64::INFINITY;
     let mut factored = false;
     for it in 1..=opt.max_iterations {
         residual(x, r);
-        // The norm itself is needed only in an error: a sum of squares is
-        // finite exactly when every entry is (short of overflow, itself an
-        // error), and a non-finite iterate gives a non-finite residual.
+        // Needed only in an error; the test that the residual is finite is
+        // the one on the update below: a non-finite residual (or iterate)
+        // gives a non-finite update, and a sum of squares is finite exactly
+        // when every entry is (short of overflow, itself a failure).
         let rn2 = r.norm_squared();
         let non_finite = || StepError::NonFinite {
             step,
             iterations: it,
             residual: rn2.sqrt(),
         };
-        if !rn2.is_finite() {
-            return Err(non_finite());
-        }
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
         if !factored || !opt.simplified {
             sys.jacobian(h, e, z, x, lu.matrix_mut());
             lu.factor_in_place().map_err(|e| match e {
                 FactorError::NonFinite => non_finite(),
+                FactorError::Singular if !rn2.is_finite() => non_finite(),
                 FactorError::Singular => StepError::Singular {
                     step,
                     iterations: it,
@@ -188,23 +231,27 @@ where
         }
         lu.solve(r);
         *x -= &*r;
-        let dn = r.norm();
-        if !dn.is_finite() {
+        let dn2 = r.norm_squared();
+        if !dn2.is_finite() {
             return Err(non_finite());
         }
-        let scale = opt.tolerance * x.norm().max(f64::MIN_POSITIVE);
-        if dn == 0.0 {
+        if dn2 == 0.0 {
             return Ok(it);
         }
+        let dn = dn2.sqrt();
         if it > 1 {
-            let theta = dn / last;
-            if theta < 1.0 && theta / (1.0 - theta) * dn <= scale {
+            // θ = dn/last; θ/(1−θ)·dn ≤ ε‖x‖ ⇔ dn² ≤ ε‖x‖(last − dn), squared
+            // to spare the square root of ‖x‖ and both divisions.
+            let gap = last - dn;
+            let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
+            let tol2 = opt.tolerance * opt.tolerance;
+            if gap > 0.0 && dn2 * dn2 <= tol2 * x2 * gap * gap {
                 return Ok(it);
             }
-            if theta >= 1.0 && dn <= opt.stall_tolerance * x.norm().max(z.norm()) {
+            if gap <= 0.0 && dn2 <= opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared()) {
                 return Ok(it);
             }
-            if opt.simplified && theta > 0.5 {
+            if opt.simplified && dn > 0.5 * last {
                 factored = false;
             }
         }
@@ -251,13 +298,75 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    let lo = compensated.then_some(&*st.lo);
-    let iters = solve(sys, h, e, st.z, lo, st.warm, *st.step, opt, work)?;
-    let Workspace { x, dz, .. } = work;
-    if !lo.is_some_and(|lo| sys.increment_compensated(h, e, st.z, lo, x, dz)) {
+    if compensated {
+        advance_on::<S, Z, X, true>(sys, h, e, opt, stats, work, st)
+    } else {
+        advance_on::<S, Z, X, false>(sys, h, e, opt, stats, work, st)
+    }
+}
+
+/// [`advance`], with compensated summation or without.
+#[inline(always)]
+fn advance_on<S, Z, X, const COMP: bool>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    opt: &NewtonOptions,
+    stats: &mut NewtonStats,
+    work: &mut Workspace<Z, X>,
+    st: StepParts<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let lo = COMP.then_some(&*st.lo);
+    // Small fixed sizes step on copies, which the optimizer keeps in
+    // registers: through the workspace every iterate, residual, Jacobian and
+    // increment makes a round trip through memory on the step's critical
+    // path. Copies of run-time sizes would allocate, so those step in the
+    // workspace.
+    if X::try_to_usize().is_some_and(|n| n <= 8) && Z::try_to_usize().is_some() {
+        let Workspace { x, r, lu, dz } = work;
+        let (mut xl, mut rl, mut lul, mut dzl) = (x.clone(), r.clone(), lu.clone(), dz.clone());
+        let iters = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, &mut xl, &mut rl, &mut lul)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, iters, &xl, &mut dzl, st)?;
+        x.copy_from(&xl);
+        Ok(())
+    } else {
+        let Workspace { x, r, lu, dz } = work;
+        let iters = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, x, r, lu)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, iters, x, dz, st)
+    }
+}
+
+/// The end of [`advance`]: increment from the solution `x`, checks, update.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn update<S, Z, X, const COMP: bool>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    stats: &mut NewtonStats,
+    iters: usize,
+    x: &OVector<f64, X>,
+    dz: &mut OVector<f64, Z>,
+    st: StepParts<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let lo = COMP.then_some(&*st.lo);
+    if !(COMP && lo.is_some_and(|lo| sys.increment_compensated(h, e, st.z, lo, x, dz))) {
         sys.increment(h, e, st.z, x, dz);
     }
-    if dz.iter().any(|v| !v.is_finite()) {
+    // Finite exactly when every entry is (short of overflow, a failure too).
+    if !dz.norm_squared().is_finite() {
         return Err(StepError::NonFinite {
             step: *st.step,
             iterations: iters,
@@ -265,7 +374,7 @@ where
         });
     }
     stats.record(iters);
-    if compensated {
+    if COMP {
         for j in 0..dz.len() {
             // TwoSum: s + e = z + t exactly.
             let t = dz[j] + st.lo[j];
