@@ -41,7 +41,7 @@ fn double_pendulum_sizes() {
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
             // Bodies are split into parts of at most CHUNK instructions.
             assert_eq!(st.parts, st.ops.div_ceil(rust::CHUNK).max(1));
-            if f.name == "jacobian" {
+            if f.name == "residual_jacobian" {
                 assert!(st.parts > 1, "the DSP Jacobian exercises split bodies");
             }
         }

@@ -116,6 +116,8 @@ struct Scratch {
     inputs: Vec<f64>,
     regs: Vec<f64>,
     regs_dd: Vec<Dd>,
+    /// the concatenated outputs of [`Evaluator::eval_split`]
+    split: Vec<f64>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -249,6 +251,38 @@ impl Evaluator {
             inputs.extend_from_slice(self.arg(f, args, s, n));
         }
         self.programs[f.0].eval_into(inputs, regs, out);
+    }
+
+    /// Evaluates function `f` on `args` into `outs`, one slice per output
+    /// array of the function, in order (their lengths must add up to its
+    /// output count).
+    pub fn eval_split(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
+        let all = self.eval_to_scratch(f, args);
+        let mut at = 0;
+        for o in outs.iter_mut() {
+            o.copy_from_slice(&all[at..at + o.len()]);
+            at += o.len();
+        }
+        assert_eq!(at, all.len(), "`{}`: output lengths", self.names[f.0]);
+        self.scratch.borrow_mut().split = all;
+    }
+
+    /// Evaluates function `f` on `args` and writes its outputs from index
+    /// `from` on into `out` (the rest is dropped).
+    pub fn eval_tail(&self, f: FnId, args: &Args, from: usize, out: &mut [f64]) {
+        let all = self.eval_to_scratch(f, args);
+        assert_eq!(from + out.len(), all.len(), "`{}`: output lengths", self.names[f.0]);
+        out.copy_from_slice(&all[from..]);
+        self.scratch.borrow_mut().split = all;
+    }
+
+    /// Every output of `f` into the split buffer, taken out of the scratch
+    /// for the caller to put back (so that nothing allocates once it is grown).
+    fn eval_to_scratch(&self, f: FnId, args: &Args) -> Vec<f64> {
+        let mut all = std::mem::take(&mut self.scratch.borrow_mut().split);
+        all.resize(self.outputs(f), 0.0);
+        self.eval(f, args, &mut all);
+        all
     }
 
     /// Evaluates function `f` in double-double arithmetic with slot `s` at

@@ -30,7 +30,8 @@ pub struct System {
 #[derive(Clone, Debug)]
 struct Hot {
     residual: FnId,
-    jacobian: FnId,
+    /// residual and Jacobian, concatenated
+    residual_jacobian: FnId,
     increment: FnId,
     predict: FnId,
     /// compiled only when asked for ([`crate::compile_with_sensitivity`])
@@ -55,7 +56,7 @@ impl System {
         };
         let hot = Hot {
             residual: get("residual")?,
-            jacobian: get("jacobian")?,
+            residual_jacobian: get("residual_jacobian")?,
             increment: get("increment")?,
             predict: get("predict")?,
             sensitivity: kernels.id("sensitivity_parts"),
@@ -400,10 +401,30 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn jacobian(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DMatrix<f64>) {
-        // The program writes column-major, as nalgebra stores matrices.
+        // As the derived code does: the fused function, its residual dropped.
         let h = [h];
         let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
-        self.kernels.eval(self.hot.jacobian, &args, out.as_mut_slice());
+        // The program writes column-major, as nalgebra stores matrices.
+        self.kernels
+            .eval_tail(self.hot.residual_jacobian, &args, x.len(), out.as_mut_slice());
+    }
+
+    fn residual_jacobian(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+        r: &mut DVector<f64>,
+        j: &mut DMatrix<f64>,
+    ) {
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval_split(
+            self.hot.residual_jacobian,
+            &args,
+            &mut [r.as_mut_slice(), j.as_mut_slice()],
+        );
     }
 
     fn increment(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {

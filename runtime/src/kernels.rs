@@ -96,6 +96,20 @@ where
     fn residual(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, X>);
     /// `∂R/∂x`, analytic.
     fn jacobian(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OMatrix<f64, X, X>);
+    /// `R` and `∂R/∂x` together, as each Newton iteration needs them; the
+    /// generated back-ends compute the subexpressions the two share once.
+    fn residual_jacobian(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &OVector<f64, Z>,
+        x: &OVector<f64, X>,
+        r: &mut OVector<f64, X>,
+        j: &mut OMatrix<f64, X, X>,
+    ) {
+        self.residual(h, e, z, x, r);
+        self.jacobian(h, e, z, x, j);
+    }
     /// The increment `z' − z = U(x; z, e)` once `R(x; z, e) = 0`.
     fn increment(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
     /// Starting guess from the state and the previous step's solution.

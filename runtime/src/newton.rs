@@ -202,8 +202,21 @@ where
     sys.predict(h, e, z, previous, x);
     let mut last = f64::INFINITY;
     let mut factored = false;
+    // The iteration has reached the regime where the next update is at
+    // round-off: its Jacobian may be the last one (see below).
+    let mut at_roundoff = false;
     for it in 1..=opt.max_iterations {
-        residual(x, r);
+        // Simplified Newton keeps the first factorization of the step; it is
+        // refreshed if the iteration stops contracting fast.
+        let refresh = !factored || !(opt.simplified || at_roundoff);
+        if refresh && !(COMP && lo.is_some()) {
+            sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
+        } else {
+            residual(x, r);
+            if refresh {
+                sys.jacobian(h, e, z, x, lu.matrix_mut());
+            }
+        }
         // Needed only in an error; the test that the residual is finite is
         // the one on the update below: a non-finite residual (or iterate)
         // gives a non-finite update, and a sum of squares is finite exactly
@@ -214,10 +227,7 @@ where
             iterations: it,
             residual: rn2.sqrt(),
         };
-        // Simplified Newton keeps the first factorization of the step; it is
-        // refreshed if the iteration stops contracting fast.
-        if !factored || !opt.simplified {
-            sys.jacobian(h, e, z, x, lu.matrix_mut());
+        if refresh {
             lu.factor_in_place().map_err(|e| match e {
                 FactorError::NonFinite => non_finite(),
                 FactorError::Singular if !rn2.is_finite() => non_finite(),
@@ -254,6 +264,14 @@ where
             if opt.simplified && dn > 0.5 * last {
                 factored = false;
             }
+            // Quadratic convergence, `dn ≈ C last²`, predicts the next update
+            // `C dn²`; taken with the Jacobian at this iterate instead of the
+            // next (which differ by `dn`), it errs by `C dn · C dn² = θ⁴ dn`.
+            // When that is below 1 % of the tolerance, the next iteration
+            // reuses the factors: the result is the full Newton one to well
+            // below an ulp, and the convergence test still decides the end.
+            let theta2 = dn2 / (last * last);
+            at_roundoff = theta2 * theta2 * theta2 * theta2 * dn2 <= 1e-4 * tol2 * x2;
         }
         last = dn;
     }

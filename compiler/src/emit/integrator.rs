@@ -149,7 +149,23 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         &hot_slots("x"),
         std::slice::from_ref(&out_vec),
     )?;
-    let jacobian_call = call(func("jacobian")?, "", &[], &hot_slots("x"), &[out_mat])?;
+    // `jacobian` alone (sensitivities, simplified Newton) runs the fused
+    // function and drops the residual: one function to compile, not two.
+    let jacobian_call = call(
+        func("residual_jacobian")?,
+        "",
+        &[],
+        &hot_slots("x"),
+        &[quote!(&mut [0.0f64; #nx]), out_mat.clone()],
+    )?;
+    let out_j = quote!(<&mut [f64; #nx * #nx]>::try_from(j.as_mut_slice()).expect("square matrix"));
+    let residual_jacobian_call = call(
+        func("residual_jacobian")?,
+        "",
+        &[],
+        &hot_slots("x"),
+        &[quote!(&mut r.data.0[0]), out_j],
+    )?;
     let increment_call = call(
         func("increment")?,
         "",
@@ -489,6 +505,19 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 #[inline]
                 fn jacobian(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SMatrix<f64, #nx, #nx>) {
                     #jacobian_call;
+                }
+
+                #[inline]
+                fn residual_jacobian(
+                    &self,
+                    h: f64,
+                    e: &[f64],
+                    z: &__na::SVector<f64, #nz>,
+                    x: &__na::SVector<f64, #nx>,
+                    r: &mut __na::SVector<f64, #nx>,
+                    j: &mut __na::SMatrix<f64, #nx, #nx>,
+                ) {
+                    #residual_jacobian_call;
                 }
 
                 #[inline]
