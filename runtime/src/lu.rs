@@ -181,11 +181,17 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), Factor
         let inv = 1.0 / s[k * n + k];
         s[k * n + k] = inv;
         for i in k + 1..n {
-            let f = s[k * n + i] * inv;
-            s[k * n + i] = f;
-            for j in k + 1..n {
-                let u = s[j * n + k];
-                s[j * n + i] -= f * u;
+            s[k * n + i] *= inv;
+        }
+        // Column by column: contiguous, vectorizable updates. Each entry
+        // receives the same operation as row by row, so the factors are the
+        // same to the bit whatever the loop order.
+        let (head, tail) = s.split_at_mut((k + 1) * n);
+        let mult = &head[k * n + k + 1..(k + 1) * n];
+        for col in tail.chunks_exact_mut(n) {
+            let u = col[k];
+            for (a, &f) in col[k + 1..].iter_mut().zip(mult) {
+                *a -= f * u;
             }
         }
     }
@@ -339,11 +345,15 @@ fn factor_band(s: &mut [f64], perm: &mut [usize], n: usize, kl: usize, ku: usize
         let inv = 1.0 / s[k * n + k];
         s[k * n + k] = inv;
         for i in k + 1..=last_row {
-            let f = s[k * n + i] * inv;
-            s[k * n + i] = f;
-            for j in k + 1..=last_col {
-                let u = s[j * n + k];
-                s[j * n + i] -= f * u;
+            s[k * n + i] *= inv;
+        }
+        // Column by column, as in `factor_core`.
+        let (head, tail) = s.split_at_mut((k + 1) * n);
+        let mult = &head[k * n + k + 1..k * n + last_row + 1];
+        for col in tail.chunks_exact_mut(n).take(last_col - k) {
+            let u = col[k];
+            for (a, &f) in col[k + 1..=last_row].iter_mut().zip(mult) {
+                *a -= f * u;
             }
         }
     }
