@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sys = Scheme::from_names(&scheme, None)?.derive(&model)?;
     let t_derive = t0.elapsed().as_secs_f64() * 1e3;
     let ident = proc_macro2::Ident::new("Chain", proc_macro2::Span::call_site());
-    let sensitivity = std::env::var("SENS").map_or(true, |v| v != "0");
+    let sensitivity = std::env::var("SENS").is_ok_and(|v| v == "1");
     let target = Target {
         ident: &ident,
         model_path: &path,

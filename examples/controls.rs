@@ -62,14 +62,16 @@ model!(
     [m, r, g],
     model = "models/torque_driven_spherical_pendulum.hamel",
     scheme = "hamel",
-    kinematics = "midpoint"
+    kinematics = "midpoint",
+    sensitivity = true
 );
 model!(
     Inverted,
     [m, r, g],
     model = "models/inverted_spherical_pendulum.hamel",
     scheme = "hamel",
-    kinematics = "midpoint"
+    kinematics = "midpoint",
+    sensitivity = true
 );
 model!(
     FreeMidpoint,

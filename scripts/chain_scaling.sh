@@ -2,15 +2,15 @@
 # Scaling study for n-link chains (issue: chains). For each N: symbolic derivation
 # and emission time, generated size and operation counts (from the compiler),
 # release compile time of a crate that derives the chain, and time per step.
-# Usage: [SENS=0] [MODEL=spherical_chain_cartesian SCHEME=rattle] scripts/chain_scaling.sh [N ...]
-# (default: 1 2 4 8 16 on spherical_chain with hamel; SENS=0 emits no step-map
-# sensitivity, `sensitivity = false` in the derive)
+# Usage: [SENS=1] [MODEL=spherical_chain_cartesian SCHEME=rattle] scripts/chain_scaling.sh [N ...]
+# (default: 1 2 4 8 16 on spherical_chain with hamel; SENS=1 also emits the
+# step-map sensitivity, `sensitivity = true` in the derive)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1 2 4 8 16)
-sens=true
-[ "${SENS:-1}" = "0" ] && sens=false
+sens=false
+[ "${SENS:-0}" = "1" ] && sens=true
 model=${MODEL:-spherical_chain}
 scheme=${SCHEME:-hamel}
 export MODEL=$model SCHEME=$scheme

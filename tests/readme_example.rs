@@ -28,7 +28,8 @@ fn readme_example_runs() -> Result<(), hamel::StepError> {
 #[hamel(
     model = "models/torque_driven_spherical_pendulum.hamel",
     scheme = "hamel",
-    kinematics = "midpoint"
+    kinematics = "midpoint",
+    sensitivity = true
 )]
 pub struct TorqueDriven {
     pub m: f64,

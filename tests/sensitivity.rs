@@ -10,19 +10,22 @@ use hamel::{State, StepSystem, Stepper};
 pendulum!(
     PendulumAveraged,
     model = "models/spherical_pendulum.hamel",
-    kinematics = "averaged"
+    kinematics = "averaged",
+    sensitivity = true
 );
 
 pendulum!(
     PendulumMidpoint,
     model = "models/spherical_pendulum.hamel",
-    kinematics = "midpoint"
+    kinematics = "midpoint",
+    sensitivity = true
 );
 
 double_pendulum!(
     Dsp,
     model = "models/double_spherical_pendulum.hamel",
-    kinematics = "midpoint"
+    kinematics = "midpoint",
+    sensitivity = true
 );
 
 /// Worst relative difference between the analytic sensitivity and central differences.
@@ -78,19 +81,22 @@ fn hamel_sensitivities_match_finite_differences() {
 pendulum!(
     Rattle,
     model = "models/spherical_pendulum_cartesian.hamel",
-    scheme = "rattle"
+    scheme = "rattle",
+    sensitivity = true
 );
 
 pendulum!(
     SvCartesian,
     model = "models/spherical_pendulum_cartesian.hamel",
-    scheme = "stormer_verlet"
+    scheme = "stormer_verlet",
+    sensitivity = true
 );
 
 pendulum!(
     SvAngles,
     model = "models/spherical_pendulum_angles.hamel",
-    scheme = "stormer_verlet"
+    scheme = "stormer_verlet",
+    sensitivity = true
 );
 
 #[test]

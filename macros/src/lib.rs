@@ -111,7 +111,8 @@ struct Attr {
     kinematics: Option<LitStr>,
     /// sizes of indexed families, e.g. `N = 8`
     sizes: Vec<(String, i64)>,
-    /// emit the step-map sensitivity (default true)
+    /// emit the step-map sensitivity (default false: asked for, since it is
+    /// most of the generated code of large models)
     sensitivity: bool,
 }
 
@@ -120,7 +121,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
     let mut scheme = None;
     let mut kinematics = None;
     let mut sizes = Vec::new();
-    let mut sensitivity = true;
+    let mut sensitivity = false;
     let mut found = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
         found = true;

@@ -204,7 +204,7 @@ where
             let scheme = self.system.scheme().to_string();
             *state = before;
             return Err(StepError::InvalidInput(format!(
-                "{scheme} provides no step-map sensitivities"
+                "{scheme} provides no step-map sensitivities (derive with `sensitivity = true`, or load with `compile_with_sensitivity`)"
             )));
         };
         let (zd, xd) = self.system.dims();
