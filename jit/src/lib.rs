@@ -1,5 +1,6 @@
 //! A JIT back-end for register programs: each [`Program`] becomes one native
-//! function `fn(args: *const *const f64, out: *mut f64)` through cranelift,
+//! function `fn(args: *const *const f64, scratch: *mut f64, outs: *const *mut f64)`
+//! through cranelift, writing its outputs into the output arrays in place,
 //! reading its input registers from the argument arrays in place (the
 //! program's inputs are the arrays concatenated, as the caller declares them).
 //!
@@ -31,8 +32,8 @@ fn err(e: impl std::fmt::Display) -> JitError {
 }
 
 /// Signature of every compiled program: one pointer per argument array,
-/// scratch space (see [`JitCode::scratch_len`]), outputs concatenated.
-type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64);
+/// scratch space (see [`JitCode::scratch_len`]), one pointer per output array.
+type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64);
 
 /// Largest number of instructions compiled as one native function.
 pub const CHUNK: usize = 2000;
@@ -95,8 +96,8 @@ elementary!(
 pub struct JitCode {
     module: Option<JITModule>,
     entries: Vec<Entry>,
-    /// argument array lengths and output count, per function
-    shapes: Vec<(Vec<usize>, usize)>,
+    /// per function: argument array lengths, output array lengths
+    shapes: Vec<(Vec<usize>, Vec<usize>)>,
     /// scratch values per function
     scratch: Vec<usize>,
 }
@@ -127,8 +128,28 @@ impl JitCode {
     /// Compiles `programs`; function `i` of the result runs `programs[i].0`,
     /// whose input registers are filled from argument arrays of the lengths
     /// `programs[i].1`, in order.
+    /// Its outputs form one array.
     pub fn compile(programs: &[(&Program, &[usize])]) -> Result<JitCode, JitError> {
-        for (k, (p, arrays)) in programs.iter().enumerate() {
+        let outs: Vec<[usize; 1]> = programs.iter().map(|(p, _)| [p.outputs.len()]).collect();
+        let with: Vec<(&Program, &[usize], &[usize])> =
+            programs.iter().zip(&outs).map(|(&(p, a), o)| (p, a, &o[..])).collect();
+        Self::compile_with_outputs(&with)
+    }
+
+    /// [`JitCode::compile`] for programs whose outputs are split into arrays
+    /// of the lengths `programs[i].2`, in order, each written in place (a
+    /// residual and a Jacobian into their own storage, without a copy).
+    pub fn compile_with_outputs(programs: &[(&Program, &[usize], &[usize])]) -> Result<JitCode, JitError> {
+        for (k, (p, _, outs)) in programs.iter().enumerate() {
+            if outs.iter().sum::<usize>() != p.outputs.len() {
+                return Err(JitError(format!(
+                    "program {k}: output arrays of {} values for {} outputs",
+                    outs.iter().sum::<usize>(),
+                    p.outputs.len()
+                )));
+            }
+        }
+        for (k, (p, arrays, _)) in programs.iter().enumerate() {
             if arrays.iter().sum::<usize>() != p.n_inputs {
                 return Err(JitError(format!(
                     "program {k}: argument arrays of {} values for {} inputs",
@@ -176,7 +197,7 @@ impl JitCode {
         let mut ids = Vec::with_capacity(programs.len());
         let mut scratch = Vec::with_capacity(programs.len());
         let width = i32::from(ptr.bytes() as u8);
-        for (k, &(prog, arrays)) in programs.iter().enumerate() {
+        for (k, &(prog, arrays, out_arrays)) in programs.iter().enumerate() {
             // Long programs are split into parts compiled as separate functions:
             // register allocation grows faster than linearly with function size.
             // Results read by a later part (or that are outputs of a split
@@ -323,9 +344,17 @@ impl JitCode {
                         }
                     }
                     if c == parts - 1 {
-                        for (j, &o) in prog.outputs.iter().enumerate() {
-                            let v = value(o, &mut b, &mut vals, &mut arg_base);
-                            b.ins().store(flags, v, out, (8 * j) as i32);
+                        let mut j = 0;
+                        for (a, &len) in out_arrays.iter().enumerate() {
+                            if len == 0 {
+                                continue;
+                            }
+                            let dst = b.ins().load(ptr, read, out, width * a as i32);
+                            for i in 0..len {
+                                let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
+                                b.ins().store(flags, v, dst, (8 * i) as i32);
+                                j += 1;
+                            }
                         }
                     }
                     b.ins().return_(&[]);
@@ -378,7 +407,7 @@ impl JitCode {
             entries,
             shapes: programs
                 .iter()
-                .map(|(p, arrays)| (arrays.to_vec(), p.outputs.len()))
+                .map(|(_, arrays, outs)| (arrays.to_vec(), outs.to_vec()))
                 .collect(),
             scratch,
         })
@@ -399,17 +428,25 @@ impl JitCode {
         self.scratch[k]
     }
 
-    /// Runs function `k` on argument arrays given as pointers, writing its outputs to `out`.
+    /// Runs function `k` on argument arrays given as pointers, writing its
+    /// outputs into the output arrays given as pointers.
     ///
     /// # Safety
     /// `args` must point to as many pointers as function `k` has argument
     /// arrays, each valid for reading that array's length (see
     /// [`JitCode::compile`]); `scratch` must be valid for reading and writing
-    /// [`JitCode::scratch_len`] values, and `out` for writing its output count.
+    /// [`JitCode::scratch_len`] values, and `outs` must point to as many
+    /// pointers as the function has output arrays, each valid for writing
+    /// that array's length.
     #[inline]
-    pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, scratch: *mut f64, out: *mut f64) {
+    pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, scratch: *mut f64, outs: *const *mut f64) {
         // SAFETY: the caller's contract.
-        unsafe { (self.entries[k])(args, scratch, out) }
+        unsafe { (self.entries[k])(args, scratch, outs) }
+    }
+
+    /// Lengths of function `k`'s output arrays.
+    pub fn output_arrays(&self, k: usize) -> &[usize] {
+        &self.shapes[k].1
     }
 
     /// Runs function `k` on its argument arrays into `out` (outputs concatenated).
@@ -418,9 +455,11 @@ impl JitCode {
     /// If the arrays are not the lengths function `k` was compiled for.
     #[inline]
     pub fn call(&self, k: usize, args: &[&[f64]], out: &mut [f64]) {
-        let (arrays, no) = &self.shapes[k];
+        let (arrays, outs) = &self.shapes[k];
         assert!(
-            args.len() == arrays.len() && args.iter().zip(arrays).all(|(a, &n)| a.len() == n) && out.len() == *no,
+            args.len() == arrays.len()
+                && args.iter().zip(arrays).all(|(a, &n)| a.len() == n)
+                && out.len() == outs.iter().sum::<usize>(),
             "program {k}: wrong argument sizes"
         );
         let mut stack = [std::ptr::null::<f64>(); 16];
@@ -435,9 +474,19 @@ impl JitCode {
             &heap
         };
         let mut tmp = vec![0.0; self.scratch[k]];
+        let mut at = 0;
+        let dst: Vec<*mut f64> = outs
+            .iter()
+            .map(|&n| {
+                let p = out[at..at + n].as_mut_ptr();
+                at += n;
+                p
+            })
+            .collect();
         // SAFETY: lengths checked above; the code reads exactly those arrays,
-        // uses `scratch_len` scratch values and writes `no` outputs.
-        unsafe { (self.entries[k])(ptrs.as_ptr(), tmp.as_mut_ptr(), out.as_mut_ptr()) }
+        // uses `scratch_len` scratch values and writes each output array
+        // (consecutive pieces of `out`) within its length.
+        unsafe { (self.entries[k])(ptrs.as_ptr(), tmp.as_mut_ptr(), dst.as_ptr()) }
     }
 }
 

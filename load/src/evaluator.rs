@@ -84,6 +84,9 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Most output arrays of one function (the Newton system's: residual and Jacobian).
+const MAX_OUTPUT_ARRAYS: usize = 4;
+
 /// The functions of a compiled step, ready to evaluate with one back-end.
 pub struct Evaluator {
     names: Vec<String>,
@@ -139,10 +142,13 @@ impl Evaluator {
         let mut names = Vec::new();
         let mut inputs = Vec::new();
         let mut programs = Vec::new();
+        let mut out_lengths = Vec::new();
         for (
             name,
             CompiledFunction {
-                program, inputs: ins, ..
+                program,
+                inputs: ins,
+                outputs: outs,
             },
         ) in step.functions()
         {
@@ -156,6 +162,12 @@ impl Evaluator {
                     ))
                 })
                 .collect::<Result<Vec<_>, LoadError>>()?;
+            if outs.len() > MAX_OUTPUT_ARRAYS {
+                return Err(LoadError::Scheme(format!(
+                    "internal error: `{name}` declares {} output arrays",
+                    outs.len()
+                )));
+            }
             if slots.len() > Slot::COUNT {
                 return Err(LoadError::Scheme(format!(
                     "internal error: `{name}` declares {} argument arrays",
@@ -165,14 +177,20 @@ impl Evaluator {
             names.push(name.to_string());
             inputs.push(slots);
             programs.push(program.clone());
+            out_lengths.push(outs.iter().map(|(_, n)| *n).collect::<Vec<usize>>());
         }
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
                 let lengths: Vec<Vec<usize>> = inputs.iter().map(|s| s.iter().map(|&(_, n)| n).collect()).collect();
-                let refs: Vec<(&Program, &[usize])> = programs.iter().zip(&lengths).map(|(p, l)| (p, &l[..])).collect();
+                let refs: Vec<(&Program, &[usize], &[usize])> = programs
+                    .iter()
+                    .zip(&lengths)
+                    .zip(&out_lengths)
+                    .map(|((p, l), o)| (p, &l[..], &o[..]))
+                    .collect();
                 Some(Arc::new(
-                    JitCode::compile(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
+                    JitCode::compile_with_outputs(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
                 ))
             }
         };
@@ -222,41 +240,72 @@ impl Evaluator {
     /// # Panics
     /// If a slot the function reads has the wrong length.
     pub fn eval(&self, f: FnId, args: &Args, out: &mut [f64]) {
-        let slots = &self.inputs[f.0];
+        assert_eq!(
+            out.len(),
+            self.programs[f.0].outputs.len(),
+            "`{}`: output length",
+            self.names[f.0]
+        );
         if let Some(code) = &self.jit {
-            // The JIT reads the argument arrays in place.
-            let mut ptrs = [std::ptr::null::<f64>(); Slot::COUNT];
-            for (p, &(s, n)) in ptrs.iter_mut().zip(slots) {
-                *p = self.arg(f, args, s, n).as_ptr();
+            let mut outs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
+            let mut at = 0;
+            for (p, &n) in outs.iter_mut().zip(code.output_arrays(f.0)) {
+                *p = out[at..at + n].as_mut_ptr();
+                at += n;
             }
-            assert_eq!(
-                out.len(),
-                self.programs[f.0].outputs.len(),
-                "`{}`: output length",
-                self.names[f.0]
-            );
-            let mut guard = self.scratch.borrow_mut();
-            let tmp = &mut guard.jit;
-            tmp.resize(tmp.len().max(code.scratch_len(f.0)), 0.0);
-            // SAFETY: one pointer per declared argument array (a function has at
-            // most one array per slot), each checked for its length; scratch of
-            // at least `scratch_len` values; `out` checked for the output count.
-            unsafe { code.call_raw(f.0, ptrs.as_ptr(), tmp.as_mut_ptr(), out.as_mut_ptr()) };
+            self.call_jit(code, f, args, &outs);
             return;
         }
         let mut guard = self.scratch.borrow_mut();
         let Scratch { inputs, regs, .. } = &mut *guard;
         inputs.clear();
-        for &(s, n) in slots {
+        for &(s, n) in &self.inputs[f.0] {
             inputs.extend_from_slice(self.arg(f, args, s, n));
         }
         self.programs[f.0].eval_into(inputs, regs, out);
+    }
+
+    /// The JIT's call of `f`, writing output array `a` at `outs[a]`.
+    fn call_jit(&self, code: &JitCode, f: FnId, args: &Args, outs: &[*mut f64; MAX_OUTPUT_ARRAYS]) {
+        assert!(
+            code.output_arrays(f.0).len() <= MAX_OUTPUT_ARRAYS,
+            "`{}`: too many output arrays",
+            self.names[f.0]
+        );
+        // The JIT reads the argument arrays in place.
+        let mut ptrs = [std::ptr::null::<f64>(); Slot::COUNT];
+        for (p, &(s, n)) in ptrs.iter_mut().zip(&self.inputs[f.0]) {
+            *p = self.arg(f, args, s, n).as_ptr();
+        }
+        let mut guard = self.scratch.borrow_mut();
+        let tmp = &mut guard.jit;
+        tmp.resize(tmp.len().max(code.scratch_len(f.0)), 0.0);
+        // SAFETY: one pointer per declared argument array (a function has at
+        // most one array per slot), each checked for its length; scratch of
+        // at least `scratch_len` values; one pointer per output array, each
+        // (the callers' contract) valid for that array's length.
+        unsafe { code.call_raw(f.0, ptrs.as_ptr(), tmp.as_mut_ptr(), outs.as_ptr()) };
     }
 
     /// Evaluates function `f` on `args` into `outs`, one slice per output
     /// array of the function, in order (their lengths must add up to its
     /// output count).
     pub fn eval_split(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
+        if let Some(code) = &self.jit {
+            // In place: no copy of (large) Jacobians.
+            let lengths = code.output_arrays(f.0);
+            assert!(
+                outs.len() == lengths.len() && outs.iter().zip(lengths).all(|(o, &n)| o.len() == n),
+                "`{}`: output lengths",
+                self.names[f.0]
+            );
+            let mut ptrs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
+            for (p, o) in ptrs.iter_mut().zip(outs.iter_mut()) {
+                *p = o.as_mut_ptr();
+            }
+            self.call_jit(code, f, args, &ptrs);
+            return;
+        }
         let all = self.eval_to_scratch(f, args);
         let mut at = 0;
         for o in outs.iter_mut() {
@@ -270,6 +319,20 @@ impl Evaluator {
     /// Evaluates function `f` on `args` and writes its outputs from index
     /// `from` on into `out` (the rest is dropped).
     pub fn eval_tail(&self, f: FnId, args: &Args, from: usize, out: &mut [f64]) {
+        if let Some(code) = &self.jit {
+            let lengths = code.output_arrays(f.0);
+            if lengths.len() == 2 && lengths[0] == from && lengths[1] == out.len() {
+                // The head goes to scratch, the tail in place.
+                let mut head = std::mem::take(&mut self.scratch.borrow_mut().split);
+                head.resize(from, 0.0);
+                let mut ptrs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
+                ptrs[0] = head.as_mut_ptr();
+                ptrs[1] = out.as_mut_ptr();
+                self.call_jit(code, f, args, &ptrs);
+                self.scratch.borrow_mut().split = head;
+                return;
+            }
+        }
         let all = self.eval_to_scratch(f, args);
         assert_eq!(from + out.len(), all.len(), "`{}`: output lengths", self.names[f.0]);
         out.copy_from_slice(&all[from..]);
