@@ -177,8 +177,11 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), Factor
             return Err(FactorError::Singular);
         }
         perm[k] = p;
+        // Only the active columns (as in `factor_band`): earlier multipliers
+        // stay where they were computed and the solve interleaves the swaps,
+        // with the same operations on the same values, so the same bits.
         if p != k {
-            for c in 0..n {
+            for c in k..n {
                 s.swap(c * n + k, c * n + p);
             }
         }
@@ -236,11 +239,9 @@ fn update_trailing(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
 #[inline(always)]
 fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
     let (m, v) = (&m[..n * n], &mut v[..n]);
-    // Whole rows were swapped during factoring, so PA = LU: permute first.
+    // Each interchange just before its column's multipliers (see `factor_core`).
     for k in 0..n {
         v.swap(k, perm[k]);
-    }
-    for k in 0..n {
         for i in k + 1..n {
             v[i] -= m[k * n + i] * v[k];
         }
