@@ -121,6 +121,8 @@ struct Scratch {
     regs_dd: Vec<Dd>,
     /// the concatenated outputs of [`Evaluator::eval_split`]
     split: Vec<f64>,
+    /// the dropped outputs of [`Evaluator::eval_tail`]
+    head: Vec<f64>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -316,27 +318,14 @@ impl Evaluator {
         self.scratch.borrow_mut().split = all;
     }
 
-    /// Evaluates function `f` on `args` and writes its outputs from index
-    /// `from` on into `out` (the rest is dropped).
+    /// Evaluates function `f`, whose two output arrays have `from` and
+    /// `out.len()` values, on `args`, writing the second into `out` (the
+    /// first, such as a residual next to its Jacobian, is dropped).
     pub fn eval_tail(&self, f: FnId, args: &Args, from: usize, out: &mut [f64]) {
-        if let Some(code) = &self.jit {
-            let lengths = code.output_arrays(f.0);
-            if lengths.len() == 2 && lengths[0] == from && lengths[1] == out.len() {
-                // The head goes to scratch, the tail in place.
-                let mut head = std::mem::take(&mut self.scratch.borrow_mut().split);
-                head.resize(from, 0.0);
-                let mut ptrs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
-                ptrs[0] = head.as_mut_ptr();
-                ptrs[1] = out.as_mut_ptr();
-                self.call_jit(code, f, args, &ptrs);
-                self.scratch.borrow_mut().split = head;
-                return;
-            }
-        }
-        let all = self.eval_to_scratch(f, args);
-        assert_eq!(from + out.len(), all.len(), "`{}`: output lengths", self.names[f.0]);
-        out.copy_from_slice(&all[from..]);
-        self.scratch.borrow_mut().split = all;
+        let mut head = std::mem::take(&mut self.scratch.borrow_mut().head);
+        head.resize(from, 0.0);
+        self.eval_split(f, args, &mut [&mut head[..], out]);
+        self.scratch.borrow_mut().head = head;
     }
 
     /// Every output of `f` into the split buffer, taken out of the scratch

@@ -96,8 +96,8 @@ where
             return invert_small(s, n);
         }
         match self.band {
-            Some((kl, ku)) => factor_band(s, perm, n, kl, ku),
-            None => small_sizes!(n, factor_core(s, perm)),
+            band @ Some(_) => factor_banded(s, perm, band, n),
+            None => small_sizes!(n, factor_core(s, perm, None)),
         }
     }
 
@@ -108,9 +108,10 @@ where
         if n <= 3 {
             return apply_small(self.m.as_slice(), b.as_mut_slice(), n);
         }
+        let (m, perm) = (self.m.as_slice(), self.perm.as_slice());
         match self.band {
-            Some((kl, ku)) => solve_band(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice(), n, kl, ku),
-            None => small_sizes!(n, solve_core(self.m.as_slice(), self.perm.as_slice(), b.as_mut_slice())),
+            band @ Some(_) => solve_banded(m, perm, b.as_mut_slice(), band, n),
+            None => small_sizes!(n, solve_core(m, perm, b.as_mut_slice(), None)),
         }
     }
 }
@@ -144,16 +145,27 @@ macro_rules! small_sizes {
 use small_sizes;
 
 /// LU with partial pivoting of the column-major `n × n` matrix `s`, in place.
+/// With `band = Some((kl, ku))` the matrix has no entry more than `kl` below or
+/// `ku` above the diagonal: pivots are sought among the `kl` rows below, row
+/// swaps fill at most `kl` more superdiagonals, and every entry skipped is an
+/// exact zero, so the factors equal the dense ones to the bit.
 #[inline(always)]
-fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), FactorError> {
+fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, n: usize) -> Result<(), FactorError> {
     let s = &mut s[..n * n];
+    // One past the last row of column k's band, and past its last column.
+    // (Exclusive ranges: inclusive ones keep loops from vectorizing.)
+    let row_end = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
+    let col_end = |k: usize| band.map_or(n, |(kl, ku)| (k + kl + ku + 1).min(n));
     // Branch-free, so that it vectorizes: `x · 0` is 0 for a finite `x` and
-    // NaN otherwise.
+    // NaN otherwise. Only the band is read.
     let (mut big, mut poison) = (0.0f64, 0.0f64);
-    for &x in s.iter() {
-        poison += x * 0.0;
-        let a = x.abs();
-        big = if a > big { a } else { big };
+    for c in 0..n {
+        let first = band.map_or(0, |(_, ku)| c.saturating_sub(ku));
+        for &x in &s[c * n + first..c * n + row_end(c)] {
+            poison += x * 0.0;
+            let a = x.abs();
+            big = if a > big { a } else { big };
+        }
     }
     if poison != 0.0 {
         return Err(FactorError::NonFinite);
@@ -164,9 +176,10 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), Factor
     let tiny = big * 1e3 * f64::EPSILON;
     // s[col * n + row]
     for k in 0..n {
+        let (rows, cols) = (row_end(k), col_end(k));
         let mut p = k;
         let mut pv = s[k * n + k].abs();
-        for i in k + 1..n {
+        for i in k + 1..rows {
             let x = s[k * n + i].abs();
             if x > pv {
                 p = i;
@@ -177,31 +190,31 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), Factor
             return Err(FactorError::Singular);
         }
         perm[k] = p;
-        // Only the active columns (as in `factor_band`): earlier multipliers
-        // stay where they were computed and the solve interleaves the swaps,
-        // with the same operations on the same values, so the same bits.
+        // Only the active columns (as LAPACK's banded LU does): earlier
+        // multipliers stay where they were computed and the solve interleaves
+        // the swaps, so they stay within the band.
         if p != k {
-            for c in k..n {
+            for c in k..cols {
                 s.swap(c * n + k, c * n + p);
             }
         }
         let inv = 1.0 / s[k * n + k];
         s[k * n + k] = inv;
-        for i in k + 1..n {
+        for i in k + 1..rows {
             s[k * n + i] *= inv;
         }
         // Column by column: contiguous, vectorizable updates. Each entry
         // receives the same operation as row by row, so the factors are the
         // same to the bit whatever the loop order.
         let (head, tail) = s.split_at_mut((k + 1) * n);
-        let mult = &head[k * n + k + 1..(k + 1) * n];
-        update_trailing(tail, mult, k, n);
+        let mult = &head[k * n + k + 1..k * n + rows];
+        update_trailing(&mut tail[..(cols - k - 1) * n], mult, k, n);
     }
     Ok(())
 }
 
-/// `col[k+1..] −= mult · col[k]` for every column of `tail` (columns of
-/// length `n`): the rank-one update of one elimination step.
+/// `col[k+1..][..mult.len()] −= mult · col[k]` for every column of `tail`
+/// (columns of length `n`): the rank-one update of one elimination step.
 #[inline(always)]
 fn update_columns(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     for col in tail.chunks_exact_mut(n) {
@@ -226,7 +239,7 @@ fn update_trailing(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
         unsafe fn wide(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
             update_columns(tail, mult, k, n)
         }
-        if n - k > 16 && std::arch::is_x86_feature_detected!("avx") {
+        if mult.len() > 16 && std::arch::is_x86_feature_detected!("avx") {
             // SAFETY: AVX is present (checked above).
             unsafe { wide(tail, mult, k, n) };
             return;
@@ -235,24 +248,37 @@ fn update_trailing(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     update_columns(tail, mult, k, n)
 }
 
-/// Overwrites `v` with the solution of `a x = v` from the factors `m` of `a`.
+/// Overwrites `v` with the solution of `a x = v` from the factors `m` of
+/// [`factor_core`] (same `band`): each interchange is applied just before its
+/// column's multipliers; `U` has at most `kl + ku` superdiagonals.
 #[inline(always)]
-fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
+fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
     let (m, v) = (&m[..n * n], &mut v[..n]);
-    // Each interchange just before its column's multipliers (see `factor_core`).
+    let below = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
+    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
     for k in 0..n {
         v.swap(k, perm[k]);
-        for i in k + 1..n {
+        for i in k + 1..below(k) {
             v[i] -= m[k * n + i] * v[k];
         }
     }
     for i in (0..n).rev() {
         let mut s = v[i];
-        for j in i + 1..n {
+        for j in i + 1..above(i) {
             s -= m[j * n + i] * v[j];
         }
         v[i] = s * m[i * n + i];
     }
+}
+
+/// [`factor_core`] of banded matrices, out of line: the dense sizes inline.
+fn factor_banded(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, n: usize) -> Result<(), FactorError> {
+    factor_core(s, perm, band, n)
+}
+
+/// [`solve_core`] of banded factors, out of line.
+fn solve_banded(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
+    solve_core(m, perm, v, band, n)
 }
 
 /// Matrices of size 1–3 are inverted in place by their adjugate: one
@@ -332,87 +358,6 @@ fn apply_small(m: &[f64], v: &mut [f64], n: usize) {
         *o = acc;
     }
     v[..n].copy_from_slice(&out[..n]);
-}
-
-/// [`factor_core`] for a matrix with `kl` sub- and `ku` superdiagonals:
-/// pivots are sought among the `kl` rows below, and row swaps fill at most
-/// `kl` more superdiagonals; every entry skipped is an exact zero.
-fn factor_band(s: &mut [f64], perm: &mut [usize], n: usize, kl: usize, ku: usize) -> Result<(), FactorError> {
-    let s = &mut s[..n * n];
-    // Only the band is read: every entry outside it is an exact zero.
-    let mut big = 0.0f64;
-    for c in 0..n {
-        for &x in &s[c * n + c.saturating_sub(ku)..=c * n + (c + kl).min(n - 1)] {
-            if !x.is_finite() {
-                return Err(FactorError::NonFinite);
-            }
-            big = big.max(x.abs());
-        }
-    }
-    if big == 0.0 {
-        return Err(FactorError::Singular);
-    }
-    let tiny = big * 1e3 * f64::EPSILON;
-    for k in 0..n {
-        let last_row = (k + kl).min(n - 1);
-        let last_col = (k + kl + ku).min(n - 1);
-        let mut p = k;
-        let mut pv = s[k * n + k].abs();
-        for i in k + 1..=last_row {
-            let x = s[k * n + i].abs();
-            if x > pv {
-                p = i;
-                pv = x;
-            }
-        }
-        if pv <= tiny {
-            return Err(FactorError::Singular);
-        }
-        perm[k] = p;
-        // Only the active columns: the multipliers of earlier columns stay
-        // where they were computed, and the solve interleaves the swaps
-        // (as LAPACK's banded LU does), so they stay within the band.
-        if p != k {
-            for c in k..=last_col {
-                s.swap(c * n + k, c * n + p);
-            }
-        }
-        let inv = 1.0 / s[k * n + k];
-        s[k * n + k] = inv;
-        for i in k + 1..=last_row {
-            s[k * n + i] *= inv;
-        }
-        // Column by column, as in `factor_core`.
-        let (head, tail) = s.split_at_mut((k + 1) * n);
-        let mult = &head[k * n + k + 1..k * n + last_row + 1];
-        for col in tail.chunks_exact_mut(n).take(last_col - k) {
-            let u = col[k];
-            for (a, &f) in col[k + 1..=last_row].iter_mut().zip(mult) {
-                *a -= f * u;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// [`solve_core`] for factors of [`factor_band`]: each interchange is applied
-/// just before its column's multipliers (within `kl` rows below the
-/// diagonal); `U` has at most `kl + ku` superdiagonals.
-fn solve_band(m: &[f64], perm: &[usize], v: &mut [f64], n: usize, kl: usize, ku: usize) {
-    let (m, v) = (&m[..n * n], &mut v[..n]);
-    for k in 0..n {
-        v.swap(k, perm[k]);
-        for i in k + 1..=(k + kl).min(n - 1) {
-            v[i] -= m[k * n + i] * v[k];
-        }
-    }
-    for i in (0..n).rev() {
-        let mut s = v[i];
-        for j in i + 1..=(i + kl + ku).min(n - 1) {
-            s -= m[j * n + i] * v[j];
-        }
-        v[i] = s * m[i * n + i];
-    }
 }
 
 /// Solves `a x = b`; `b` is overwritten with `x`.

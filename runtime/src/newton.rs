@@ -209,7 +209,7 @@ where
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
         let refresh = !factored || !(opt.simplified || at_roundoff);
-        if refresh && !(COMP && lo.is_some()) {
+        if refresh && !COMP {
             sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
         } else {
             residual(x, r);
@@ -379,8 +379,7 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    let lo = COMP.then_some(&*st.lo);
-    if !(COMP && lo.is_some_and(|lo| sys.increment_compensated(h, e, st.z, lo, x, dz))) {
+    if !(COMP && sys.increment_compensated(h, e, st.z, st.lo, x, dz)) {
         sys.increment(h, e, st.z, x, dz);
     }
     // Finite exactly when every entry is (short of overflow, a failure too).
