@@ -242,6 +242,7 @@ impl Run {
             "max_momentum_error_rel": momentum,
             "newton_iterations_mean": self.newton.mean(),
             "newton_iterations_max": self.newton.max_iterations,
+            "newton_factorizations_mean": self.newton.factorizations_mean(),
             "ns_per_step": self.ns_per_step,
             "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
             "metric_condition_max": self.monitor.conditioning().map(|c| c.max),

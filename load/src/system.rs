@@ -479,6 +479,11 @@ impl Kernels<Dyn, Dyn> for System {
         self.step.band
     }
 
+    fn kernel_ops(&self) -> Option<(usize, usize)> {
+        let ops = |n: &str| self.step.function(n).map(|f| f.program.instrs.len());
+        Some((ops("residual")?, ops("residual_jacobian")?))
+    }
+
     fn input_sensitivity_parts(
         &self,
         h: f64,

@@ -85,6 +85,13 @@ where
         None
     }
 
+    /// Operations of one [`Kernels::residual`] and of one
+    /// [`Kernels::residual_jacobian`] evaluation, which tell Newton what
+    /// keeping a factorization saves (`None`: unknown).
+    fn kernel_ops(&self) -> Option<(usize, usize)> {
+        None
+    }
+
     /// Length of the step's exogenous data `e = (t_k, u_k, u_{k−1})` (time at
     /// the start of the step, the inputs held over it, the previous step's
     /// inputs): 0 for a model without forces or inputs, else `1 + 2r`.

@@ -27,6 +27,12 @@ pub struct NewtonOptions {
     /// reuse it, refreshing it only when the iteration contracts slowly; cheaper
     /// iterations, linear instead of quadratic convergence
     pub simplified: bool,
+    /// chord iterations: keep the first factorization of a step when the
+    /// contraction predicted from the previous step is fast and the residuals
+    /// it costs are cheaper than the factorizations it saves (the decision
+    /// weighs the kernels' operation counts, so two models whose kernels
+    /// compute the same values at different costs may round differently)
+    pub chord: bool,
 }
 
 impl Default for NewtonOptions {
@@ -36,6 +42,7 @@ impl Default for NewtonOptions {
             tolerance: f64::EPSILON,
             stall_tolerance: 1e-8,
             simplified: false,
+            chord: true,
         }
     }
 }
@@ -49,14 +56,27 @@ pub struct NewtonStats {
     pub iterations: u64,
     /// largest iteration count of one step
     pub max_iterations: usize,
+    /// Jacobian factorizations over all steps (fewer than iterations where
+    /// Newton keeps factors: at round-off, in chord iterations, simplified)
+    pub factorizations: u64,
 }
 
 impl NewtonStats {
     #[inline]
-    pub(crate) fn record(&mut self, iters: usize) {
+    pub(crate) fn record(&mut self, solved: Solved) {
         self.steps += 1;
-        self.iterations += iters as u64;
-        self.max_iterations = self.max_iterations.max(iters);
+        self.iterations += solved.iterations as u64;
+        self.factorizations += solved.factorizations as u64;
+        self.max_iterations = self.max_iterations.max(solved.iterations);
+    }
+
+    /// Mean factorizations per step.
+    pub fn factorizations_mean(&self) -> f64 {
+        if self.steps == 0 {
+            0.0
+        } else {
+            self.factorizations as f64 / self.steps as f64
+        }
     }
 
     /// Mean iterations per step.
@@ -67,6 +87,13 @@ impl NewtonStats {
             self.iterations as f64 / self.steps as f64
         }
     }
+}
+
+/// What a successful solve took.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Solved {
+    iterations: usize,
+    factorizations: usize,
 }
 
 /// What one Newton solve needs besides the state: allocated once per stepper,
@@ -83,6 +110,72 @@ where
     lu: Lu<X>,
     /// the increment
     dz: OVector<f64, Z>,
+    /// what the last step tells the next
+    history: History<X>,
+    /// relative costs of a chord and of a Newton iteration (see [`chord_pays`])
+    costs: IterationCosts,
+}
+
+/// What one step tells the next of the same trajectory: how far off the
+/// predictor was, and how fast Newton contracted. Used only when the state
+/// handed to the next step is the one this workspace produced, so that a step
+/// depends on the state and on whether it continues the previous call, not on
+/// other trajectories the workspace served.
+struct History<X: Dim>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    /// the step count after the last successful step (`u64::MAX`: none)
+    next_step: u64,
+    /// the last step's predictor's guess (its error is the previous solution
+    /// minus this; the previous solution itself when there is no last step)
+    guess: OVector<f64, X>,
+    /// the last step's estimate of Newton's constant `C` in
+    /// `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²` (NaN: none), which predicts how fast the
+    /// first factorization of the next step will contract
+    contraction: f64,
+}
+
+impl<X: Dim> History<X>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    fn new(x: X) -> Self {
+        Self {
+            next_step: u64::MAX,
+            guess: OVector::zeros_generic(x, U1),
+            contraction: f64::NAN,
+        }
+    }
+
+    /// Forgets the last step unless the state at step `step` with previous
+    /// solution `warm` is the one it produced (whose solution was `last`).
+    fn continue_or_forget(&mut self, step: u64, warm: &OVector<f64, X>, last: &OVector<f64, X>) {
+        if !(self.next_step == step && warm.as_slice() == last.as_slice()) {
+            self.forget(warm);
+        }
+        self.next_step = u64::MAX;
+    }
+
+    /// Starts afresh from the previous solution `warm`.
+    fn forget(&mut self, warm: &OVector<f64, X>) {
+        self.guess.copy_from(warm);
+        self.contraction = f64::NAN;
+        self.next_step = u64::MAX;
+    }
+}
+
+impl<X: Dim> Clone for History<X>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    fn clone(&self) -> Self {
+        Self {
+            next_step: self.next_step,
+            guess: self.guess.clone(),
+            contraction: self.contraction,
+        }
+    }
 }
 
 impl<Z: Dim, X: Dim> Workspace<Z, X>
@@ -97,7 +190,16 @@ where
     /// Workspace for a step whose Jacobian has the band `(kl, ku)` (see
     /// [`Kernels::jacobian_band`]).
     pub fn with_band(z: Z, x: X, band: Option<(usize, usize)>) -> Self {
+        Self::with_costs(z, x, band, None)
+    }
+
+    /// Workspace for a step whose Jacobian has the band `(kl, ku)` and whose
+    /// residual and fused residual-and-Jacobian kernels cost `kernel_ops`
+    /// operations (see [`Kernels::kernel_ops`]).
+    pub fn with_costs(z: Z, x: X, band: Option<(usize, usize)>, kernel_ops: Option<(usize, usize)>) -> Self {
         Self {
+            costs: IterationCosts::new(x.value(), band, kernel_ops),
+            history: History::new(x),
             x: OVector::zeros_generic(x, U1),
             r: OVector::zeros_generic(x, U1),
             lu: match band {
@@ -124,6 +226,8 @@ where
             r: self.r.clone(),
             lu: self.lu.clone(),
             dz: self.dz.clone(),
+            history: self.history.clone(),
+            costs: self.costs,
         }
     }
 }
@@ -149,12 +253,120 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    let Workspace { x, r, lu, .. } = work;
+    let Workspace {
+        x,
+        r,
+        lu,
+        history,
+        costs,
+        ..
+    } = work;
+    // A solve on its own: nothing carries over from an earlier one.
+    history.forget(previous);
+    let store = Store {
+        x,
+        r,
+        lu,
+        history,
+        costs: *costs,
+    };
     match lo {
-        Some(_) => iterate::<S, Z, X, true>(sys, h, e, z, lo, previous, step, opt, x, r, lu),
-        None => iterate::<S, Z, X, false>(sys, h, e, z, lo, previous, step, opt, x, r, lu),
+        Some(_) => iterate::<S, Z, X, true>(sys, h, e, z, lo, previous, step, opt, store),
+        None => iterate::<S, Z, X, false>(sys, h, e, z, lo, previous, step, opt, store),
+    }
+    .map(|s| s.iterations)
+}
+
+/// The storage one solve iterates on.
+struct Store<'a, X: Dim>
+where
+    DefaultAllocator: Allocator<X> + Allocator<X, X>,
+{
+    x: &'a mut OVector<f64, X>,
+    r: &'a mut OVector<f64, X>,
+    lu: &'a mut Lu<X>,
+    history: &'a mut History<X>,
+    costs: IterationCosts,
+}
+
+/// What a chord iteration (residual, solve) and a Newton iteration (residual
+/// and Jacobian, factorization, solve) cost, in operations; `None` where the
+/// kernels do not say.
+#[derive(Clone, Copy, Debug)]
+struct IterationCosts(Option<(f64, f64)>);
+
+/// Predicting the iterations each way ([`chord_pays`]) costs about as much
+/// as this many kernel operations: systems whose Jacobian and factorization
+/// cost less than that (a sphere's 3×3 step) do not weigh chord iterations.
+const DECISION_OPS: f64 = 100.0;
+
+impl IterationCosts {
+    /// Whether chord iterations could save more than deciding on them costs.
+    fn worth_deciding(&self) -> bool {
+        self.0.is_none_or(|(chord, newton)| newton - chord >= DECISION_OPS)
+    }
+
+    fn new(n: usize, band: Option<(usize, usize)>, kernel_ops: Option<(usize, usize)>) -> Self {
+        let n = n as f64;
+        let solve = 2.0 * n * n;
+        let factor = match band {
+            Some((kl, ku)) => 2.0 * n * kl as f64 * (kl + ku + 1) as f64,
+            None => 2.0 * n * n * n / 3.0,
+        };
+        IterationCosts(kernel_ops.map(|(r, rj)| (r as f64 + solve, rj as f64 + factor + solve)))
     }
 }
+
+/// Whether keeping the first factorization pays, from Newton's constant `c`
+/// (the last step's) and the first update `d1`: the iterations each way are
+/// predicted from `c` (Newton: `d ← c d²`, stopped when `θ d ≤ tol`; chord:
+/// `d ← c d1 · d`, stopped when its error is 1 % of that), and the chord's
+/// extra residuals must cost at most the Jacobians and factorizations it
+/// saves. Without costs, only when it takes no more iterations.
+fn chord_pays(c: f64, d1: f64, tol: f64, costs: IterationCosts) -> bool {
+    let newton = {
+        let (mut d, mut k) = (d1, 1.0);
+        loop {
+            let next = c * d * d;
+            k += 1.0;
+            if (c * d) * next <= tol || k >= 8.0 {
+                break k;
+            }
+            d = next;
+        }
+    };
+    let rate = c * d1;
+    let chord = {
+        let (mut d, mut k) = (d1, 1.0);
+        loop {
+            d *= rate;
+            k += 1.0;
+            if rate * d <= 1e-2 * tol * (1.0 - rate) || k >= 12.0 {
+                break k;
+            }
+        }
+    };
+    // Beyond the first iteration: Newton takes new factors in all but its
+    // last, which reuses them at round-off from the third on; the chord in
+    // none.
+    match costs.0 {
+        Some((chord_cost, newton_cost)) => {
+            let newton_rest = if newton <= 2.0 {
+                newton_cost
+            } else {
+                (newton - 2.0) * newton_cost + chord_cost
+            };
+            (chord - 1.0) * chord_cost <= newton_rest
+        }
+        None => chord <= newton,
+    }
+}
+
+/// A factorization is kept for the next iteration (a chord iteration) when
+/// the predicted contraction is at most this: the iteration then still
+/// converges to round-off in as many residuals as a Newton one would take
+/// Jacobians, each far cheaper.
+const CHORD_CONTRACTION: f64 = 1e-4;
 
 /// [`solve`]'s iteration, on the storage given.
 #[allow(clippy::too_many_arguments)]
@@ -168,10 +380,8 @@ fn iterate<S, Z, X, const COMP: bool>(
     previous: &OVector<f64, X>,
     step: u64,
     opt: &NewtonOptions,
-    x: &mut OVector<f64, X>,
-    r: &mut OVector<f64, X>,
-    lu: &mut Lu<X>,
-) -> Result<usize, StepError>
+    store: Store<'_, X>,
+) -> Result<Solved, StepError>
 where
     S: Kernels<Z, X> + ?Sized,
     Z: Dim,
@@ -198,17 +408,41 @@ where
             _ => sys.residual(h, e, z, x, r),
         }
     }
+    let Store {
+        x,
+        r,
+        lu,
+        history,
+        costs,
+    } = store;
     let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| eval::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     sys.predict(h, e, z, previous, x);
+    // The predictor's error changes little from one step to the next: the
+    // last one's is added to its guess (zero on a first step).
+    // (Element by element: the guess was stored that way, and a wide load
+    // of narrow stores stalls.)
+    for i in 0..x.len() {
+        let p = x[i];
+        x[i] = p + (previous[i] - history.guess[i]);
+        history.guess[i] = p;
+    }
+    let contraction = &mut history.contraction;
     let mut last = f64::INFINITY;
     let mut factored = false;
+    let mut factorizations = 0;
     // The iteration has reached the regime where the next update is at
     // round-off: its Jacobian may be the last one (see below).
     let mut at_roundoff = false;
+    // Chord iterations: the factors are an earlier iterate's, kept because
+    // the iteration contracts fast enough with them (see below).
+    let mut chord = false;
+    // A chord iteration's rate, and its prediction of the error left.
+    let (mut rate, mut bias) = (f64::NAN, f64::INFINITY);
     for it in 1..=opt.max_iterations {
         // Simplified Newton keeps the first factorization of the step; it is
         // refreshed if the iteration stops contracting fast.
-        let refresh = !factored || !(opt.simplified || at_roundoff);
+        let refresh = !factored || !(opt.simplified || at_roundoff || chord);
+        let chord_step = chord && !refresh;
         if refresh && !COMP {
             sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
         } else {
@@ -238,6 +472,7 @@ where
                 },
             })?;
             factored = true;
+            factorizations += 1;
         }
         lu.solve(r);
         *x -= &*r;
@@ -246,20 +481,72 @@ where
             return Err(non_finite());
         }
         if dn2 == 0.0 {
-            return Ok(it);
+            return Ok(Solved {
+                iterations: it,
+                factorizations,
+            });
         }
         let dn = dn2.sqrt();
-        if it > 1 {
+        if it == 1 {
+            // Newton's constant from the last step predicts the contraction
+            // of iterations with these factors, `C ‖Δx_1‖`; when it is fast
+            // they are kept (chord iterations).
+            chord = opt.chord
+                && costs.worth_deciding()
+                && !opt.simplified
+                && *contraction * dn <= CHORD_CONTRACTION
+                && chord_pays(*contraction, dn, opt.tolerance * x.norm(), costs);
+        } else {
+            if it == 2 {
+                // `‖Δx_2‖ ≈ C ‖Δx_1‖²` whether the second iteration used new
+                // factors or the first ones (both updates estimate the error
+                // left by the first).
+                *contraction = dn / (last * last);
+            }
+            let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
+            let tol2 = opt.tolerance * opt.tolerance;
+            if chord_step {
+                // Chord iterations converge linearly, at the rate of the
+                // first (taken before round-off can blur it): the error left
+                // is `rate` times the true part of the update, itself at
+                // most the error predicted before it (the rest of a larger
+                // update is round-off). The error is one of sign and
+                // direction, not noise, and would add up over a run (as
+                // simplified Newton's does): it must fall to 1 % of the
+                // tolerance, where a Newton iterate's is.
+                if it == 2 {
+                    rate = dn / last;
+                }
+                if dn > last || rate > CHORD_CONTRACTION {
+                    // Not contracting as predicted: new factors next.
+                    chord = false;
+                } else {
+                    bias = rate * dn.min(bias);
+                    let margin = 1.0 - rate;
+                    if bias * bias <= 1e-4 * tol2 * x2 * margin * margin {
+                        return Ok(Solved {
+                            iterations: it,
+                            factorizations,
+                        });
+                    }
+                }
+                last = dn;
+                continue;
+            }
             // θ = dn/last; θ/(1−θ)·dn ≤ ε‖x‖ ⇔ dn² ≤ ε‖x‖(last − dn), squared
             // to spare the square root of ‖x‖ and both divisions.
             let gap = last - dn;
-            let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
-            let tol2 = opt.tolerance * opt.tolerance;
             if gap > 0.0 && dn2 * dn2 <= tol2 * x2 * gap * gap {
-                return Ok(it);
+                return Ok(Solved {
+                    iterations: it,
+                    factorizations,
+                });
             }
             if gap <= 0.0 && dn2 <= opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared()) {
-                return Ok(it);
+                return Ok(Solved {
+                    iterations: it,
+                    factorizations,
+                });
             }
             if opt.simplified && dn > 0.5 * last {
                 factored = false;
@@ -347,20 +634,54 @@ where
     // path. Copies of run-time sizes would allocate, so those step in the
     // workspace.
     if X::try_to_usize().is_some_and(|n| n <= 8) && Z::try_to_usize().is_some() {
-        let Workspace { x, r, lu, dz } = work;
+        let Workspace {
+            x,
+            r,
+            lu,
+            dz,
+            history,
+            costs,
+        } = work;
+        history.continue_or_forget(*st.step, st.warm, x);
         let (mut xl, mut rl, mut lul, mut dzl) = (x.clone(), r.clone(), lu.clone(), dz.clone());
-        let iters = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, &mut xl, &mut rl, &mut lul)?;
-        update::<S, Z, X, COMP>(sys, h, e, stats, iters, &xl, &mut dzl, st)?;
+        let store = Store {
+            x: &mut xl,
+            r: &mut rl,
+            lu: &mut lul,
+            history,
+            costs: *costs,
+        };
+        let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
+        let done = update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, st)?;
         x.copy_from(&xl);
+        history.next_step = done;
         Ok(())
     } else {
-        let Workspace { x, r, lu, dz } = work;
-        let iters = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, x, r, lu)?;
-        update::<S, Z, X, COMP>(sys, h, e, stats, iters, x, dz, st)
+        let Workspace {
+            x,
+            r,
+            lu,
+            dz,
+            history,
+            costs,
+        } = work;
+        history.continue_or_forget(*st.step, st.warm, x);
+        let store = Store {
+            x,
+            r,
+            lu,
+            history,
+            costs: *costs,
+        };
+        let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
+        let done = update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, st)?;
+        history.next_step = done;
+        Ok(())
     }
 }
 
-/// The end of [`advance`]: increment from the solution `x`, checks, update.
+/// The end of [`advance`]: increment from the solution `x`, checks, update;
+/// returns the new step count.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn update<S, Z, X, const COMP: bool>(
@@ -368,11 +689,11 @@ fn update<S, Z, X, const COMP: bool>(
     h: f64,
     e: &[f64],
     stats: &mut NewtonStats,
-    iters: usize,
+    solved: Solved,
     x: &OVector<f64, X>,
     dz: &mut OVector<f64, Z>,
     st: StepParts<'_, Z, X>,
-) -> Result<(), StepError>
+) -> Result<u64, StepError>
 where
     S: Kernels<Z, X> + ?Sized,
     Z: Dim,
@@ -386,11 +707,11 @@ where
     if !dz.norm_squared().is_finite() {
         return Err(StepError::NonFinite {
             step: *st.step,
-            iterations: iters,
+            iterations: solved.iterations,
             residual: f64::NAN,
         });
     }
-    stats.record(iters);
+    stats.record(solved);
     if COMP {
         for j in 0..dz.len() {
             // TwoSum: s + e = z + t exactly.
@@ -406,5 +727,5 @@ where
     }
     st.warm.copy_from(x);
     *st.step += 1;
-    Ok(())
+    Ok(*st.step)
 }

@@ -82,7 +82,7 @@ where
             stats: NewtonStats::default(),
             compensated: false,
             t0: 0.0,
-            work: Workspace::with_band(z, x, system.jacobian_band()),
+            work: Workspace::with_costs(z, x, system.jacobian_band(), system.kernel_ops()),
             exo: vec![0.0; system.exogenous_len()],
             have_previous: false,
             before: (system.exogenous_len() > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),

@@ -62,9 +62,10 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         );
     }
     hamel_cli::out!(
-        "Newton iterations/step {:.2} (max {}), {:.0} ns/step ({}, kernels prepared in {:.1} ms)",
+        "Newton iterations/step {:.2} (max {}), factorizations/step {:.2}, {:.0} ns/step ({}, kernels prepared in {:.1} ms)",
         run.newton.mean(),
         run.newton.max_iterations,
+        run.newton.factorizations_mean(),
         run.ns_per_step,
         run.backend,
         run.prepare_ms

@@ -77,12 +77,18 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let mut stats = IntegratorStats::default();
     let mut compensated = true;
     let functions = sys.functions();
+    let (mut residual_ops, mut residual_jacobian_ops) = (0usize, 0usize);
     for f in &functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
         let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
+        match f.name.as_str() {
+            "residual" => residual_ops = ops,
+            "residual_jacobian" => residual_jacobian_ops = ops,
+            _ => {}
+        }
         fns.push(ts);
         // Compensated runs evaluate residual and increment with the state in double-double.
         if f.name == "residual" || f.name == "increment" {
@@ -536,6 +542,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
 
                 fn jacobian_band(&self) -> Option<(usize, usize)> {
                     #band
+                }
+
+                fn kernel_ops(&self) -> Option<(usize, usize)> {
+                    Some((#residual_ops, #residual_jacobian_ops))
                 }
 
                 #sensitivity_impl

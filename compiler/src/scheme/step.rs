@@ -184,11 +184,15 @@ impl StepSystem {
         }
         let next = g.substitute_all(&self.update, &map_x);
         self.update = next.iter().zip(&z).map(|(&n, &zj)| g.sub(n, zj)).collect();
+        // An unknown guessed as its previous value (`x_i ≈ x_i,prev`, error
+        // O(h)) is guessed, in increment form, by linear extrapolation: the
+        // previous increment (`x_i ≈ 2 x_i,prev − x_i,prev2`, error O(h²)).
         let pred = g.substitute_all(&self.predictor, &map_w);
         self.predictor = pred
             .iter()
             .enumerate()
             .map(|(i, &p)| match base[i] {
+                Some(_) if self.predictor[i] == self.previous[i] => wd[i],
                 Some(j) => g.sub(p, z[j]),
                 None => p,
             })
