@@ -321,7 +321,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
                 e(j_abs(&plain)),
                 e(j_abs(&comp)),
                 "—".into(),
-                "1–3e-13".into(),
+                "1–4e-13".into(),
             ],
             vec![
                 "max |ΔJ/J|".into(),
