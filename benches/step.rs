@@ -38,6 +38,7 @@ fn bench(c: &mut Criterion) {
         lo: Default::default(),
         warm: Default::default(),
         step: 0,
+        newton: Default::default(),
     };
     let mut group = c.benchmark_group("spherical_pendulum_100_steps");
     group.bench_function("generated", |b| b.iter(|| run(&generated, std::hint::black_box(start))));

@@ -28,6 +28,7 @@ fn generated_equals_hand_written() {
         lo: Default::default(),
         warm: Default::default(),
         step: 0,
+        newton: Default::default(),
     };
     let mut worst: f64 = 0.0;
     for _ in 0..10 {

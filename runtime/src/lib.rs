@@ -16,7 +16,7 @@ pub mod system;
 pub use error::StepError;
 pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
 pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
-pub use newton::{NewtonOptions, NewtonStats};
+pub use newton::{NewtonMemory, NewtonOptions, NewtonStats};
 pub use run::{simulate, simulate_controlled, simulate_with, RunSummary};
 pub use state::{DynState, State, StateOf};
 pub use system::{DynStepper, StepSystem, Stepper, StepperOf};

@@ -110,71 +110,82 @@ where
     lu: Lu<X>,
     /// the increment
     dz: OVector<f64, Z>,
-    /// what the last step tells the next
-    history: History<X>,
+    /// scratch for the state's [`NewtonMemory`] during a step (so that a
+    /// failed step leaves the state unchanged)
+    memory: NewtonMemory<X>,
     /// relative costs of a chord and of a Newton iteration (see [`chord_pays`])
     costs: IterationCosts,
 }
 
-/// What one step tells the next of the same trajectory: how far off the
-/// predictor was, and how fast Newton contracted. Used only when the state
-/// handed to the next step is the one this workspace produced, so that a step
-/// depends on the state and on whether it continues the previous call, not on
-/// other trajectories the workspace served.
-struct History<X: Dim>
+/// What one Newton solve tells the next of the same trajectory: how far off
+/// the predictor was in the last two steps, and how fast Newton contracted.
+/// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
+/// function of the state it is handed, whichever stepper takes it.
+#[derive(Debug, PartialEq)]
+pub struct NewtonMemory<X: Dim>
 where
     DefaultAllocator: Allocator<X>,
 {
-    /// the step count after the last successful step (`u64::MAX`: none)
-    next_step: u64,
-    /// the last step's predictor's guess (its error is the previous solution
-    /// minus this; the previous solution itself when there is no last step)
+    /// the last step's predictor's guess
     guess: OVector<f64, X>,
-    /// the last step's estimate of Newton's constant `C` in
-    /// `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²` (NaN: none), which predicts how fast the
-    /// first factorization of the next step will contract
-    contraction: f64,
+    /// the predictor's error (solution minus guess) the step before
+    error: OVector<f64, X>,
+    /// how many of the last steps' errors are known (0, 1 or 2)
+    known: u8,
+    /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
+    /// which predicts how fast the first factorization of the next step
+    /// will contract
+    contraction: Option<f64>,
 }
 
-impl<X: Dim> History<X>
+impl<X: Dim> NewtonMemory<X>
 where
     DefaultAllocator: Allocator<X>,
 {
-    fn new(x: X) -> Self {
+    /// Nothing known yet, for `x` unknowns (a first step).
+    pub fn new(x: X) -> Self {
         Self {
-            next_step: u64::MAX,
             guess: OVector::zeros_generic(x, U1),
-            contraction: f64::NAN,
+            error: OVector::zeros_generic(x, U1),
+            known: 0,
+            contraction: None,
         }
     }
 
-    /// Forgets the last step unless the state at step `step` with previous
-    /// solution `warm` is the one it produced (whose solution was `last`).
-    fn continue_or_forget(&mut self, step: u64, warm: &OVector<f64, X>, last: &OVector<f64, X>) {
-        if !(self.next_step == step && warm.as_slice() == last.as_slice()) {
-            self.forget(warm);
-        }
-        self.next_step = u64::MAX;
+    /// Forgets what earlier steps told (the next step is as a first one).
+    pub fn forget(&mut self) {
+        self.known = 0;
+        self.contraction = None;
     }
 
-    /// Starts afresh from the previous solution `warm`.
-    fn forget(&mut self, warm: &OVector<f64, X>) {
-        self.guess.copy_from(warm);
-        self.contraction = f64::NAN;
-        self.next_step = u64::MAX;
+    /// Overwrites `self` with `other`, allocating nothing.
+    fn copy_from(&mut self, other: &Self) {
+        self.guess.copy_from(&other.guess);
+        self.error.copy_from(&other.error);
+        self.known = other.known;
+        self.contraction = other.contraction;
     }
 }
 
-impl<X: Dim> Clone for History<X>
+impl<X: Dim> Clone for NewtonMemory<X>
 where
     DefaultAllocator: Allocator<X>,
 {
     fn clone(&self) -> Self {
         Self {
-            next_step: self.next_step,
             guess: self.guess.clone(),
+            error: self.error.clone(),
+            known: self.known,
             contraction: self.contraction,
         }
+    }
+}
+
+impl<const N: usize> Copy for NewtonMemory<nalgebra::Const<N>> {}
+
+impl<const N: usize> Default for NewtonMemory<nalgebra::Const<N>> {
+    fn default() -> Self {
+        Self::new(nalgebra::Const::<N>)
     }
 }
 
@@ -199,7 +210,7 @@ where
     pub fn with_costs(z: Z, x: X, band: Option<(usize, usize)>, kernel_ops: Option<(usize, usize)>) -> Self {
         Self {
             costs: IterationCosts::new(x.value(), band, kernel_ops),
-            history: History::new(x),
+            memory: NewtonMemory::new(x),
             x: OVector::zeros_generic(x, U1),
             r: OVector::zeros_generic(x, U1),
             lu: match band {
@@ -226,7 +237,7 @@ where
             r: self.r.clone(),
             lu: self.lu.clone(),
             dz: self.dz.clone(),
-            history: self.history.clone(),
+            memory: self.memory.clone(),
             costs: self.costs,
         }
     }
@@ -257,17 +268,17 @@ where
         x,
         r,
         lu,
-        history,
+        memory,
         costs,
         ..
     } = work;
     // A solve on its own: nothing carries over from an earlier one.
-    history.forget(previous);
+    memory.forget();
     let store = Store {
         x,
         r,
         lu,
-        history,
+        memory,
         costs: *costs,
     };
     match lo {
@@ -285,7 +296,7 @@ where
     x: &'a mut OVector<f64, X>,
     r: &'a mut OVector<f64, X>,
     lu: &'a mut Lu<X>,
-    history: &'a mut History<X>,
+    memory: &'a mut NewtonMemory<X>,
     costs: IterationCosts,
 }
 
@@ -412,21 +423,30 @@ where
         x,
         r,
         lu,
-        history,
+        memory,
         costs,
     } = store;
     let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| eval::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     sys.predict(h, e, z, previous, x);
-    // The predictor's error changes little from one step to the next: the
-    // last one's is added to its guess (zero on a first step).
-    // (Element by element: the guess was stored that way, and a wide load
-    // of narrow stores stalls.)
+    // The predictor's error changes smoothly from one step to the next: it
+    // is extrapolated from the last two steps' (`2e_k − e_{k−1}`; the last
+    // one's alone after a first step; none on a first step) and added to the
+    // guess. (Element by element: the guess was stored that way, and a wide
+    // load of narrow stores stalls.)
+    let known = memory.known;
     for i in 0..x.len() {
         let p = x[i];
-        x[i] = p + (previous[i] - history.guess[i]);
-        history.guess[i] = p;
+        let err = previous[i] - memory.guess[i];
+        x[i] = p + match known {
+            0 => 0.0,
+            1 => err,
+            _ => err + (err - memory.error[i]),
+        };
+        memory.error[i] = err;
+        memory.guess[i] = p;
     }
-    let contraction = &mut history.contraction;
+    memory.known = (known + 1).min(2);
+    let contraction = &mut memory.contraction;
     let mut last = f64::INFINITY;
     let mut factored = false;
     let mut factorizations = 0;
@@ -494,14 +514,14 @@ where
             chord = opt.chord
                 && costs.worth_deciding()
                 && !opt.simplified
-                && *contraction * dn <= CHORD_CONTRACTION
-                && chord_pays(*contraction, dn, opt.tolerance * x.norm(), costs);
+                && contraction
+                    .is_some_and(|c| c * dn <= CHORD_CONTRACTION && chord_pays(c, dn, opt.tolerance * x.norm(), costs));
         } else {
             if it == 2 {
                 // `‖Δx_2‖ ≈ C ‖Δx_1‖²` whether the second iteration used new
                 // factors or the first ones (both updates estimate the error
                 // left by the first).
-                *contraction = dn / (last * last);
+                *contraction = Some(dn / (last * last));
             }
             let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
             let tol2 = opt.tolerance * opt.tolerance;
@@ -583,6 +603,8 @@ where
     pub warm: &'s mut OVector<f64, X>,
     /// step counter
     pub step: &'s mut u64,
+    /// what the last solve tells this one
+    pub newton: &'s mut NewtonMemory<X>,
 }
 
 /// One step: Newton solve, increment, (compensated) update. On error nothing is changed.
@@ -635,26 +657,20 @@ where
     // workspace.
     if X::try_to_usize().is_some_and(|n| n <= 8) && Z::try_to_usize().is_some() {
         let Workspace {
-            x,
-            r,
-            lu,
-            dz,
-            history,
-            costs,
+            x, r, lu, dz, costs, ..
         } = work;
-        history.continue_or_forget(*st.step, st.warm, x);
         let (mut xl, mut rl, mut lul, mut dzl) = (x.clone(), r.clone(), lu.clone(), dz.clone());
+        let mut memory = st.newton.clone();
         let store = Store {
             x: &mut xl,
             r: &mut rl,
             lu: &mut lul,
-            history,
+            memory: &mut memory,
             costs: *costs,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
-        let done = update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, st)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &memory, st)?;
         x.copy_from(&xl);
-        history.next_step = done;
         Ok(())
     } else {
         let Workspace {
@@ -662,26 +678,25 @@ where
             r,
             lu,
             dz,
-            history,
+            memory,
             costs,
         } = work;
-        history.continue_or_forget(*st.step, st.warm, x);
+        // The state changes only if the step succeeds.
+        memory.copy_from(st.newton);
         let store = Store {
             x,
             r,
             lu,
-            history,
+            memory,
             costs: *costs,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
-        let done = update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, st)?;
-        history.next_step = done;
-        Ok(())
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st)
     }
 }
 
-/// The end of [`advance`]: increment from the solution `x`, checks, update;
-/// returns the new step count.
+/// The end of [`advance`]: increment from the solution `x` (and the solve's
+/// `memory`), checks, update.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn update<S, Z, X, const COMP: bool>(
@@ -692,8 +707,9 @@ fn update<S, Z, X, const COMP: bool>(
     solved: Solved,
     x: &OVector<f64, X>,
     dz: &mut OVector<f64, Z>,
+    memory: &NewtonMemory<X>,
     st: StepParts<'_, Z, X>,
-) -> Result<u64, StepError>
+) -> Result<(), StepError>
 where
     S: Kernels<Z, X> + ?Sized,
     Z: Dim,
@@ -726,6 +742,7 @@ where
         *st.z += &*dz;
     }
     st.warm.copy_from(x);
+    st.newton.copy_from(memory);
     *st.step += 1;
-    Ok(*st.step)
+    Ok(())
 }

@@ -3,8 +3,11 @@
 use nalgebra::allocator::Allocator;
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OVector, U1};
 
+use crate::newton::NewtonMemory;
+
 /// A state of an integrator: the scheme's state `z`, its compensation term,
-/// the last solution (warm start of the next Newton solve) and the step count.
+/// the last solution (warm start of the next Newton solve), the step count,
+/// and what the last Newton solve tells the next.
 /// Use [`State`] for derived integrators and [`DynState`] for models loaded at
 /// run time.
 #[derive(Debug, PartialEq)]
@@ -21,6 +24,11 @@ where
     pub warm: OVector<f64, X>,
     /// number of steps taken
     pub step: u64,
+    /// the predictor's recent errors and Newton's contraction, which sharpen
+    /// the next solve's first guess and choice of factorizations (a fresh
+    /// state, `Default::default()` at fixed sizes, knows nothing yet); they
+    /// change a step's result only within round-off
+    pub newton: NewtonMemory<X>,
 }
 
 /// The state of a derived integrator, with `NZ` state components and `NX` unknowns.
@@ -40,6 +48,7 @@ where
             lo: OVector::zeros_generic(z, U1),
             warm: OVector::zeros_generic(x, U1),
             step: 0,
+            newton: NewtonMemory::new(x),
         }
     }
 }
@@ -54,6 +63,7 @@ where
             lo: self.lo.clone(),
             warm: self.warm.clone(),
             step: self.step,
+            newton: self.newton.clone(),
         }
     }
 }

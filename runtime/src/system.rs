@@ -272,6 +272,7 @@ where
                 lo: &mut state.lo,
                 warm: &mut state.warm,
                 step: &mut state.step,
+                newton: &mut state.newton,
             },
         )?;
         if let Some(b) = &self.before {
