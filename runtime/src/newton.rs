@@ -433,19 +433,21 @@ where
     // one's alone after a first step; none on a first step) and added to the
     // guess. (Element by element: the guess was stored that way, and a wide
     // load of narrow stores stalls.)
-    let known = memory.known;
+    // Weights of the last two errors: none, the last, or both (the entries
+    // are finite: memory is kept only from successful steps).
+    let (a, b) = match memory.known {
+        0 => (0.0, 0.0),
+        1 => (1.0, 0.0),
+        _ => (2.0, 1.0),
+    };
     for i in 0..x.len() {
         let p = x[i];
         let err = previous[i] - memory.guess[i];
-        x[i] = p + match known {
-            0 => 0.0,
-            1 => err,
-            _ => err + (err - memory.error[i]),
-        };
+        x[i] = p + (a * err - b * memory.error[i]);
         memory.error[i] = err;
         memory.guess[i] = p;
     }
-    memory.known = (known + 1).min(2);
+    memory.known = (memory.known + 1).min(2);
     let contraction = &mut memory.contraction;
     let mut last = f64::INFINITY;
     let mut factored = false;
