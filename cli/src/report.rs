@@ -307,7 +307,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
                 e(max_dev_from_one(&plain, "length").unwrap_or(f64::NAN)),
                 e(max_dev_from_one(&comp, "length").unwrap_or(f64::NAN)),
                 "≈ 1e-14".into(),
-                "3–4e-15".into(),
+                "2–8e-15 (round-off walk, ∝ √steps)".into(),
             ],
             vec![
                 "max relative energy error".into(),

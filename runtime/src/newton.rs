@@ -510,6 +510,19 @@ where
         }
         let dn = dn2.sqrt();
         if it == 1 {
+            // A first guess good to round-off leaves no contraction to
+            // measure (the next update is noise), so the last step's
+            // constant judges it: Newton's error after this update is about
+            // `C ‖Δx_1‖²`, and at 1 % of the tolerance the solve is done.
+            if let Some(c) = *contraction {
+                let err = c * dn2;
+                if err * err <= 1e-4 * opt.tolerance * opt.tolerance * x.norm_squared() {
+                    return Ok(Solved {
+                        iterations: it,
+                        factorizations,
+                    });
+                }
+            }
             // Newton's constant from the last step predicts the contraction
             // of iterations with these factors, `C ‖Δx_1‖`; when it is fast
             // they are kept (chord iterations).
