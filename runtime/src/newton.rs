@@ -536,7 +536,12 @@ where
                 // `‖Δx_2‖ ≈ C ‖Δx_1‖²` whether the second iteration used new
                 // factors or the first ones (both updates estimate the error
                 // left by the first).
-                *contraction = Some(dn / (last * last));
+                // Round-off in a small second update can only inflate the
+                // estimate, and a solve that then stops at the first
+                // iteration would never correct it: it may grow by at most
+                // 2× a step.
+                let measured = dn / (last * last);
+                *contraction = Some(contraction.map_or(measured, |c| measured.min(2.0 * c)));
             }
             let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
             let tol2 = opt.tolerance * opt.tolerance;
@@ -553,7 +558,17 @@ where
                     rate = dn / last;
                 }
                 if dn > last || rate > CHORD_CONTRACTION {
-                    // Not contracting as predicted: new factors next.
+                    // An update that grows is round-off once it is small
+                    // (Newton's stall rule below; what the chord left is
+                    // smaller still); otherwise the iteration is not
+                    // contracting as predicted: new factors next.
+                    let floor2 = opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared());
+                    if dn > last && dn2 <= floor2 {
+                        return Ok(Solved {
+                            iterations: it,
+                            factorizations,
+                        });
+                    }
                     chord = false;
                 } else {
                     bias = rate * dn.min(bias);
