@@ -352,7 +352,7 @@ fn chord_pays(c: f64, d1: f64, tol: f64, costs: IterationCosts) -> bool {
         loop {
             d *= rate;
             k += 1.0;
-            if rate * d <= 1e-2 * tol * (1.0 - rate) || k >= 12.0 {
+            if rate * d <= STRICT * tol * (1.0 - rate) || k >= 12.0 {
                 break k;
             }
         }
@@ -372,6 +372,12 @@ fn chord_pays(c: f64, d1: f64, tol: f64, costs: IterationCosts) -> bool {
         None => chord <= newton,
     }
 }
+
+/// Where a solve stops on a predicted error that has a sign and a direction
+/// (not round-off noise, which averages out), that error must be this
+/// fraction of the tolerance, where a Newton iterate's is: otherwise it would
+/// add up over a run, as simplified Newton's does.
+const STRICT: f64 = 1e-2;
 
 /// A factorization is kept for the next iteration (a chord iteration) when
 /// the predicted contraction is at most this: the iteration then still
@@ -431,10 +437,9 @@ where
     // The predictor's error changes smoothly from one step to the next: it
     // is extrapolated from the last two steps' (`2e_k − e_{k−1}`; the last
     // one's alone after a first step; none on a first step) and added to the
-    // guess. (Element by element: the guess was stored that way, and a wide
-    // load of narrow stores stalls.)
-    // Weights of the last two errors: none, the last, or both (the entries
-    // are finite: memory is kept only from successful steps).
+    // guess. The entries are finite (memory is kept only from successful
+    // steps), so a zero weight is a zero term. Element by element: the guess
+    // was stored that way, and a wide load of narrow stores stalls.
     let (a, b) = match memory.known {
         0 => (0.0, 0.0),
         1 => (1.0, 0.0),
@@ -449,6 +454,10 @@ where
     }
     memory.known = (memory.known + 1).min(2);
     let contraction = &mut memory.contraction;
+    let (tol2, strict2) = (opt.tolerance * opt.tolerance, STRICT * STRICT);
+    // Newton's stall rule: an update that no longer shrinks counts as
+    // converged below the round-off floor of badly scaled unknowns.
+    let stalled = |dn2: f64, x2: f64| dn2 <= opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared());
     let mut last = f64::INFINITY;
     let mut factored = false;
     let mut factorizations = 0;
@@ -516,7 +525,7 @@ where
             // `C ‖Δx_1‖²`, and at 1 % of the tolerance the solve is done.
             if let Some(c) = *contraction {
                 let err = c * dn2;
-                if err * err <= 1e-4 * opt.tolerance * opt.tolerance * x.norm_squared() {
+                if err * err <= strict2 * tol2 * x.norm_squared() {
                     return Ok(Solved {
                         iterations: it,
                         factorizations,
@@ -535,16 +544,14 @@ where
             if it == 2 {
                 // `‖Δx_2‖ ≈ C ‖Δx_1‖²` whether the second iteration used new
                 // factors or the first ones (both updates estimate the error
-                // left by the first).
-                // Round-off in a small second update can only inflate the
-                // estimate, and a solve that then stops at the first
-                // iteration would never correct it: it may grow by at most
-                // 2× a step.
+                // left by the first). Round-off in a small second update can
+                // only inflate the estimate, and a solve that then stops at
+                // the first iteration would never correct it: it may grow by
+                // at most 2× a step.
                 let measured = dn / (last * last);
                 *contraction = Some(contraction.map_or(measured, |c| measured.min(2.0 * c)));
             }
             let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
-            let tol2 = opt.tolerance * opt.tolerance;
             if chord_step {
                 // Chord iterations converge linearly, at the rate of the
                 // first (taken before round-off can blur it): the error left
@@ -552,18 +559,17 @@ where
                 // most the error predicted before it (the rest of a larger
                 // update is round-off). The error is one of sign and
                 // direction, not noise, and would add up over a run (as
-                // simplified Newton's does): it must fall to 1 % of the
-                // tolerance, where a Newton iterate's is.
+                // simplified Newton's does): it must fall to `STRICT` times
+                // the tolerance.
                 if it == 2 {
                     rate = dn / last;
                 }
                 if dn > last || rate > CHORD_CONTRACTION {
                     // An update that grows is round-off once it is small
-                    // (Newton's stall rule below; what the chord left is
-                    // smaller still); otherwise the iteration is not
-                    // contracting as predicted: new factors next.
-                    let floor2 = opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared());
-                    if dn > last && dn2 <= floor2 {
+                    // (the stall rule; what the chord left is smaller
+                    // still); otherwise the iteration is not contracting as
+                    // predicted: new factors next.
+                    if dn > last && stalled(dn2, x2) {
                         return Ok(Solved {
                             iterations: it,
                             factorizations,
@@ -573,7 +579,7 @@ where
                 } else {
                     bias = rate * dn.min(bias);
                     let margin = 1.0 - rate;
-                    if bias * bias <= 1e-4 * tol2 * x2 * margin * margin {
+                    if bias * bias <= strict2 * tol2 * x2 * margin * margin {
                         return Ok(Solved {
                             iterations: it,
                             factorizations,
@@ -592,7 +598,7 @@ where
                     factorizations,
                 });
             }
-            if gap <= 0.0 && dn2 <= opt.stall_tolerance * opt.stall_tolerance * x2.max(z.norm_squared()) {
+            if gap <= 0.0 && stalled(dn2, x2) {
                 return Ok(Solved {
                     iterations: it,
                     factorizations,
@@ -604,11 +610,11 @@ where
             // Quadratic convergence, `dn ≈ C last²`, predicts the next update
             // `C dn²`; taken with the Jacobian at this iterate instead of the
             // next (which differ by `dn`), it errs by `C dn · C dn² = θ⁴ dn`.
-            // When that is below 1 % of the tolerance, the next iteration
+            // When that is below `STRICT` times the tolerance, the next iteration
             // reuses the factors: the result is the full Newton one to well
             // below an ulp, and the convergence test still decides the end.
             let theta2 = dn2 / (last * last);
-            at_roundoff = theta2 * theta2 * theta2 * theta2 * dn2 <= 1e-4 * tol2 * x2;
+            at_roundoff = theta2 * theta2 * theta2 * theta2 * dn2 <= strict2 * tol2 * x2;
         }
         last = dn;
     }
