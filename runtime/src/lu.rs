@@ -111,7 +111,7 @@ where
         let (m, perm) = (self.m.as_slice(), self.perm.as_slice());
         match self.band {
             band @ Some(_) => solve_banded(m, perm, b.as_mut_slice(), band, n),
-            None => small_sizes!(n, solve_core(m, perm, b.as_mut_slice(), None)),
+            None => small_sizes!(n, solve_dense(m, perm, b.as_mut_slice())),
         }
     }
 }
@@ -190,11 +190,13 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
             return Err(FactorError::Singular);
         }
         perm[k] = p;
-        // Only the active columns (as LAPACK's banded LU does): earlier
-        // multipliers stay where they were computed and the solve interleaves
-        // the swaps, so they stay within the band.
+        // Banded: only the active columns (as LAPACK's banded LU does),
+        // earlier multipliers stay where they were computed and the solve
+        // interleaves the swaps, so they stay within the band. Dense: whole
+        // rows, so that the solve may apply every interchange first.
         if p != k {
-            for c in k..cols {
+            let first = if band.is_some() { k } else { 0 };
+            for c in first..cols {
                 s.swap(c * n + k, c * n + p);
             }
         }
@@ -268,6 +270,54 @@ fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usi
             s -= m[j * n + i] * v[j];
         }
         v[i] = s * m[i * n + i];
+    }
+}
+
+/// [`solve_core`] of dense factors ([`factor_core`] swaps their whole rows):
+/// every row interchange is applied first, then the substitutions. Up to 16
+/// unknowns the right-hand side is gathered into a local array, which at
+/// fixed sizes the substitutions index by constants, so that it lives in
+/// registers instead of making a store-to-load round trip per operation.
+#[inline(always)]
+fn solve_dense(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
+    const LOCAL: usize = 16;
+    let (m, v) = (&m[..n * n], &mut v[..n]);
+    if n > LOCAL {
+        for (k, &p) in perm.iter().enumerate().take(n) {
+            v.swap(k, p);
+        }
+        return substitute(m, v, n);
+    }
+    let mut rows = [0usize; LOCAL];
+    for (i, r) in rows.iter_mut().enumerate() {
+        *r = i;
+    }
+    for (k, &p) in perm.iter().enumerate().take(n) {
+        rows.swap(k, p);
+    }
+    let mut w = [0.0f64; LOCAL];
+    for i in 0..n {
+        w[i] = v[rows[i]];
+    }
+    substitute(m, &mut w[..n], n);
+    v.copy_from_slice(&w[..n]);
+}
+
+/// `w ← U⁻¹ L⁻¹ w` with the unit lower `L` and upper `U` (reciprocal
+/// diagonal) of the `n × n` factors `m`.
+#[inline(always)]
+fn substitute(m: &[f64], w: &mut [f64], n: usize) {
+    for k in 0..n {
+        for i in k + 1..n {
+            w[i] -= m[k * n + i] * w[k];
+        }
+    }
+    for i in (0..n).rev() {
+        let mut s = w[i];
+        for j in i + 1..n {
+            s -= m[j * n + i] * w[j];
+        }
+        w[i] = s * m[i * n + i];
     }
 }
 
