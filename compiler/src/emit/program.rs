@@ -20,6 +20,26 @@ struct Lowering {
     /// numbering: n-ary sums and products that share a prefix, such as
     /// `0.5 * h * a` and `0.5 * h * b`, compute it once)
     seen: std::collections::HashMap<(u8, u32, u64), u32>,
+    /// how many products of the tape divide by each list of factors
+    divisors: std::collections::HashMap<Vec<OperandKey>, u32>,
+}
+
+/// An operand, hashable.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum OperandKey {
+    Input(usize),
+    Const(u64),
+    Temp(usize),
+}
+
+fn operand_keys(os: &[Operand]) -> Vec<OperandKey> {
+    os.iter()
+        .map(|o| match *o {
+            Operand::Input(i) => OperandKey::Input(i),
+            Operand::Const(c) => OperandKey::Const(c.to_bits()),
+            Operand::Temp(t) => OperandKey::Temp(t),
+        })
+        .collect()
 }
 
 /// What identifies an instruction's value: the operation and its operands.
@@ -120,7 +140,19 @@ impl Lowering {
                     Some((first, rest)) => {
                         let f = self.reg(first);
                         let d = self.fold(f, rest, Instr::Mul);
-                        self.push(Instr::Div(n, d))
+                        // A divisor shared by several quotients is inverted
+                        // once: a division costs several multiplications.
+                        if self.divisors.get(&operand_keys(den)).is_some_and(|&k| k > 1) {
+                            let one = self.constant(1.0);
+                            let r = self.push(Instr::Div(one, d));
+                            if n == one {
+                                r
+                            } else {
+                                self.push(Instr::Mul(n, r))
+                            }
+                        } else {
+                            self.push(Instr::Div(n, d))
+                        }
                     }
                 }
             }
@@ -171,7 +203,15 @@ pub fn lower(tape: &Tape) -> Program {
         instrs: Vec::new(),
         temps: Vec::with_capacity(tape.ops.len()),
         seen: Default::default(),
+        divisors: Default::default(),
     };
+    for op in &tape.ops {
+        if let Op::Product { den, .. } = op {
+            if !den.is_empty() {
+                *l.divisors.entry(operand_keys(den)).or_default() += 1;
+            }
+        }
+    }
     for op in &tape.ops {
         let r = l.op(op);
         l.temps.push(r);
@@ -214,6 +254,36 @@ pub fn lower(tape: &Tape) -> Program {
 mod tests {
     use super::*;
     use crate::sym::{Func, Graph};
+
+    /// Quotients by one divisor share its reciprocal: one division, and the
+    /// values those of the graph to round-off.
+    #[test]
+    fn shared_divisors_are_inverted_once() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let y = g.symbol("y");
+        let z = g.symbol("z");
+        let d = g.add2(y, z);
+        let a = g.div(x, d);
+        let s = g.call(Func::Sin, x);
+        let b = g.div(s, d);
+        let c = g.div(y, x);
+        let outs = [a, b, c];
+        let p = lower(&Tape::build(&mut g, &[x, y, z], &outs).unwrap());
+        let divisions = p.instrs.iter().filter(|i| matches!(i, Instr::Div(..))).count();
+        assert_eq!(divisions, 2, "{:?}", p.instrs);
+        for args in [[0.4, 2.5, -1.0], [1.3, 0.7, 3.0]] {
+            let pv = p.eval(&args);
+            for k in 0..outs.len() {
+                let gv = g.eval(outs[k], &|s| args[s as usize]);
+                assert!(
+                    (pv[k] - gv).abs() <= 4.0 * f64::EPSILON * gv.abs(),
+                    "{k}: {} vs {gv}",
+                    pv[k]
+                );
+            }
+        }
+    }
 
     #[test]
     fn agrees_with_the_graph() {
