@@ -136,6 +136,9 @@ where
     error3: OVector<f64, X>,
     /// how many of the last steps' errors are known (0 to 4)
     known: u8,
+    /// how far each degree's extrapolation (none, 0, 1, 2) erred, averaged
+    /// over the last steps with weights halving per step
+    scores: [f64; 4],
     /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
     /// which predicts how fast the first factorization of the next step
     /// will contract
@@ -154,6 +157,7 @@ where
             error2: OVector::zeros_generic(x, U1),
             error3: OVector::zeros_generic(x, U1),
             known: 0,
+            scores: [0.0; 4],
             contraction: None,
         }
     }
@@ -171,6 +175,7 @@ where
         self.error2.copy_from(&other.error2);
         self.error3.copy_from(&other.error3);
         self.known = other.known;
+        self.scores = other.scores;
         self.contraction = other.contraction;
     }
 }
@@ -186,6 +191,7 @@ where
             error2: self.error2.clone(),
             error3: self.error3.clone(),
             known: self.known,
+            scores: self.scores,
             contraction: self.contraction,
         }
     }
@@ -449,10 +455,11 @@ where
     // by the polynomial of degree 0, 1 or 2 through the last one, two or
     // three errors (`e_k`, `2e_k − e_{k−1}`, `3e_k − 3e_{k−1} + e_{k−2}`), or
     // not at all. The degree is the one whose extrapolation would have
-    // erred least on this step (its error is the next higher difference of
-    // the errors): smooth errors take the quadratic, errors at round-off
-    // none, whose differences only amplify noise. Until four errors are
-    // known, the highest degree they allow. The entries are finite (memory
+    // erred least over the last steps (its error on a step is the next
+    // higher difference of the errors; averaged with weights halving per
+    // step, since one step's verdict is noisy): smooth errors take the
+    // quadratic, errors at round-off none, whose differences only amplify
+    // noise. Until four errors are known, the highest degree they allow. The entries are finite (memory
     // is kept only from successful steps), so a zero weight is a zero term.
     // Element by element: the guess was stored that way, and a wide load of
     // narrow stores stalls.
@@ -472,6 +479,10 @@ where
             score[2] += d2 * d2;
             score[3] += d3 * d3;
         }
+        for (kept, new) in memory.scores.iter_mut().zip(score) {
+            *kept = 0.5 * (*kept + new);
+        }
+        let score = memory.scores;
         let mut best = 0;
         for d in 1..4 {
             if score[d] < score[best] {
