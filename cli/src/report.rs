@@ -314,7 +314,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
                 opt_e(&ps["max_energy_error_rel"]),
                 opt_e(&cs["max_energy_error_rel"]),
                 "≈ 5e-15".into(),
-                "4–8e-15; compensated 10–20× lower".into(),
+                "3–11e-15 (round-off walk); compensated 10–20× lower".into(),
             ],
             vec![
                 "max |ΔJ| (absolute)".into(),
