@@ -374,8 +374,8 @@ fn a_run_that_fails_midway_keeps_what_it_computed() {
     let dir = tmp("fail");
     // Started near the pole of the angle coordinates with a coarse step, the
     // run reaches the coordinate singularity after some good steps. (Where
-    // it fails depends on round-off; at h = 0.7 Newton's better first
-    // guesses now carry the run through, with an energy warning.)
+    // it fails depends on round-off: at h = 0.7 some versions of Newton's
+    // first guess carried the run through, with an energy warning.)
     let (code, out, err) = hamel(&[
         "simulate",
         "models/spherical_pendulum_angles.hamel",

@@ -130,15 +130,10 @@ where
     guess: OVector<f64, X>,
     /// the predictor's error (solution minus guess) the step before
     error: OVector<f64, X>,
-    /// the step before that
+    /// and the step before that
     error2: OVector<f64, X>,
-    /// and the one before
-    error3: OVector<f64, X>,
-    /// how many of the last steps' errors are known (0 to 4)
+    /// how many of the last steps' errors are known (0 to 3)
     known: u8,
-    /// how far each degree's extrapolation (none, 0, 1, 2) erred, averaged
-    /// over the last steps with weights halving per step
-    scores: [f64; 4],
     /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
     /// which predicts how fast the first factorization of the next step
     /// will contract
@@ -155,9 +150,7 @@ where
             guess: OVector::zeros_generic(x, U1),
             error: OVector::zeros_generic(x, U1),
             error2: OVector::zeros_generic(x, U1),
-            error3: OVector::zeros_generic(x, U1),
             known: 0,
-            scores: [0.0; 4],
             contraction: None,
         }
     }
@@ -173,9 +166,7 @@ where
         self.guess.copy_from(&other.guess);
         self.error.copy_from(&other.error);
         self.error2.copy_from(&other.error2);
-        self.error3.copy_from(&other.error3);
         self.known = other.known;
-        self.scores = other.scores;
         self.contraction = other.contraction;
     }
 }
@@ -189,9 +180,7 @@ where
             guess: self.guess.clone(),
             error: self.error.clone(),
             error2: self.error2.clone(),
-            error3: self.error3.clone(),
             known: self.known,
-            scores: self.scores,
             contraction: self.contraction,
         }
     }
@@ -450,63 +439,29 @@ where
     } = store;
     let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| eval::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     sys.predict(h, e, z, previous, x);
-    // The predictor's error changes smoothly from one step to the next, so
-    // it is extrapolated from the last steps' errors and added to the guess:
-    // by the polynomial of degree 0, 1 or 2 through the last one, two or
-    // three errors (`e_k`, `2e_k − e_{k−1}`, `3e_k − 3e_{k−1} + e_{k−2}`), or
-    // not at all. The degree is the one whose extrapolation would have
-    // erred least over the last steps (its error on a step is the next
-    // higher difference of the errors; averaged with weights halving per
-    // step, since one step's verdict is noisy): smooth errors take the
-    // quadratic, errors at round-off none, whose differences only amplify
-    // noise. Until four errors are known, the highest degree they allow. The entries are finite (memory
-    // is kept only from successful steps), so a zero weight is a zero term.
-    // Element by element: the guess was stored that way, and a wide load of
-    // narrow stores stalls.
-    let n = x.len();
-    let degree = if memory.known < 4 {
-        i8::try_from(memory.known).unwrap_or(4) - 1
-    } else {
-        let mut score = [0.0f64; 4];
-        for i in 0..n {
-            let e0 = previous[i] - memory.guess[i];
-            let (e1, e2, e3) = (memory.error[i], memory.error2[i], memory.error3[i]);
-            let d1 = e0 - e1;
-            let d2 = d1 - (e1 - e2);
-            let d3 = d2 - ((e1 - e2) - (e2 - e3));
-            score[0] += e0 * e0;
-            score[1] += d1 * d1;
-            score[2] += d2 * d2;
-            score[3] += d3 * d3;
-        }
-        for (kept, new) in memory.scores.iter_mut().zip(score) {
-            *kept = 0.5 * (*kept + new);
-        }
-        let score = memory.scores;
-        let mut best = 0;
-        for d in 1..4 {
-            if score[d] < score[best] {
-                best = d;
-            }
-        }
-        best as i8 - 1
-    };
-    let (a, b, c) = match degree {
-        -1 => (0.0, 0.0, 0.0),
-        0 => (1.0, 0.0, 0.0),
-        1 => (2.0, 1.0, 0.0),
+    // The predictor's error changes smoothly from one step to the next: it
+    // is extrapolated from the last three steps' by the quadratic through
+    // them (`3e_k − 3e_{k−1} + e_{k−2}`; linearly from two after a second
+    // step, the last one's alone after a first; none on a first step) and
+    // added to the guess. A cubic through four takes no fewer iterations
+    // and amplifies noise (RATTLE on the double pendulum: up to 6). The entries are finite (memory is kept only from successful
+    // steps), so a zero weight is a zero term. Element by element: the guess
+    // was stored that way, and a wide load of narrow stores stalls.
+    let (a, b, c) = match memory.known {
+        0 => (0.0, 0.0, 0.0),
+        1 => (1.0, 0.0, 0.0),
+        2 => (2.0, 1.0, 0.0),
         _ => (3.0, 3.0, 1.0),
     };
-    for i in 0..n {
+    for i in 0..x.len() {
         let p = x[i];
         let err = previous[i] - memory.guess[i];
         x[i] = p + (a * err - b * memory.error[i] + c * memory.error2[i]);
-        memory.error3[i] = memory.error2[i];
         memory.error2[i] = memory.error[i];
         memory.error[i] = err;
         memory.guess[i] = p;
     }
-    memory.known = (memory.known + 1).min(4);
+    memory.known = (memory.known + 1).min(3);
     let contraction = &mut memory.contraction;
     let (tol2, strict2) = (opt.tolerance * opt.tolerance, STRICT * STRICT);
     // Newton's stall rule: an update that no longer shrinks counts as
