@@ -165,18 +165,19 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
     for c in 0..n {
         let first = band.map_or(0, |(_, ku)| c.saturating_sub(ku));
         let col = &s[c * n + first..c * n + row_end(c)];
-        let mut chunks = col.chunks_exact(LANES);
-        for chunk in &mut chunks {
-            for l in 0..LANES {
-                poison8[l] += chunk[l] * 0.0;
-                let a = chunk[l].abs();
-                big8[l] = if a > big8[l] { a } else { big8[l] };
-            }
-        }
-        for (l, &x) in chunks.remainder().iter().enumerate() {
+        let mut take = |l: usize, x: f64| {
             poison8[l] += x * 0.0;
             let a = x.abs();
             big8[l] = if a > big8[l] { a } else { big8[l] };
+        };
+        let mut chunks = col.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (l, &x) in chunk.iter().enumerate() {
+                take(l, x);
+            }
+        }
+        for (l, &x) in chunks.remainder().iter().enumerate() {
+            take(l, x);
         }
     }
     let poison: f64 = poison8.iter().sum();
@@ -269,22 +270,7 @@ fn update_trailing(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
 /// column's multipliers; `U` has at most `kl + ku` superdiagonals.
 #[inline(always)]
 fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
-    let (m, v) = (&m[..n * n], &mut v[..n]);
-    let below = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
-    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
-    for k in 0..n {
-        v.swap(k, perm[k]);
-        for i in k + 1..below(k) {
-            v[i] -= m[k * n + i] * v[k];
-        }
-    }
-    for i in (0..n).rev() {
-        let mut s = v[i];
-        for j in i + 1..above(i) {
-            s -= m[j * n + i] * v[j];
-        }
-        v[i] = s * m[i * n + i];
-    }
+    substitute(m, Some(perm), v, band, n)
 }
 
 /// [`solve_core`] of dense factors ([`factor_core`] swaps their whole rows):
@@ -300,7 +286,7 @@ fn solve_dense(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
         for (k, &p) in perm.iter().enumerate().take(n) {
             v.swap(k, p);
         }
-        return substitute(m, v, n);
+        return substitute(m, None, v, None, n);
     }
     let mut rows = [0usize; LOCAL];
     for (i, r) in rows.iter_mut().enumerate() {
@@ -313,25 +299,33 @@ fn solve_dense(m: &[f64], perm: &[usize], v: &mut [f64], n: usize) {
     for i in 0..n {
         w[i] = v[rows[i]];
     }
-    substitute(m, &mut w[..n], n);
+    substitute(m, None, &mut w[..n], None, n);
     v.copy_from_slice(&w[..n]);
 }
 
-/// `w ← U⁻¹ L⁻¹ w` with the unit lower `L` and upper `U` (reciprocal
-/// diagonal) of the `n × n` factors `m`.
+/// `v ← U⁻¹ L⁻¹ v` with the unit lower `L` and upper `U` (reciprocal
+/// diagonal) of the `n × n` factors `m` (same `band` as [`factor_core`]);
+/// `swaps`: the interchanges to interleave with the forward substitution,
+/// `None` when they were applied before.
 #[inline(always)]
-fn substitute(m: &[f64], w: &mut [f64], n: usize) {
+fn substitute(m: &[f64], swaps: Option<&[usize]>, v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
+    let (m, v) = (&m[..n * n], &mut v[..n]);
+    let below = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
+    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
     for k in 0..n {
-        for i in k + 1..n {
-            w[i] -= m[k * n + i] * w[k];
+        if let Some(perm) = swaps {
+            v.swap(k, perm[k]);
+        }
+        for i in k + 1..below(k) {
+            v[i] -= m[k * n + i] * v[k];
         }
     }
     for i in (0..n).rev() {
-        let mut s = w[i];
-        for j in i + 1..n {
-            s -= m[j * n + i] * w[j];
+        let mut s = v[i];
+        for j in i + 1..above(i) {
+            s -= m[j * n + i] * v[j];
         }
-        w[i] = s * m[i * n + i];
+        v[i] = s * m[i * n + i];
     }
 }
 

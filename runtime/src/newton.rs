@@ -444,9 +444,10 @@ where
     // them (`3e_k − 3e_{k−1} + e_{k−2}`; linearly from two after a second
     // step, the last one's alone after a first; none on a first step) and
     // added to the guess. A cubic through four takes no fewer iterations
-    // and amplifies noise (RATTLE on the double pendulum: up to 6). The entries are finite (memory is kept only from successful
-    // steps), so a zero weight is a zero term. Element by element: the guess
-    // was stored that way, and a wide load of narrow stores stalls.
+    // and amplifies noise (RATTLE on the double pendulum: up to 6). The
+    // entries are finite (memory is kept only from successful steps), so a
+    // zero weight is a zero term. Element by element: the guess was stored
+    // that way, and a wide load of narrow stores stalls.
     let (a, b, c) = match memory.known {
         0 => (0.0, 0.0, 0.0),
         1 => (1.0, 0.0, 0.0),
