@@ -3,11 +3,12 @@
 //! Knows programs and Rust; nothing of mechanics. The printer writes one `let`
 //! per register instruction, in the program's order, so the emitted Rust
 //! evaluates exactly what the interpreter and the JIT evaluate. One printer
-//! serves `f64` and double-double bodies. Bodies longer than [`CHUNK`]
-//! instructions are split into `#[inline(never)]` parts that share a scratch
-//! array, since rustc's compile time grows super-linearly with the size of one
-//! function. Bodies of [`WIDE_MIN`] instructions or more get a second copy
-//! compiled for AVX2, chosen at run time where the processor has it.
+//! serves `f64` and double-double bodies. Bodies longer than [`WHOLE`]
+//! instructions are split into `#[inline(never)]` parts of [`CHUNK`] that share
+//! a scratch array, since rustc's compile time grows super-linearly with the
+//! size of one function. Whole bodies of [`WIDE_MIN`] instructions or more
+//! also get a copy compiled for AVX2, chosen at run time where the processor
+//! has it.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
@@ -16,8 +17,14 @@ use super::program::{lower, Instr, Program};
 use crate::sym::tape::UnboundSymbol;
 use crate::sym::{Function, Graph};
 
-/// Largest number of register instructions in one emitted function body.
+/// Register instructions per part of a split body.
 pub const CHUNK: usize = 800;
+
+/// Bodies up to this many register instructions are emitted whole: split,
+/// the double pendulum's fused Hamel kernel (2103 instructions) ran 40 ns
+/// slower per step, its parts passing values through memory. Beyond it,
+/// parts keep the compile time of long chains linear.
+pub const WHOLE: usize = 3000;
 
 /// Statistics of an emitted function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -121,7 +128,7 @@ impl Printer<'_> {
         } else {
             let i = r - base;
             match self.slot[i] {
-                Some(s) if self.owner[i] != self.current => quote!(__t[#s]),
+                Some(s) if self.owner[i] != self.current => quote!(unsafe { __t[#s].assume_init() }),
                 _ => {
                     let t = format_ident!("t{}", i);
                     quote!(#t)
@@ -212,7 +219,7 @@ impl Printer<'_> {
         let e = self.instr(&self.prog.instrs[i]);
         let ty = if self.dd.is_some() { quote!(__Dd) } else { quote!(f64) };
         match self.slot[i] {
-            Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
+            Some(s) => quote!(let #t: #ty = #e; __t[#s] = ::core::mem::MaybeUninit::new(#t);),
             None => quote!(let #t: #ty = #e;),
         }
     }
@@ -241,7 +248,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
     let prog = lower(&f.tape(g)?);
     let sig = signature(f, &[]);
     let n = prog.instrs.len();
-    let nparts = n.div_ceil(CHUNK).max(1);
+    let nparts = if n <= WHOLE { 1 } else { n.div_ceil(CHUNK) };
     let stats = EmitStats { ops: n, parts: nparts };
     let name = format_ident!("{}", f.name);
     let params = &sig.params;
@@ -270,10 +277,17 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
                 stats,
             ));
         }
+        let base = format_ident!("{}_base", f.name);
         let wide = format_ident!("{}_avx2", f.name);
         let args: Vec<Ident> = sig.names.clone();
         return Ok((
             quote! {
+                #[inline(never)]
+                #[allow(unused_variables, clippy::all)]
+                fn #base(#(#params),*) {
+                    #(#lets)*
+                    #(#assigns)*
+                }
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx2")]
                 #[inline(never)]
@@ -283,15 +297,14 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
                     #(#assigns)*
                 }
                 #[inline]
-                #[allow(unused_variables, unsafe_code, clippy::all)]
+                #[allow(unsafe_code)]
                 pub fn #name(#(#params),*) {
                     #[cfg(target_arch = "x86_64")]
                     if ::std::arch::is_x86_feature_detected!("avx2") {
                         // SAFETY: AVX2 is present (checked above).
                         return unsafe { #wide(#(#args),*) };
                     }
-                    #(#lets)*
-                    #(#assigns)*
+                    #base(#(#args),*)
                 }
             },
             stats,
@@ -346,53 +359,31 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
     };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
-    let mut wide_calls = Vec::new();
     for c in 0..nparts {
         p.current = c;
         let part = format_ident!("{}_part{}", f.name, c);
-        let wide = format_ident!("{}_part{}_avx2", f.name, c);
         let body: Vec<TokenStream> = (c * CHUNK..((c + 1) * CHUNK).min(n)).map(|i| p.stmt(i)).collect();
         parts.push(quote! {
             #[inline(never)]
-            #[allow(unused_variables, clippy::all)]
-            fn #part(#(#in_args,)* __t: &mut [f64; #slots]) {
-                #(#body)*
-            }
-        });
-        parts.push(quote! {
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
-            #[inline(never)]
             #[allow(unused_variables, unsafe_code, clippy::all)]
-            unsafe fn #wide(#(#in_args,)* __t: &mut [f64; #slots]) {
+            fn #part(#(#in_args,)* __t: &mut [::core::mem::MaybeUninit<f64>; #slots]) {
                 #(#body)*
             }
         });
         calls.push(quote!(#part(#(#in_names,)* &mut __t);));
-        wide_calls.push(quote!(#wide(#(#in_names,)* &mut __t);));
     }
     p.current = usize::MAX;
     let assigns = p.assigns();
-    // Long bodies are bound by instruction fetch and decode: AVX's
-    // three-operand encodings drop the register copies SSE2 needs, so where
-    // the processor has AVX2 the parts run from a second copy compiled for it
-    // (the same arithmetic, rounded the same way; no fused multiply–adds).
-    let dispatch = quote! {
-        #[cfg(target_arch = "x86_64")]
-        if ::std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is present (checked above).
-            unsafe { #(#wide_calls)* }
-            #(#assigns)*
-            return;
-        }
-    };
     Ok((
         quote! {
             #(#parts)*
             #[allow(unused_variables, unsafe_code, clippy::all)]
             pub fn #name(#(#params),*) {
-                let mut __t = [0.0f64; #slots];
-                #dispatch
+                // Uninitialized: zeroing it cost the double pendulum's
+                // Hamel step a memset of 4 % of its time. Every slot is
+                // written by the part that computes it before a later part
+                // or the results below read it.
+                let mut __t = [::core::mem::MaybeUninit::<f64>::uninit(); #slots];
                 #(#calls)*
                 #(#assigns)*
             }
@@ -401,16 +392,19 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
     ))
 }
 
-/// Bodies of at least this many register instructions also get a copy
+/// Whole bodies of at least this many register instructions also get a copy
 /// compiled for AVX2, run where the processor has it: long straight-line
 /// bodies are bound by instruction fetch and decode, and AVX's
 /// three-operand encodings drop the register copies SSE2 needs (double
-/// pendulum, averaged Hamel: fused kernel of 2103 instructions, step 980 →
-/// 850 ns). Shorter ones stay inlined whole into the Newton driver, where
-/// small systems keep their Jacobian in registers: the 484-instruction
-/// RATTLE kernel of the double pendulum measured slower out of line in AVX
-/// than inlined in SSE2.
-const WIDE_MIN: usize = 512;
+/// pendulum, averaged Hamel, fused kernel of 2103 instructions: step 980 →
+/// 850 ns). The arithmetic is the same, rounded the same way (no fused
+/// multiply–adds), so every back-end still agrees to the bit. Shorter bodies
+/// stay inlined whole into the Newton driver, where small systems keep
+/// their Jacobian in registers: the double pendulum's 484-instruction
+/// RATTLE kernel measured slower out of line in AVX than inlined in SSE2.
+/// Split bodies get no copy: it would double the code that long chains
+/// compile (16-link director chain: 17.9 → 33.5 s).
+pub const WIDE_MIN: usize = 512;
 
 /// Emits `pub fn <name>_dd(...)`: the same program evaluated in double-double
 /// arithmetic (type `__Dd`, which the caller brings into scope), where each
