@@ -104,10 +104,37 @@ where
         }
         match self.band {
             band @ Some(_) => factor_banded(s, perm, band, n),
-            None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order)),
+            None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
             None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
             None => factor_dense(s, perm, order, n),
         }
+    }
+
+    /// [`Lu::factor_in_place`], then [`Lu::solve`] for `b`, with the same
+    /// results to the bit. Dense systems of 5–16 unknowns eliminate `b`
+    /// along with the matrix, so that its forward substitution does not wait
+    /// for the factorization to end. On error `b` holds garbage.
+    // Always inlined: at fixed sizes the size test folds away before the
+    // inliner weighs the small path's code, and a 3×3 system stays in
+    // registers (the sphere's step: 120 against 85 ns otherwise).
+    #[inline(always)]
+    pub fn factor_solve_in_place(&mut self, b: &mut OVector<f64, D>) -> Result<(), FactorError> {
+        let n = self.perm.len();
+        if n > 4 && n <= SMALL && self.band.is_none() {
+            return self.factor_solve_small(b);
+        }
+        self.factor_in_place()?;
+        self.solve(b);
+        Ok(())
+    }
+
+    /// [`Lu::factor_solve_in_place`] of dense systems of 5–16 unknowns.
+    #[inline]
+    fn factor_solve_small(&mut self, b: &mut OVector<f64, D>) -> Result<(), FactorError> {
+        let n = self.perm.len();
+        let s = self.m.as_mut_slice();
+        let (perm, order) = (self.perm.as_mut_slice(), self.order.as_mut_slice());
+        small_sizes!(n, factor_small(s, perm, order, Some(b.as_mut_slice())))
     }
 
     /// Overwrites `b` with the solution of `a x = b`.
@@ -260,9 +287,20 @@ const SMALL: usize = 16;
 ///   width, where column-wise vector loads straddle the previous step's
 ///   stores and wait for them (8×8: 175 → 150 ns per factorization).
 #[inline(always)]
-fn factor_small(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize) -> Result<(), FactorError> {
+fn factor_small(
+    s: &mut [f64],
+    perm: &mut [usize],
+    order: &mut [usize],
+    rhs: Option<&mut [f64]>,
+    n: usize,
+) -> Result<(), FactorError> {
     const LANES: usize = 8;
     let s = &mut s[..n * n];
+    // The right-hand side to eliminate along, in registers.
+    let mut w = [0.0f64; SMALL];
+    if let Some(v) = rhs.as_deref() {
+        w[..n].copy_from_slice(&v[..n]);
+    }
     let (mut big8, mut poison8) = ([0.0f64; LANES], [0.0f64; LANES]);
     let mut take = |l: usize, x: f64| {
         poison8[l] += x * 0.0;
@@ -312,6 +350,7 @@ fn factor_small(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
             for c in 0..n {
                 s.swap(c * n + k, c * n + p);
             }
+            w.swap(k, p);
         }
         s[k * n + k] = inv;
         let mut u = [0.0f64; SMALL];
@@ -324,6 +363,9 @@ fn factor_small(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
             for c in k + 1..n {
                 s[c * n + i] -= l * u[c];
             }
+            if rhs.is_some() {
+                w[i] -= l * w[k];
+            }
         }
     }
     order[..n].copy_from_slice(&rows[..n]);
@@ -334,6 +376,10 @@ fn factor_small(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
     }
     if big == 0.0 || smallest <= big * 1e3 * f64::EPSILON {
         return Err(FactorError::Singular);
+    }
+    if let Some(v) = rhs {
+        back_substitute(s, &mut w[..n], None, n);
+        v[..n].copy_from_slice(&w[..n]);
     }
     Ok(())
 }
@@ -427,7 +473,6 @@ fn factor_dense(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
 fn substitute(m: &[f64], swaps: Option<&[usize]>, v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
     let (m, v) = (&m[..n * n], &mut v[..n]);
     let below = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
-    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
     for k in 0..n {
         if let Some(perm) = swaps {
             v.swap(k, perm[k]);
@@ -436,11 +481,19 @@ fn substitute(m: &[f64], swaps: Option<&[usize]>, v: &mut [f64], band: Option<(u
             v[i] -= m[k * n + i] * v[k];
         }
     }
-    // Back substitution subtracts the terms of the unknowns found earliest
-    // first, so that only the last subtraction waits on the unknown found
-    // just before: the chain from one unknown to the next is one product
-    // and one difference, not one difference per unknown left (8×8 solve:
-    // about 15 ns less).
+    back_substitute(m, v, band, n);
+}
+
+/// `v ← U⁻¹ v`, the second half of [`substitute`].
+#[inline(always)]
+fn back_substitute(m: &[f64], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
+    let (m, v) = (&m[..n * n], &mut v[..n]);
+    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
+    // The terms of the unknowns found earliest are subtracted first, so
+    // that only the last subtraction waits on the unknown found just
+    // before: the chain from one unknown to the next is one product and one
+    // difference, not one difference per unknown left (8×8 solve: about
+    // 15 ns less).
     for i in (0..n).rev() {
         let mut s = v[i];
         for j in (i + 1..above(i)).rev() {
@@ -640,7 +693,7 @@ mod tests {
                     .collect();
                 let (mut s1, mut s2) = (a.clone(), a.clone());
                 let (mut p1, mut p2, mut o) = (vec![0; n], vec![0; n], vec![0; n]);
-                let r1 = factor_small(&mut s1, &mut p1, &mut o, n);
+                let r1 = factor_small(&mut s1, &mut p1, &mut o, None, n);
                 let r2 = factor_core(&mut s2, &mut p2, None, n);
                 assert_eq!(r1, r2, "n = {n}, trial {trial}");
                 if r1.is_ok() {
@@ -656,6 +709,37 @@ mod tests {
                         "n = {n}, trial {trial}"
                     );
                 }
+            }
+        }
+    }
+
+    /// Eliminating the right-hand side along with the matrix gives the
+    /// solution of factoring, then solving, to the bit.
+    #[test]
+    fn factoring_and_solving_at_once_equals_doing_it_in_turn() {
+        let mut seed = 5u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        for n in 1..=SMALL + 2 {
+            for _ in 0..50 {
+                let a = DMatrix::from_fn(n, n, |_, _| rnd());
+                let b = DVector::from_fn(n, |_, _| rnd());
+                let mut lu = Lu::new(nalgebra::Dyn(n));
+                lu.matrix_mut().copy_from(&a);
+                lu.factor_in_place().unwrap();
+                let mut x = b.clone();
+                lu.solve(&mut x);
+                let mut both = Lu::new(nalgebra::Dyn(n));
+                both.matrix_mut().copy_from(&a);
+                let mut y = b.clone();
+                both.factor_solve_in_place(&mut y).unwrap();
+                assert_eq!(x.as_slice(), y.as_slice(), "n = {n}");
+                assert_eq!(lu.m.as_slice(), both.m.as_slice(), "n = {n}");
+                let mut z = b.clone();
+                both.solve(&mut z);
+                assert_eq!(x.as_slice(), z.as_slice(), "n = {n}");
             }
         }
     }

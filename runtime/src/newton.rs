@@ -503,7 +503,7 @@ where
             residual: rn2.sqrt(),
         };
         if refresh {
-            lu.factor_in_place().map_err(|e| match e {
+            lu.factor_solve_in_place(r).map_err(|e| match e {
                 FactorError::NonFinite => non_finite(),
                 FactorError::Singular if !rn2.is_finite() => non_finite(),
                 FactorError::Singular => StepError::Singular {
@@ -514,8 +514,9 @@ where
             })?;
             factored = true;
             factorizations += 1;
+        } else {
+            lu.solve(r);
         }
-        lu.solve(r);
         *x -= &*r;
         let dn2 = r.norm_squared();
         if !dn2.is_finite() {
@@ -705,16 +706,29 @@ where
         let Workspace {
             x, r, lu, dz, costs, ..
         } = work;
-        let (mut xl, mut rl, mut lul, mut dzl) = (x.clone(), r.clone(), lu.clone(), dz.clone());
+        let (mut xl, mut rl, mut dzl) = (x.clone(), r.clone(), dz.clone());
         let mut memory = st.newton.clone();
-        let store = Store {
-            x: &mut xl,
-            r: &mut rl,
-            lu: &mut lul,
-            memory: &mut memory,
-            costs: *costs,
+        let solved = {
+            let mut solve = |lu: &mut Lu<X>| {
+                let store = Store {
+                    x: &mut xl,
+                    r: &mut rl,
+                    lu,
+                    memory: &mut memory,
+                    costs: *costs,
+                };
+                iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)
+            };
+            // The factors of 1–3 unknowns (an adjugate) stay in registers
+            // too; larger ones live in memory whichever copy holds them, and
+            // copying the workspace's (8×8: 660 bytes, a call to memmove)
+            // bought nothing.
+            if X::try_to_usize().is_some_and(|n| n <= 3) {
+                solve(&mut lu.clone())?
+            } else {
+                solve(lu)?
+            }
         };
-        let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
         update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &memory, st)?;
         x.copy_from(&xl);
         Ok(())
