@@ -81,7 +81,10 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     for f in &functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
-        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f).map_err(unbound)?;
+        // The kernels every step runs get copies for wider instruction sets.
+        let per_step = matches!(f.name.as_str(), "residual" | "residual_jacobian" | "increment");
+        let emit = if per_step { rust::function } else { rust::function_once };
+        let (ts, EmitStats { ops, parts }) = emit(&mut g, f).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
         match f.name.as_str() {

@@ -4,8 +4,8 @@
 //! per register instruction, in the program's order, so the emitted Rust
 //! evaluates exactly what the interpreter and the JIT evaluate. One printer
 //! serves `f64` and double-double bodies. Bodies longer than [`WHOLE`]
-//! instructions are split into `#[inline(never)]` parts of [`CHUNK`] that share
-//! a scratch array, since rustc's compile time grows super-linearly with the
+//! instructions (per-step kernels) or [`CHUNK`] (the rest) are split into
+//! `#[inline(never)]` parts of [`CHUNK`] that share a scratch array, since rustc's compile time grows super-linearly with the
 //! size of one function. Whole bodies of [`WIDE_MIN`] instructions or more
 //! also get a copy compiled for AVX2, chosen at run time where the processor
 //! has it.
@@ -24,10 +24,12 @@ const AVX512: bool = cfg!(hamel_avx512);
 /// Register instructions per part of a split body.
 pub const CHUNK: usize = 800;
 
-/// Bodies up to this many register instructions are emitted whole: split,
-/// the double pendulum's fused Hamel kernel (2103 instructions) ran 40 ns
-/// slower per step, its parts passing values through memory. Beyond it,
-/// parts keep the compile time of long chains linear.
+/// Bodies of the kernels a step runs ([`function`]) up to this many register
+/// instructions are emitted whole: split, the double pendulum's fused Hamel
+/// kernel (2103 instructions) ran 40 ns slower per step, its parts passing
+/// values through memory. Beyond it, and beyond [`CHUNK`] for functions
+/// called now and then ([`function_once`]), parts keep the compile time of
+/// long chains linear.
 pub const WHOLE: usize = 3000;
 
 /// Statistics of an emitted function.
@@ -132,7 +134,7 @@ impl Printer<'_> {
         } else {
             let i = r - base;
             match self.slot[i] {
-                Some(s) if self.owner[i] != self.current => quote!(unsafe { __t[#s].assume_init() }),
+                Some(s) if self.owner[i] != self.current => quote!(__t[#s]),
                 _ => {
                     let t = format_ident!("t{}", i);
                     quote!(#t)
@@ -223,7 +225,7 @@ impl Printer<'_> {
         let e = self.instr(&self.prog.instrs[i]);
         let ty = if self.dd.is_some() { quote!(__Dd) } else { quote!(f64) };
         match self.slot[i] {
-            Some(s) => quote!(let #t: #ty = #e; __t[#s] = ::core::mem::MaybeUninit::new(#t);),
+            Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
             None => quote!(let #t: #ty = #e;),
         }
     }
@@ -247,12 +249,26 @@ impl Printer<'_> {
     }
 }
 
-/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`.
+/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`, with
+/// copies for wider instruction sets where the body is long enough to gain
+/// (see [`WIDE_MIN`]): for the kernels a step runs.
 pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
+    emit_function(g, f, true)
+}
+
+/// [`function`] without the copies for wider instruction sets: for functions
+/// called now and then (invariants, initial states), where they would only
+/// cost compile time (the 16-link chain's invariants: 2884 instructions).
+pub fn function_once(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
+    emit_function(g, f, false)
+}
+
+fn emit_function(g: &mut Graph, f: &Function, copies: bool) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
     let prog = lower(&f.tape(g)?);
     let sig = signature(f, &[]);
     let n = prog.instrs.len();
-    let nparts = if n <= WHOLE { 1 } else { n.div_ceil(CHUNK) };
+    let whole = if copies { WHOLE } else { CHUNK };
+    let nparts = if n <= whole { 1 } else { n.div_ceil(CHUNK) };
     let stats = EmitStats { ops: n, parts: nparts };
     let name = format_ident!("{}", f.name);
     let params = &sig.params;
@@ -268,7 +284,7 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         };
         let lets: Vec<TokenStream> = (0..n).map(|i| p.stmt(i)).collect();
         let assigns = p.assigns();
-        if n < WIDE_MIN {
+        if !copies || n < WIDE_MIN {
             return Ok((
                 quote! {
                     #[inline]
@@ -393,8 +409,8 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
         let body: Vec<TokenStream> = (c * CHUNK..((c + 1) * CHUNK).min(n)).map(|i| p.stmt(i)).collect();
         parts.push(quote! {
             #[inline(never)]
-            #[allow(unused_variables, unsafe_code, clippy::all)]
-            fn #part(#(#in_args,)* __t: &mut [::core::mem::MaybeUninit<f64>; #slots]) {
+            #[allow(unused_variables, clippy::all)]
+            fn #part(#(#in_args,)* __t: &mut [f64; #slots]) {
                 #(#body)*
             }
         });
@@ -405,13 +421,13 @@ pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats),
     Ok((
         quote! {
             #(#parts)*
-            #[allow(unused_variables, unsafe_code, clippy::all)]
+            #[allow(unused_variables, clippy::all)]
             pub fn #name(#(#params),*) {
-                // Uninitialized: zeroing it cost the double pendulum's
-                // Hamel step a memset of 4 % of its time. Every slot is
-                // written by the part that computes it before a later part
-                // or the results below read it.
-                let mut __t = [::core::mem::MaybeUninit::<f64>::uninit(); #slots];
+                // Zeroed, though every slot is written before it is read:
+                // `MaybeUninit` slots saved the memset but added 3–4 s to
+                // the 16-link chain's 16 s build, and its step did not
+                // change (29–30 µs).
+                let mut __t = [0.0f64; #slots];
                 #(#calls)*
                 #(#assigns)*
             }
