@@ -180,6 +180,62 @@ macro_rules! small_sizes {
 }
 use small_sizes;
 
+/// The checks of a matrix's entries before (or, for [`factor_small`], after)
+/// factoring: all finite, and the largest magnitude, which pivots are
+/// measured against. Branch-free, so that it vectorizes: `x · 0` is 0 for a
+/// finite `x` and NaN otherwise. Eight lanes of accumulators: one would chain
+/// every entry's addition and comparison (256 dependent operations for 8×8).
+/// Both verdicts are independent of the order the entries come in.
+struct EntryChecks {
+    big: [f64; Self::LANES],
+    poison: [f64; Self::LANES],
+}
+
+impl EntryChecks {
+    const LANES: usize = 8;
+
+    #[inline(always)]
+    fn new() -> Self {
+        Self {
+            big: [0.0; Self::LANES],
+            poison: [0.0; Self::LANES],
+        }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, entries: &[f64]) {
+        let mut take = |l: usize, x: f64| {
+            self.poison[l] += x * 0.0;
+            let a = x.abs();
+            self.big[l] = if a > self.big[l] { a } else { self.big[l] };
+        };
+        let mut chunks = entries.chunks_exact(Self::LANES);
+        for chunk in &mut chunks {
+            for (l, &x) in chunk.iter().enumerate() {
+                take(l, x);
+            }
+        }
+        for (l, &x) in chunks.remainder().iter().enumerate() {
+            take(l, x);
+        }
+    }
+
+    /// The largest magnitude; an error if an entry is not finite, or if all
+    /// are zero.
+    #[inline(always)]
+    fn verdict(&self) -> Result<f64, FactorError> {
+        let poison: f64 = self.poison.iter().sum();
+        let big = self.big.iter().fold(0.0f64, |b, &a| if a > b { a } else { b });
+        if poison != 0.0 {
+            Err(FactorError::NonFinite)
+        } else if big == 0.0 {
+            Err(FactorError::Singular)
+        } else {
+            Ok(big)
+        }
+    }
+}
+
 /// LU with partial pivoting of the column-major `n × n` matrix `s`, in place.
 /// With `band = Some((kl, ku))` the matrix has no entry more than `kl` below or
 /// `ku` above the diagonal: pivots are sought among the `kl` rows below, row
@@ -192,38 +248,13 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
     // (Exclusive ranges: inclusive ones keep loops from vectorizing.)
     let row_end = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
     let col_end = |k: usize| band.map_or(n, |(kl, ku)| (k + kl + ku + 1).min(n));
-    // Branch-free, so that it vectorizes: `x · 0` is 0 for a finite `x` and
-    // NaN otherwise. Only the band is read. Eight lanes of accumulators: one
-    // would chain every entry's addition and comparison (256 dependent
-    // operations for 8×8), and the factorization waits on the verdict.
-    const LANES: usize = 8;
-    let (mut big8, mut poison8) = ([0.0f64; LANES], [0.0f64; LANES]);
+    // Only the band is read; the factorization waits on the verdict.
+    let mut checks = EntryChecks::new();
     for c in 0..n {
         let first = band.map_or(0, |(_, ku)| c.saturating_sub(ku));
-        let col = &s[c * n + first..c * n + row_end(c)];
-        let mut take = |l: usize, x: f64| {
-            poison8[l] += x * 0.0;
-            let a = x.abs();
-            big8[l] = if a > big8[l] { a } else { big8[l] };
-        };
-        let mut chunks = col.chunks_exact(LANES);
-        for chunk in &mut chunks {
-            for (l, &x) in chunk.iter().enumerate() {
-                take(l, x);
-            }
-        }
-        for (l, &x) in chunks.remainder().iter().enumerate() {
-            take(l, x);
-        }
+        checks.take(&s[c * n + first..c * n + row_end(c)]);
     }
-    let poison: f64 = poison8.iter().sum();
-    let big = big8.iter().fold(0.0f64, |b, &a| if a > b { a } else { b });
-    if poison != 0.0 {
-        return Err(FactorError::NonFinite);
-    }
-    if big == 0.0 {
-        return Err(FactorError::Singular);
-    }
+    let big = checks.verdict()?;
     let tiny = big * 1e3 * f64::EPSILON;
     // s[col * n + row]
     for k in 0..n {
@@ -294,28 +325,14 @@ fn factor_small(
     rhs: Option<&mut [f64]>,
     n: usize,
 ) -> Result<(), FactorError> {
-    const LANES: usize = 8;
     let s = &mut s[..n * n];
     // The right-hand side to eliminate along, in registers.
     let mut w = [0.0f64; SMALL];
     if let Some(v) = rhs.as_deref() {
         w[..n].copy_from_slice(&v[..n]);
     }
-    let (mut big8, mut poison8) = ([0.0f64; LANES], [0.0f64; LANES]);
-    let mut take = |l: usize, x: f64| {
-        poison8[l] += x * 0.0;
-        let a = x.abs();
-        big8[l] = if a > big8[l] { a } else { big8[l] };
-    };
-    let mut chunks = s.chunks_exact(LANES);
-    for chunk in &mut chunks {
-        for (l, &x) in chunk.iter().enumerate() {
-            take(l, x);
-        }
-    }
-    for (l, &x) in chunks.remainder().iter().enumerate() {
-        take(l, x);
-    }
+    let mut checks = EntryChecks::new();
+    checks.take(s);
     let mut rows = [0usize; SMALL];
     for (i, r) in rows.iter_mut().enumerate() {
         *r = i;
@@ -369,12 +386,8 @@ fn factor_small(
         }
     }
     order[..n].copy_from_slice(&rows[..n]);
-    let poison: f64 = poison8.iter().sum();
-    let big = big8.iter().fold(0.0f64, |b, &a| if a > b { a } else { b });
-    if poison != 0.0 {
-        return Err(FactorError::NonFinite);
-    }
-    if big == 0.0 || smallest <= big * 1e3 * f64::EPSILON {
+    let big = checks.verdict()?;
+    if smallest <= big * 1e3 * f64::EPSILON {
         return Err(FactorError::Singular);
     }
     if let Some(v) = rhs {
