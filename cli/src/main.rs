@@ -78,7 +78,8 @@ struct CaseArgs {
     #[arg(long = "input", value_name = "NAME=EXPR")]
     input: Vec<String>,
     /// control inputs from a CSV file: a column `t` and one per input, held
-    /// from each row's time on (zero-order hold)
+    /// from each row's time on (zero-order hold); each step takes the mean
+    /// over its interval (a schedule on the step grid: its own row)
     #[arg(long = "inputs", value_name = "FILE.csv", conflicts_with = "input")]
     inputs: Option<PathBuf>,
     /// compensated (TwoSum) summation of the increments

@@ -1,9 +1,14 @@
 //! Input schedules: the control inputs `u_k` a run applies at each step.
 //!
-//! Two conventions (docs/schemes.md §8): a table is a zero-order hold (`u_k`
-//! is the last row at or before `t_k`, as DMOC and discrete LQR assume); a
-//! function of time is sampled at the step's midpoint `t_k + h/2`, which keeps
-//! the schemes second order (sampling at `t_k` makes them first order).
+//! Two conventions (docs/schemes.md §8): a table is a zero-order hold (each
+//! row's values held from its time on) and a step takes its mean over the
+//! step, `u_k = (1/h) ∫ u dt` over `[t_k, t_k + h]`; a function of time is
+//! sampled at the step's midpoint `t_k + h/2`. Both keep the schemes second
+//! order (sampling at `t_k` makes them first order). The mean rather than a
+//! sample for tables: on a schedule given on the step grid it is the row
+//! itself (the DMOC and discrete-LQR convention), on a finer one it is second
+//! order like the midpoint, and a pulse shorter than a step keeps its impulse
+//! instead of vanishing between samples.
 
 use std::path::Path;
 
@@ -14,7 +19,8 @@ use hamel_compiler::sym::{Graph, Id};
 enum Component {
     /// a function of time, sampled at the step's midpoint
     Function(Graph, Id),
-    /// held from each time of `times` on: `values[j]` from `times[j]`
+    /// held from each time of `times` on: `values[j]` from `times[j]` (and
+    /// `values[0]` before `times[0]`)
     Table(Vec<f64>, Vec<f64>),
     /// one value per step (the last one held past the end)
     Steps(Vec<f64>),
@@ -152,10 +158,7 @@ impl Schedule {
                     let t = t_k + 0.5 * h;
                     g.eval(*root, &|s| if g.symbol_name(s) == "__t" { t } else { f64::NAN })
                 }
-                Component::Table(times, values) => {
-                    let j = times.partition_point(|&t| t <= t_k);
-                    values[j.saturating_sub(1)]
-                }
+                Component::Table(times, values) => step_mean(times, values, t_k, h),
                 Component::Steps(values) => {
                     let k = (t_k / h).round().max(0.0) as usize;
                     values[k.min(values.len() - 1)]
@@ -168,6 +171,32 @@ impl Schedule {
         }
         Ok(())
     }
+}
+
+/// The mean of the zero-order hold `values` (from `times`) over the step
+/// `[t_k, t_k + h]`. A row whose time lies within `1e-9 |h|` of a step end
+/// counts as at that end, so that a schedule written on the step grid (times
+/// `0.3` against `t_k = 3 × 0.1`) gives each step its own row exactly.
+fn step_mean(times: &[f64], values: &[f64], t_k: f64, h: f64) -> f64 {
+    let (a, b) = if h >= 0.0 { (t_k, t_k + h) } else { (t_k + h, t_k) };
+    let snap = 1e-9 * h.abs();
+    let held = |t: f64| values[times.partition_point(|&s| s <= t + snap).saturating_sub(1)];
+    let first = times.partition_point(|&s| s <= a + snap);
+    let last = times.partition_point(|&s| s < b - snap);
+    if first >= last {
+        return held(a);
+    }
+    // Breakpoints strictly inside the step: weigh each held value by its span.
+    let mut sum = 0.0;
+    let mut from = a;
+    let mut value = held(a);
+    for j in first..last {
+        sum += value * (times[j] - from);
+        from = times[j];
+        value = values[j];
+    }
+    sum += value * (b - from);
+    sum / (b - a)
 }
 
 fn check_name(names: &[&str], name: &str) -> Result<(), String> {
@@ -200,10 +229,30 @@ mod tests {
         let f = dir.join("u.csv");
         std::fs::write(&f, "# torque steps\nt, a\n0, 1\n2, -1\n").unwrap();
         let s = Schedule::from_csv(&names, &f).unwrap();
-        for (t, want) in [(-1.0, 1.0), (0.0, 1.0), (1.99, 1.0), (2.0, -1.0), (5.0, -1.0)] {
+        for (t, want) in [(-1.0, 1.0), (0.0, 1.0), (1.9, 1.0), (2.0, -1.0), (5.0, -1.0)] {
             s.at(&names, t, 0.1, &mut u).unwrap();
             assert_eq!(u[0], want, "t = {t}");
         }
+        // A step across a row's time takes the mean: 0.025 at 1, 0.075 at −1.
+        s.at(&names, 1.975, 0.1, &mut u).unwrap();
+        assert!((u[0] - (0.025 - 0.075) / 0.1).abs() < 1e-12, "{}", u[0]);
+        // Rows on the step grid, written in decimal: each step its own row exactly.
+        std::fs::write(&f, "t, a\n0, 1\n0.1, 2\n0.2, 3\n0.3, 4\n").unwrap();
+        let s = Schedule::from_csv(&names, &f).unwrap();
+        for k in 0..5 {
+            s.at(&names, k as f64 * 0.1, 0.1, &mut u).unwrap();
+            assert_eq!(u[0], [1.0, 2.0, 3.0, 4.0, 4.0][k], "step {k}");
+        }
+        // A pulse shorter than a step keeps its impulse (h u_k = 0.01 × 5).
+        std::fs::write(&f, "t, a\n0, 0\n0.52, 5\n0.53, 0\n").unwrap();
+        let s = Schedule::from_csv(&names, &f).unwrap();
+        let impulse: f64 = (0..10)
+            .map(|k| {
+                s.at(&names, k as f64 * 0.1, 0.1, &mut u).unwrap();
+                0.1 * u[0]
+            })
+            .sum();
+        assert!((impulse - 0.05).abs() < 1e-12, "{impulse}");
         std::fs::write(&f, "t, c\n0, 1\n").unwrap();
         assert!(Schedule::from_csv(&names, &f)
             .unwrap_err()

@@ -143,8 +143,6 @@ fn input_sensitivity_matches_central_differences() {
                 u[j] += du;
                 let mut st = base.clone();
                 let mut s = DynStepper::new(&sys, h).unwrap();
-                // B is ∂z'/∂u_k with u_{k−1} held (the averaged scheme reads both).
-                s.set_previous_inputs(&u0).unwrap();
                 s.set_inputs(&u).unwrap();
                 s.step(&mut st).unwrap();
                 st.z

@@ -611,7 +611,7 @@ struct StepperState {
     sensitive: Option<System>,
     /// the last state stepped to: its warm start serves the next step
     last: Option<DynState>,
-    /// the inputs of the last step (the averaged scheme reads them as `u_{k−1}`)
+    /// the inputs of the last step, held for the next one unless it sets its own
     last_u: Option<Vec<f64>>,
 }
 
@@ -646,14 +646,10 @@ impl Stepper {
         Ok(())
     }
 
-    /// The previous step's inputs and this step's (`None`: keep the previous).
-    fn set_inputs(stepper: &mut DynStepper<'_, System>, previous: Option<&[f64]>, u: Option<&[f64]>) -> PyResult<()> {
+    /// This step's inputs (`None`: those of the last step, if any).
+    fn set_inputs(stepper: &mut DynStepper<'_, System>, last: Option<&[f64]>, u: Option<&[f64]>) -> PyResult<()> {
         let err = |e: hamel_runtime::StepError| PyValueError::new_err(e.to_string());
-        if let Some(p) = previous {
-            stepper.set_previous_inputs(p).map_err(err)?;
-            stepper.set_inputs(p).map_err(err)?;
-        }
-        if let Some(u) = u {
+        if let Some(u) = u.or(last) {
             stepper.set_inputs(u).map_err(err)?;
         }
         Ok(())

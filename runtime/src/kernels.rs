@@ -92,9 +92,9 @@ where
         None
     }
 
-    /// Length of the step's exogenous data `e = (t_k, u_k, u_{k−1})` (time at
-    /// the start of the step, the inputs held over it, the previous step's
-    /// inputs): 0 for a model without forces or inputs, else `1 + 2r`.
+    /// Length of the step's exogenous data `e = (t_k, u_k)` (time at the
+    /// start of the step, the inputs held over it): 0 for a model without
+    /// forces or inputs, else `1 + r`.
     fn exogenous_len(&self) -> usize {
         0
     }

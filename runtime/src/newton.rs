@@ -439,6 +439,15 @@ where
     } = store;
     let residual = |x: &OVector<f64, X>, r: &mut OVector<f64, X>| eval::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     sys.predict(h, e, z, previous, x);
+    // An explicit step (every unknown eliminated by the compiler: a
+    // projectile, Störmer–Verlet with a constant mass matrix) has nothing to
+    // solve; the increment is evaluated directly.
+    if x.is_empty() {
+        return Ok(Solved {
+            iterations: 0,
+            factorizations: 0,
+        });
+    }
     // The predictor's error changes smoothly from one step to the next: it
     // is extrapolated from the last three steps' by the quadratic through
     // them (`3e_k − 3e_{k−1} + e_{k−2}`; linearly from two after a second

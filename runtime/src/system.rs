@@ -35,10 +35,8 @@ where
     /// time of the state with step counter 0 (`t_k = t0 + k h`)
     pub t0: f64,
     work: Workspace<Z, X>,
-    /// the exogenous data of the next step: `(t_k, u_k, u_{k−1})`
+    /// the exogenous data of the next step: `(t_k, u_k)`
     exo: Vec<f64>,
-    /// whether `u_{k−1}` has been set by a step (else the first step uses `u_k`)
-    have_previous: bool,
     /// the state before the step (forced models: the step's work needs it)
     before: Option<OVector<f64, Z>>,
     /// the discrete work of the external force summed over the steps taken
@@ -84,7 +82,6 @@ where
             t0: 0.0,
             work: Workspace::with_costs(z, x, system.jacobian_band(), system.kernel_ops()),
             exo: vec![0.0; system.exogenous_len()],
-            have_previous: false,
             before: (system.exogenous_len() > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
         })
@@ -92,7 +89,7 @@ where
 
     /// Number of control input components of the model.
     pub fn input_count(&self) -> usize {
-        self.exo.len().saturating_sub(1) / 2
+        self.exo.len().saturating_sub(1)
     }
 
     /// The inputs `u_k` held over the following steps (zero until set).
@@ -130,40 +127,12 @@ where
         Ok(())
     }
 
-    /// Sets the previous step's inputs `u_{k−1}`, which the averaged Hamel
-    /// scheme uses on the half interval before the state (by default the
-    /// first step takes `u_{k−1} = u_k`); for resuming a run or
-    /// differentiating in `u_k` alone.
-    pub fn set_previous_inputs(&mut self, u: &[f64]) -> Result<(), StepError> {
-        let held = self.inputs().to_vec();
-        self.set_inputs(u)?;
-        let r = self.input_count();
-        if r > 0 {
-            self.exo.copy_within(1..1 + r, 1 + r);
-            self.exo[1..1 + r].copy_from_slice(&held);
-        }
-        self.have_previous = true;
-        Ok(())
-    }
-
-    /// The exogenous data the step from `state` uses: `(t_k, u_k, u_{k−1})`.
+    /// The exogenous data the step from `state` uses: `(t_k, u_k)`.
     fn exogenous(&mut self, step: u64) -> &[f64] {
         if let Some(t) = self.exo.first_mut() {
             *t = self.t0 + step as f64 * self.h;
-            let r = self.input_count();
-            if !self.have_previous {
-                self.exo.copy_within(1..1 + r, 1 + r);
-            }
         }
         &self.exo
-    }
-
-    fn after_step(&mut self) {
-        let r = self.input_count();
-        if r > 0 {
-            self.exo.copy_within(1..1 + r, 1 + r);
-        }
-        self.have_previous = true;
     }
 
     /// The same stepper with compensated summation of the increments switched on or off.
@@ -280,7 +249,6 @@ where
                 self.work_done += w;
             }
         }
-        self.after_step();
         Ok(())
     }
 

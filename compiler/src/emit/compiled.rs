@@ -33,7 +33,7 @@ pub struct CompiledStep {
     pub inputs: Vec<String>,
     /// the Jacobian's band `(kl, ku)` where a banded LU pays
     pub band: Option<(usize, usize)>,
-    /// length of the exogenous data `e = (t, u_k, u_{k−1})` hot kernels read
+    /// length of the exogenous data `e = (t_k, u_k)` hot kernels read
     /// (0 for a model without forces or inputs)
     pub exogenous_len: usize,
     /// size of the linear solve that recovers the physical state (0: none)

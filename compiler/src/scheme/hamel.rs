@@ -15,7 +15,7 @@ use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
-use super::step::{self, force_at, previous_inputs, scaled_dot, symbols, time_in_step, Draft, StepSystem};
+use super::step::{self, force_at, scaled_dot, symbols, time_in_step, Draft, StepSystem};
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -139,7 +139,6 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let update: Vec<Id>;
     let work: Option<Id>;
     let u_now = model.u_syms();
-    let u_prev = previous_inputs(&mut g, &model);
     let (obs_matrix, obs_rhs, obs_solution, obs_v): (Vec<Vec<Id>>, Vec<Id>, Vec<Id>, Vec<Id>);
     let init_state: Vec<Id>;
 
@@ -238,12 +237,16 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             let p0 = at(&mut g, &mech.p, q0, &xi0);
             let f1 = at(&mut g, &mech.force, q1, &xi1);
             let f0 = at(&mut g, &mech.force, q0, &xi0);
-            // [F_e] at k−½ (u_{k−1}, t_k − h/2) and at k+½ (u_k, t_k + h/2).
-            let (t0, t1) = (
-                time_in_step(&mut g, &model, h, -0.5),
-                time_in_step(&mut g, &model, h, 0.5),
-            );
-            let fe0 = force_at(&mut g, &model, q0, &xi0, t0, &u_prev);
+            // The state (Q, ξ) is labelled with the time of the step's start,
+            // as the initial data it starts from are: (q_0, ξ_0) at t_0. ZLB12
+            // label Q_k with t_{k+½}; starting from node data under that label
+            // shifts the solution by h/2, and a force depending on time then
+            // acts half a step early (first order). Both stage forces belong
+            // to this step's interval [t_k, t_{k+1}] and its input u_k (the
+            // trapezoidal rule of the momentum equation), so a step depends on
+            // (z_k, u_k, t_k) alone and its linearization is complete.
+            let t1 = time_in_step(&mut g, &model, h, 1.0);
+            let fe0 = force_at(&mut g, &model, q0, &xi0, model.time, &u_now);
             let fe1 = force_at(&mut g, &model, q1, &xi1, t1, &u_now);
             let fe_sum: Option<Vec<Id>> = fe0
                 .zip(fe1)

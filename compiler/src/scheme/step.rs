@@ -59,7 +59,7 @@ pub struct StepSystem {
     pub params: Vec<(Slot, f64)>,
     /// step size symbol
     pub h: Id,
-    /// the step's exogenous data `e = (t_k, u_k, u_{k−1})`: time at the start
+    /// the step's exogenous data `e = (t_k, u_k)`: time at the start
     /// of the step, the inputs held over it, and the previous step's inputs
     /// (empty for a model without forces or inputs)
     pub exogenous: Vec<Slot>,
@@ -119,9 +119,9 @@ pub struct StepSystem {
 }
 
 impl StepSystem {
-    /// Number of input components `u` (`e` holds `t`, then `u_k` and `u_{k−1}`).
+    /// Number of input components `u` (`e` holds `t`, then `u_k`).
     pub fn n_inputs(&self) -> usize {
-        self.exogenous.len().saturating_sub(1) / 2
+        self.exogenous.len().saturating_sub(1)
     }
 
     /// Fills in the Jacobian from the residual.
@@ -713,7 +713,6 @@ impl Draft {
         }
         let forced = model.force.is_some() || !model.inputs.is_empty();
         let exogenous: Vec<Slot> = if forced {
-            let u_prev = previous_inputs(&mut graph, model);
             std::iter::once(Slot {
                 name: "t".into(),
                 sym: model.time,
@@ -721,10 +720,6 @@ impl Draft {
             .chain(model.inputs.iter().map(|s| Slot {
                 name: s.name.clone(),
                 sym: s.sym,
-            }))
-            .chain(model.inputs.iter().zip(u_prev).map(|(s, sym)| Slot {
-                name: format!("{}(previous)", s.name),
-                sym,
             }))
             .collect()
         } else {
@@ -862,12 +857,6 @@ fn depends_memo(
         }
     }
     memo[&root]
-}
-
-/// The previous step's input symbols `u_{k−1}` (interned by name: every call
-/// returns the same symbols).
-pub(crate) fn previous_inputs(g: &mut Graph, model: &Model) -> Vec<Id> {
-    symbols(g, "__uprev", model.inputs.len())
 }
 
 /// The model's external force at other arguments: `q → qs`, `v → vs`, `t → t`,
