@@ -58,7 +58,10 @@ fn derived_explicit_kepler_keeps_its_angular_momentum() {
     let run = simulate(&m, &mut s, 0.001, 6283, |_| {}).unwrap();
     let l = run.monitor.get("L").unwrap().max_abs_error;
     let (q, _) = m.physical(&s).unwrap();
-    println!("kepler (derived, stormer_verlet): |ΔL| {l:.2e}, after one period at ({:.6}, {:.6})", q[0], q[1]);
+    println!(
+        "kepler (derived, stormer_verlet): |ΔL| {l:.2e}, after one period at ({:.6}, {:.6})",
+        q[0], q[1]
+    );
     assert!(l < 1e-13, "{l:e}");
     // One period (2π) returns to perihelion (0.4, 0) up to O(h²).
     assert!((q[0] - 0.4).abs() < 1e-3 && q[1].abs() < 1e-3, "{q:?}");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::plot::{self, Curve, Curve3, Labels};
 use crate::simulate::Run;
 use crate::Error;
+use hamel_runtime::InvariantKind;
 
 fn label(run: &Run, several: bool) -> String {
     if several {
@@ -129,10 +130,7 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
         }
         out
     };
-    let is_length = |r: &Run, i: usize| {
-        let n = &r.invariants[i].0;
-        n.starts_with("length") || n.starts_with("norm")
-    };
+    let is_length = |r: &Run, i: usize| r.invariants[i].1 == InvariantKind::Geometric;
     let residuals = per_quantity(&|r, i| r.constraint_indices().contains(&i) && !is_length(r, i), false);
     if !residuals.is_empty() {
         files.extend(plot::log_plot(

@@ -165,8 +165,8 @@ fn diagnostics_header(info: &[(String, InvariantKind)]) -> Vec<String> {
         header.push(n.clone());
         header.push(match k {
             InvariantKind::Energy => format!("{n}_error_rel"),
-            InvariantKind::Constraint => format!("{n}_residual_abs"),
-            InvariantKind::Monitored => format!("{n}_error_abs"),
+            k if k.is_residual() => format!("{n}_residual_abs"),
+            _ => format!("{n}_error_abs"),
         });
     }
     header

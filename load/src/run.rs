@@ -28,11 +28,7 @@ pub struct RunOptions {
 /// The error of a quantity of kind `k` at value `v`, initial value `v0`:
 /// relative for energy, the residual for constraints, the deviation otherwise.
 pub fn error_of(k: InvariantKind, v: f64, v0: f64) -> f64 {
-    match k {
-        InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
-        InvariantKind::Constraint => v.abs(),
-        _ => (v - v0).abs(),
-    }
+    k.error(v, v0)
 }
 
 impl RunOptions {
@@ -160,31 +156,28 @@ impl Run {
         error_of(self.invariants[i].1, self.values[k][i], self.values[0][i])
     }
 
-    /// Indices of the invariants that measure angular momentum (named `J…` or `…momentum…`).
+    /// Indices of the momenta: user invariants linear in the velocities.
     pub fn momentum_indices(&self) -> Vec<usize> {
+        self.indices_of(|k| k == InvariantKind::Momentum)
+    }
+
+    fn indices_of(&self, keep: impl Fn(InvariantKind) -> bool) -> Vec<usize> {
         (0..self.invariants.len())
-            .filter(|&i| is_momentum(&self.invariants[i].0) && self.invariants[i].1 == InvariantKind::Monitored)
+            .filter(|&i| keep(self.invariants[i].1))
             .collect()
     }
 
     /// Indices of quantities reported as constraint errors: constraint
     /// residuals (velocity constraints and holonomic ones at position level),
-    /// and monitored lengths/norms (the geometric constraints that director and
+    /// and geometric invariants (lengths and norms that director and
     /// body-frame models keep by construction).
     pub fn constraint_indices(&self) -> Vec<usize> {
-        (0..self.invariants.len())
-            .filter(|&i| {
-                let (n, k) = &self.invariants[i];
-                (*k == InvariantKind::Constraint && !is_hidden(n)) || is_length(n)
-            })
-            .collect()
+        self.indices_of(|k| matches!(k, InvariantKind::Constraint | InvariantKind::Geometric))
     }
 
     /// Indices of the hidden (velocity-level) constraints `∇g·q̇` of holonomic ones.
     pub fn hidden_constraint_indices(&self) -> Vec<usize> {
-        (0..self.invariants.len())
-            .filter(|&i| self.invariants[i].1 == InvariantKind::Constraint && is_hidden(&self.invariants[i].0))
-            .collect()
+        self.indices_of(|k| k == InvariantKind::HiddenConstraint)
     }
 
     /// What makes the run untrustworthy (non-finite values, an energy or
@@ -210,7 +203,7 @@ impl Run {
                 (
                     r.name.clone(),
                     json!({
-                        "kind": format!("{:?}", r.kind).to_lowercase(),
+                        "kind": r.kind.name(),
                         "initial": r.initial, "min": r.min, "max": r.max,
                         "max_abs_error": r.max_abs_error, "max_rel_error": r.max_rel_error,
                     }),
@@ -254,18 +247,6 @@ impl Run {
             "invariants": invariants,
         })
     }
-}
-
-fn is_momentum(name: &str) -> bool {
-    name.starts_with('J') || name.to_lowercase().contains("momentum")
-}
-
-fn is_hidden(name: &str) -> bool {
-    name.ends_with("(velocity)")
-}
-
-fn is_length(name: &str) -> bool {
-    name.starts_with("length") || name.starts_with("norm")
 }
 
 /// Runs `sys` from `state`. A failed step ends the run with its error (step

@@ -3,7 +3,6 @@
 //! driver as derived code through the runtime's [`Kernels`] seam and [`hamel_runtime::DynStepper`].
 
 use hamel_compiler::emit::compiled::CompiledStep;
-use hamel_compiler::scheme::InvariantKind as SymKind;
 use hamel_runtime::lu;
 use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
 use hamel_runtime::{DynState, InvariantKind, Kernels, NameList, StepError};
@@ -348,14 +347,6 @@ impl System {
     }
 }
 
-fn kind(k: SymKind) -> InvariantKind {
-    match k {
-        SymKind::Energy => InvariantKind::Energy,
-        SymKind::Monitored => InvariantKind::Monitored,
-        SymKind::Constraint => InvariantKind::Constraint,
-    }
-}
-
 impl Kernels<Dyn, Dyn> for System {
     fn model(&self) -> &str {
         &self.step.model
@@ -383,11 +374,7 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn invariant_info(&self) -> Vec<(&str, InvariantKind)> {
-        self.step
-            .invariants
-            .iter()
-            .map(|(n, k)| (n.as_str(), kind(*k)))
-            .collect()
+        self.step.invariants.iter().map(|(n, k)| (n.as_str(), *k)).collect()
     }
 
     fn parameters(&self) -> Vec<f64> {

@@ -65,9 +65,16 @@ fn projectile_follows_its_parabola_exactly() {
     for (label, sys) in systems("projectile", &UNCONSTRAINED) {
         let (q, v, r) = final_state(&sys, "throw", 0.01, 200);
         let err = max_diff(&q, &want_q).max(max_diff(&v, &want_v));
-        eprintln!("{label}: |error| {err:.2e}, Newton iterations/step {:.2}", r.newton.mean());
+        eprintln!(
+            "{label}: |error| {err:.2e}, Newton iterations/step {:.2}",
+            r.newton.mean()
+        );
         assert!(err < 1e-11, "{label}: {err:e}");
-        assert_eq!(r.newton.mean(), 0.0, "{label}: an explicit step needs no Newton iteration");
+        assert_eq!(
+            r.newton.mean(),
+            0.0,
+            "{label}: an explicit step needs no Newton iteration"
+        );
     }
 }
 
@@ -83,7 +90,11 @@ fn anisotropic_oscillator_converges_at_order_two() {
             .collect();
         let order = (e[0] / e[1]).log2();
         eprintln!("{label}: errors {}, order {order:.3}", sci(&e));
-        assert!(e[1] < 1e-3 && (order - 2.0).abs() < 0.05, "{label}: {}, order {order}", sci(&e));
+        assert!(
+            e[1] < 1e-3 && (order - 2.0).abs() < 0.05,
+            "{label}: {}, order {order}",
+            sci(&e)
+        );
     }
 }
 
@@ -111,8 +122,15 @@ fn kepler_orbit_closes_and_keeps_its_angular_momentum() {
             })
             .collect();
         let order = (errors[0] / errors[1]).log2();
-        eprintln!("{label}: return to perihelion off by {}, order {order:.3}", sci(&errors));
-        assert!(errors[1] < 2e-3 && (order - 2.0).abs() < 0.1, "{label}: {}, order {order}", sci(&errors));
+        eprintln!(
+            "{label}: return to perihelion off by {}, order {order:.3}",
+            sci(&errors)
+        );
+        assert!(
+            errors[1] < 2e-3 && (order - 2.0).abs() < 0.1,
+            "{label}: {}, order {order}",
+            sci(&errors)
+        );
     }
 }
 
@@ -138,6 +156,10 @@ fn two_masses_keep_their_momentum_and_beat_at_the_reduced_frequency() {
             .collect();
         let order = (e[0] / e[1]).log2();
         eprintln!("{label}: errors {}, order {order:.3}", sci(&e));
-        assert!(e[1] < 1e-3 && (order - 2.0).abs() < 0.05, "{label}: {}, order {order}", sci(&e));
+        assert!(
+            e[1] < 1e-3 && (order - 2.0).abs() < 0.05,
+            "{label}: {}, order {order}",
+            sci(&e)
+        );
     }
 }

@@ -10,16 +10,7 @@ use nalgebra::{DefaultAllocator, Dim, OMatrix, OVector};
 use crate::error::StepError;
 use crate::state::StateOf;
 
-/// What an invariant measures, and so how its error is reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InvariantKind {
-    /// energy: relative deviation from the initial value
-    Energy,
-    /// a monitored quantity (momentum, length, ...): deviation from the initial value
-    Monitored,
-    /// a constraint residual: its absolute value
-    Constraint,
-}
+pub use hamel_kernel::InvariantKind;
 
 /// The storage a step with state size `Z` and `X` unknowns needs: nalgebra's
 /// allocator bounds, named once. Every `DefaultAllocator` has them.
@@ -321,7 +312,7 @@ where
         let mut values = vec![0.0; info.len()];
         self.invariants_of(&q2, &v2, &mut values);
         for ((name, kind), value) in info.iter().zip(&values) {
-            if *kind == InvariantKind::Constraint && (value.is_nan() || value.abs() > tolerance) {
+            if kind.is_residual() && (value.is_nan() || value.abs() > tolerance) {
                 return Err(StepError::InvalidInput(format!(
                     "the initial data violate `{name}` by {value:.3e} (tolerance {tolerance:.1e}); project them onto the constraints first"
                 )));

@@ -49,9 +49,8 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     );
     for r in run.monitor.reports() {
         let kind = match r.kind {
-            hamel_runtime::InvariantKind::Energy => "",
-            hamel_runtime::InvariantKind::Monitored => "",
-            hamel_runtime::InvariantKind::Constraint => " (constraint)",
+            k if k.is_residual() => " (constraint)",
+            _ => "",
         };
         hamel_cli::out!(
             "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}",

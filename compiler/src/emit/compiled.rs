@@ -134,7 +134,9 @@ impl CompiledStep {
         }
         let m = rows.len();
         let mut a_rows = Vec::new();
-        for i in sys.invariants.iter().filter(|i| i.kind == InvariantKind::Constraint) {
+        // Velocity rows: the velocity constraints, and the velocity level of
+        // the holonomic ones (their position level has no velocity row).
+        for i in sys.invariants.iter().filter(|i| i.kind.is_residual()) {
             let row = crate::sym::gradient(&mut g, i.expr, &v);
             if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) {
                 a_rows.push(row);

@@ -321,8 +321,11 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         let n = &i.name;
         let k = match i.kind {
             InvariantKind::Energy => quote!(Energy),
+            InvariantKind::Momentum => quote!(Momentum),
+            InvariantKind::Geometric => quote!(Geometric),
             InvariantKind::Monitored => quote!(Monitored),
             InvariantKind::Constraint => quote!(Constraint),
+            InvariantKind::HiddenConstraint => quote!(HiddenConstraint),
         };
         quote!((#n, __rt::InvariantKind::#k))
     });

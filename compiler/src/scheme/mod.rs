@@ -5,6 +5,7 @@ pub mod constrained;
 pub mod energy_momentum;
 pub mod frame;
 pub mod hamel;
+mod invariants;
 pub mod mechanics;
 pub mod rattle;
 pub mod step;

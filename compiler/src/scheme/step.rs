@@ -15,16 +15,7 @@
 use crate::model::Model;
 use crate::sym::{jacobian, Function, Graph, Id};
 
-/// What an invariant measures: how tools report its error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InvariantKind {
-    /// the Hamel energy `⟨p, ξ⟩ − l`
-    Energy,
-    /// a user-declared quantity (momentum, length, ...), monitored for drift
-    Monitored,
-    /// a constraint residual that should stay at zero
-    Constraint,
-}
+pub use hamel_kernel::InvariantKind;
 
 /// A quantity evaluated on the physical state.
 #[derive(Clone, Debug)]
@@ -680,9 +671,10 @@ impl Draft {
             kind: InvariantKind::Energy,
             expr: energy,
         }];
-        invariants.extend(model.invariants.iter().map(|i| Invariant {
+        let kinds = super::invariants::classify(model, &graph);
+        invariants.extend(model.invariants.iter().zip(kinds).map(|(i, kind)| Invariant {
             name: i.name.clone(),
-            kind: InvariantKind::Monitored,
+            kind,
             expr: i.expr,
         }));
         invariants.extend(
@@ -706,7 +698,7 @@ impl Draft {
                 let rate = crate::sym::vector::dot(&mut graph, &grad, &v);
                 invariants.push(Invariant {
                     name: format!("{} (velocity)", c.name),
-                    kind: InvariantKind::Constraint,
+                    kind: InvariantKind::HiddenConstraint,
                     expr: rate,
                 });
             }
