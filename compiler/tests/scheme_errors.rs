@@ -30,9 +30,14 @@ fn rattle_and_stormer_verlet_need_generalized_coordinates() {
 }
 
 #[test]
-fn rattle_needs_constraints_and_a_constant_mass_matrix() {
-    let e = derive_err("rattle", None, FREE);
-    assert!(e.contains("needs holonomic constraints"), "{e}");
+fn rattle_and_energy_momentum_take_free_models_and_need_a_constant_mass_matrix() {
+    // Without constraints they are velocity Verlet and a discrete-gradient
+    // method: explicit for a linear force.
+    let model = hamel_compiler::load("models/x.hamel", FREE).unwrap();
+    for s in ["rattle", "energy_momentum"] {
+        let sys = Scheme::from_names(s, None).unwrap().derive(&model).unwrap();
+        assert_eq!((sys.state.len(), sys.unknowns.len()), (6, 0), "{s}");
+    }
     let e = derive_err("rattle", None, ANGLES_WITH_CONSTRAINT);
     assert!(
         e.contains("rattle needs a constant mass matrix; the mass matrix of models/x.hamel depends on the coordinates"),

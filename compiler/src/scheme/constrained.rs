@@ -16,6 +16,8 @@ pub struct ConstantMass {
     pub m_inv: Vec<Vec<Id>>,
     /// `M`
     pub m: Vec<Vec<Id>>,
+    /// `V(q)`
+    pub v: Id,
     /// `∇V(q)`
     pub grad_v: Vec<Id>,
     /// `g(q)`
@@ -27,7 +29,7 @@ pub struct ConstantMass {
 }
 
 /// Checks the model's form for scheme `name` and extracts its parts.
-pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<ConstantMass, SchemeError> {
+pub fn analyse(model: &mut Model, name: &str) -> Result<ConstantMass, SchemeError> {
     let file = model.file.clone();
     if model.frame.is_some() {
         return Err(SchemeError(format!(
@@ -37,11 +39,6 @@ pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<
     if !model.velocity_constraints.is_empty() {
         return Err(SchemeError(format!(
             "{name} does not handle velocity constraints; {file} has some"
-        )));
-    }
-    if need_constraints && model.holonomic.is_empty() {
-        return Err(SchemeError(format!(
-            "{name} needs holonomic constraints (`holonomic g(q) = 0`); {file} has none"
         )));
     }
     let q = model.q_syms();
@@ -93,6 +90,7 @@ pub fn analyse(model: &mut Model, name: &str, need_constraints: bool) -> Result<
     Ok(ConstantMass {
         m_inv,
         m,
+        v: pot,
         grad_v,
         g: gs,
         gq,

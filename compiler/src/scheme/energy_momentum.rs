@@ -1,6 +1,6 @@
 //! The energy–momentum integrator (docs/schemes.md §5; Wendlandt 1995, Gonzalez's
-//! discrete gradient) for models with holonomic constraints and a constant
-//! mass matrix:
+//! discrete gradient) for models with a constant mass matrix, with or without
+//! holonomic constraints:
 //!
 //! ```text
 //! q_{n+1} − q_n = h M⁻¹ (p_n + p_{n+1})/2
@@ -8,14 +8,22 @@
 //! g(q_{n+1})    = 0
 //! ```
 //!
-//! For a potential and constraints at most quadratic in `q` the discrete
-//! gradient is exactly the gradient at the midpoint, which is what is generated;
-//! other models are rejected (the general correction term needs a branch at
-//! `q_{n+1} = q_n` that the expression language does not have).
+//! `∇̄f` is Gonzalez's discrete gradient, `∇f(q̄) + [f(q_{n+1}) − f(q_n) −
+//! ⟨∇f(q̄), Δq⟩] Δq / ‖Δq‖²`, so that `⟨∇̄f, Δq⟩ = f(q_{n+1}) − f(q_n)`
+//! exactly: the energy is kept, and `Ḡ Δq = g(q_{n+1}) − g(q_n) = 0` makes the
+//! reactions do no work. For a function at most quadratic in `q` the
+//! correction vanishes identically and is not generated (the midpoint
+//! gradient; momenta of linear symmetries are then kept too). Otherwise the
+//! correction's direction `Δq` carries a torque about a symmetry axis, so
+//! momenta are kept to O(h²) only. At `Δq = 0` the correction is `0/0`: its
+//! denominator gets `1e-300`, which leaves it 0 there and changes nothing
+//! elsewhere; where `‖Δq‖` is near round-off (a state within 1e-8 of rest)
+//! its derivative in the Newton Jacobian is inaccurate, which slows Newton
+//! but not the converged step.
 
 use crate::model::Model;
-use crate::sym::vector::{axpy, matvec, matvec_t, midpoint};
-use crate::sym::{jacobian, Id};
+use crate::sym::vector::{axpy, dot, matvec, matvec_t, midpoint};
+use crate::sym::{jacobian, Graph, Id};
 
 use super::constrained::{analyse, coordinate_names, MomentumStep};
 use super::mechanics::Mechanics;
@@ -25,21 +33,20 @@ use super::{Frame, SchemeError};
 /// Derives the energy–momentum step for `model`.
 pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
-    let cm = analyse(&mut model, "energy_momentum", true)?;
+    let cm = analyse(&mut model, "energy_momentum")?;
     let (q, v) = (model.q_syms(), model.v_syms());
-    {
+    // Whether the potential and each constraint are at most quadratic.
+    let (quadratic_v, quadratic_g) = {
         let g = &mut model.graph;
         let hv = jacobian(g, &cm.grad_v, &q);
         let quadratic_v = hv.iter().flatten().all(|&e| !g.depends_on(e, &q));
-        let quadratic_g = cm.hess_g.iter().flatten().flatten().all(|&e| !g.depends_on(e, &q));
-        if !quadratic_v || !quadratic_g {
-            return Err(SchemeError(format!(
-                "energy_momentum currently needs a potential and constraints at most quadratic in the coordinates; {} has {}",
-                model.file,
-                if quadratic_v { "a constraint of higher degree" } else { "a potential of higher degree" }
-            )));
-        }
-    }
+        let quadratic_g: Vec<bool> = cm
+            .hess_g
+            .iter()
+            .map(|h| h.iter().flatten().all(|&e| !g.depends_on(e, &q)))
+            .collect();
+        (quadratic_v, quadratic_g)
+    };
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
     let mut g = std::mem::take(&mut model.graph);
@@ -60,10 +67,32 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let mut residual = Vec::with_capacity(2 * n + c);
     let r1 = axpy(&mut g, q0, hh, &vbar);
     residual.extend(q1.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
-    let grad_v = at(&mut g, &cm.grad_v, &q, &qbar, &v, &v);
-    let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &qbar, &v, &v)).collect();
-    let gl = matvec_t(&mut g, &gq, lam);
-    let force: Vec<Id> = grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect();
+    let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
+    let gradient = |g: &mut Graph, f: Id, grad: &[Id], quadratic: bool| -> Vec<Id> {
+        let mid = at(g, grad, &q, &qbar, &v, &v);
+        if quadratic {
+            return mid;
+        }
+        let (f1, f0) = (at(g, &[f], &q, q1, &v, &v)[0], at(g, &[f], &q, q0, &v, &v)[0]);
+        let slope = dot(g, &mid, &dq);
+        let (nf0, ns) = (g.neg(f0), g.neg(slope));
+        let defect = g.add(&[f1, nf0, ns]);
+        let norm2 = dot(g, &dq, &dq);
+        let tiny = g.constant(1e-300);
+        let den = g.add2(norm2, tiny);
+        let c = g.div(defect, den);
+        axpy(g, &mid, c, &dq)
+    };
+    let grad_v = gradient(&mut g, cm.v, &cm.grad_v, quadratic_v);
+    let gq: Vec<Vec<Id>> = (0..c)
+        .map(|i| gradient(&mut g, cm.g[i], &cm.gq[i], quadratic_g[i]))
+        .collect();
+    let force: Vec<Id> = if c == 0 {
+        grad_v
+    } else {
+        let gl = matvec_t(&mut g, &gq, lam);
+        grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
+    };
     let mut r2 = axpy(&mut g, p0, mh, &force);
     // + h F_e(q̄, v̄, u_n, t_{n+½}), v̄ = M⁻¹(p_n + p_{n+1})/2
     let vmid: Vec<Id> = vbar.iter().map(|&a| g.scale(0.5, a)).collect();

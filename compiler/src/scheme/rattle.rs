@@ -15,7 +15,7 @@ use super::{Frame, SchemeError};
 /// Derives RATTLE for `model`.
 pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
-    let cm = analyse(&mut model, "rattle", true)?;
+    let cm = analyse(&mut model, "rattle")?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
     let mut g = std::mem::take(&mut model.graph);
@@ -37,6 +37,10 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     // ∇V(q) + G(q)ᵀ λ
     let force = |g: &mut Graph, qs: &[Id], l: &[Id]| -> Vec<Id> {
         let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+        if cm.gq.is_empty() {
+            // Without constraints RATTLE is velocity Verlet (no reaction).
+            return grad_v;
+        }
         let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
         let gl = matvec_t(g, &gq, l);
         grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()

@@ -37,7 +37,7 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     if model.holonomic.is_empty() {
         Ok(general(model, mech))
     } else {
-        let cm = analyse(&mut model, "stormer_verlet (index-reduced)", true)?;
+        let cm = analyse(&mut model, "stormer_verlet (index-reduced)")?;
         Ok(index_reduced(model, mech, cm))
     }
 }
