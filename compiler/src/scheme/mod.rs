@@ -8,6 +8,7 @@ pub mod hamel;
 mod invariants;
 pub mod mechanics;
 pub mod rattle;
+mod reduce;
 pub mod step;
 pub mod stormer_verlet;
 
