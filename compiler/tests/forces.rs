@@ -17,7 +17,7 @@ fn force(src: &str, at: &[(&str, f64)]) -> Vec<f64> {
 
 const PENDULUM: &str = "model p {
     parameters { m = 1, r = 2, g = 9.8, c = 0.5 }
-    inputs { tau, u: vec3 }
+    INPUTS
     coordinates { gamma: vec3 }
     velocities { xi: vec3 }
     frame { gamma' = cross(gamma, xi) }
@@ -26,8 +26,25 @@ const PENDULUM: &str = "model p {
     FORCE
 }";
 
+/// The pendulum with `force_items`, declaring the inputs they use (a
+/// declared input no force uses is an error).
 fn pendulum(force_items: &str) -> String {
-    PENDULUM.replace("FORCE", force_items)
+    let uses = |name: &str| {
+        force_items
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| w == name)
+    };
+    let inputs: Vec<&str> = [("tau", "tau"), ("u", "u: vec3")]
+        .into_iter()
+        .filter(|(n, _)| uses(n))
+        .map(|(_, d)| d)
+        .collect();
+    let decl = if inputs.is_empty() {
+        String::new()
+    } else {
+        format!("inputs {{ {} }}", inputs.join(", "))
+    };
+    PENDULUM.replace("FORCE", force_items).replace("INPUTS", &decl)
 }
 
 #[test]
@@ -134,11 +151,7 @@ fn misuse_is_a_located_error() {
     assert!(e.contains("must depend on the coordinates only"), "{e}");
     let e = error_of(&pendulum("force at velocity xi * dot(xi, xi) = u"));
     assert!(e.contains("linear and homogeneous"), "{e}");
-    let e = error_of(
-        &PENDULUM
-            .replace("- m * g * r * gamma[2]", "- tau * gamma[2]")
-            .replace("FORCE", ""),
-    );
+    let e = error_of(&pendulum("force xi = tau * gamma").replace("- m * g * r * gamma[2]", "- tau * gamma[2]"));
     assert!(
         e.contains("the Lagrangian may not depend on the inputs or on time"),
         "{e}"
@@ -148,6 +161,16 @@ fn misuse_is_a_located_error() {
     let e = error_of(&pendulum("initial s { gamma = (0, 0, t), xi = (0, 0, 0) }"));
     assert!(
         e.contains("an initial state may not depend on the inputs or on time"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_input_no_force_uses_is_a_located_error() {
+    let src = pendulum("force xi = tau * gamma").replace("inputs { tau }", "inputs { tau, spare }");
+    let e = error_of(&src);
+    assert!(
+        e.contains("input `spare` is declared but no `force` uses it") && e.contains("e.hamel:3:19"),
         "{e}"
     );
 }

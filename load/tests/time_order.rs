@@ -16,7 +16,7 @@ use hamel_runtime::DynStepper;
 const DUFFING: &str = "
 model duffing {
     parameters { alpha = 1.0, beta = 0.5, delta = 0.1, f0 = 0.8, w = 1.3 }
-    inputs { u }
+    INPUTS
     coordinates { x }
     lagrangian  = 0.5 * x'^2 - 0.5 * alpha * x^2 - 0.25 * beta * x^4
     dissipation = 0.5 * delta * x'^2
@@ -29,7 +29,7 @@ model duffing {
 const DUFFING_FRAME: &str = "
 model duffing_frame {
     parameters { alpha = 1.0, beta = 0.5, delta = 0.1, f0 = 0.8, w = 1.3 }
-    inputs { u }
+    INPUTS
     coordinates { x }
     velocities { v }
     frame { x' = 2 * v }
@@ -44,7 +44,7 @@ model duffing_frame {
 const PENDULUM: &str = "
 model driven_pendulum {
     parameters { m = 1.0, r = 1.0, g = 9.81, f0 = 0.8, w = 1.3 }
-    inputs { u }
+    INPUTS
     coordinates { x: vec3 }
     lagrangian = 0.5 * m * dot(x', x') - m * g * x[2]
     holonomic  norm2(x) = r^2
@@ -111,11 +111,12 @@ enum Given {
 }
 
 fn system(src: &str, given: Given, scheme: &str) -> System {
-    let force = match given {
-        Given::Model => "f0 * cos(w * t) + 0 * u",
-        Given::Expression | Given::Table => "u",
+    let (force, inputs) = match given {
+        Given::Model => ("f0 * cos(w * t)", ""),
+        Given::Expression | Given::Table => ("u", "inputs { u }"),
     };
-    let model = load_source("time_order.hamel", &src.replace("FORCE", force), &[]).unwrap();
+    let src = src.replace("FORCE", force).replace("INPUTS", inputs);
+    let model = load_source("time_order.hamel", &src, &[]).unwrap();
     compile(&model, scheme.parse().unwrap(), Backend::Jit).unwrap()
 }
 

@@ -443,6 +443,27 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         &v_syms,
         frame.as_deref(),
     );
+    // An input that no force reads would be set by every run and change
+    // nothing, without a word.
+    for grp in &input_groups {
+        let comps: Vec<Id> = inputs[grp.offset..grp.offset + grp.ty.components()]
+            .iter()
+            .map(|s| s.sym)
+            .collect();
+        if !force
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|&e| lw.g.depends_on(e, &comps)))
+        {
+            let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
+            lw.error(
+                sp,
+                format!(
+                    "input `{}` is declared but no `force` uses it, so setting it would change nothing; use it in a force or remove it",
+                    grp.name
+                ),
+            );
+        }
+    }
     if lagrangian.is_none() && lagrangians.is_empty() {
         lw.error(
             ast.name.span,
