@@ -211,8 +211,8 @@ fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id
             pairs.push((a, b));
         }
     }
-    let sol = linsolve::solve(g, psi, &rhs)
-        .ok_or_else(|| FrameError("the frame matrix Ψ(q) is singular everywhere".into()))?;
+    let sol =
+        solve_frame(g, psi, &rhs).ok_or_else(|| FrameError("the frame matrix Ψ(q) is singular everywhere".into()))?;
     let zero = g.constant(0.0);
     let mut c = vec![vec![vec![zero; n]; n]; n];
     for (k, &(a, b)) in pairs.iter().enumerate() {
@@ -221,6 +221,102 @@ fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id
         }
     }
     Ok(c)
+}
+
+/// Frames up to this size are inverted by cofactors (`n² 2ⁿ` nodes at most);
+/// larger ones by symbolic elimination, whose pivots may vanish inside the
+/// frame's domain.
+const COFACTOR_LIMIT: usize = 10;
+
+/// `Ψ⁻¹ b` for a square frame matrix, as `adj(Ψ) b / det Ψ`. Symbolic
+/// elimination has to fix its pivots at compile time, in declaration order,
+/// and a rotation has no entry that is non-zero everywhere: the sleigh's
+/// frame with `velocities { om, u, w }` pivoted on `sin(th)` and divided by
+/// zero at `th = 0`. The cofactor form divides by `det Ψ` only, which
+/// vanishes exactly where the frame stops being a frame, whatever the order.
+/// `None` when `det Ψ` is structurally zero.
+fn solve_frame(g: &mut Graph, psi: &[Vec<Id>], b: &[Vec<Id>]) -> Option<Vec<Vec<Id>>> {
+    let n = psi.len();
+    if n > COFACTOR_LIMIT {
+        return linsolve::solve(g, psi, b);
+    }
+    let all = (1u32 << n) - 1;
+    let mut memo = std::collections::HashMap::new();
+    let det = minor(g, psi, all, all, &mut memo);
+    if g.is_const(det, 0.0) {
+        return None;
+    }
+    let inv_det = g.powf(det, -1.0);
+    // cof[i][j] = (−1)^(i+j) · det of Ψ without row i and column j
+    let cof: Vec<Vec<Id>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    let d = minor(g, psi, all & !(1 << i), all & !(1 << j), &mut memo);
+                    if (i + j) % 2 == 0 {
+                        d
+                    } else {
+                        g.neg(d)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let k = b.first().map_or(0, Vec::len);
+    Some(
+        (0..n)
+            .map(|c| {
+                (0..k)
+                    .map(|col| {
+                        let t: Vec<Id> = (0..n).map(|i| g.mul2(cof[i][c], b[i][col])).collect();
+                        let s = g.add(&t);
+                        // A bracket that is ±u_c gives a numerator that is
+                        // ±det Ψ term by term (the graph distributes the sign):
+                        // a number, not a ratio that rounds.
+                        if s == det {
+                            g.constant(1.0)
+                        } else if g.neg(s) == det {
+                            g.constant(-1.0)
+                        } else {
+                            g.mul2(s, inv_det)
+                        }
+                    })
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// Determinant of the submatrix of `a` on the rows and columns whose bits are
+/// set (equally many), by expansion along its first row; minors are shared
+/// through `memo`.
+fn minor(
+    g: &mut Graph,
+    a: &[Vec<Id>],
+    rows: u32,
+    cols: u32,
+    memo: &mut std::collections::HashMap<(u32, u32), Id>,
+) -> Id {
+    if rows == 0 {
+        return g.constant(1.0);
+    }
+    if let Some(&d) = memo.get(&(rows, cols)) {
+        return d;
+    }
+    let r = rows.trailing_zeros() as usize;
+    let mut terms = Vec::new();
+    let mut sign = 1.0;
+    for j in (0..a.len()).filter(|&j| cols & (1 << j) != 0) {
+        if !g.is_const(a[r][j], 0.0) {
+            let sub = minor(g, a, rows & !(1 << r), cols & !(1 << j), memo);
+            let k = g.constant(sign);
+            terms.push(g.mul(&[k, a[r][j], sub]));
+        }
+        sign = -sign;
+    }
+    let d = g.add(&terms);
+    memo.insert((rows, cols), d);
+    d
 }
 
 /// Dense Gaussian elimination with partial pivoting (tiny systems only).

@@ -1,8 +1,10 @@
 //! Symbolic solution of small dense linear systems (Gauss–Jordan on the DAG).
 //!
-//! Used where a model needs `Ψ(q)⁻¹` for an invertible frame. Pivots are taken
-//! as the first entry that is not structurally zero; the result is valid where
-//! those pivots do not vanish, which is the domain where the frame is a frame.
+//! Pivots are taken as the first entry that is not structurally zero; the
+//! result is valid where those pivots do not vanish. That holds for constant
+//! mass matrices and for blocks that are the identity at `h = 0`, not for a
+//! general frame `Ψ(q)`: a rotation has no entry that is non-zero everywhere,
+//! so frames are inverted by cofactors (`scheme/frame.rs`) up to a size.
 
 use super::graph::{Graph, Id};
 
