@@ -5,8 +5,13 @@
 /// What a monitored quantity is, and so how its error is reported and judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InvariantKind {
-    /// the energy: relative deviation from the initial value, judged
+    /// the energy: relative deviation from the initial value, judged (for a
+    /// forced model: the energy balance `E − Σ W`, judged against the
+    /// largest energy of the run)
     Energy,
+    /// the energy of a forced model: recorded, not judged (forces change
+    /// it); it sets the scale its balance is judged against
+    ForcedEnergy,
     /// a user quantity linear in the velocities (a momentum map component:
     /// linear or angular momentum, `⟨p, ζ⟩`): deviation from the initial value
     Momentum,
@@ -30,6 +35,7 @@ impl InvariantKind {
     pub fn name(self) -> &'static str {
         match self {
             InvariantKind::Energy => "energy",
+            InvariantKind::ForcedEnergy => "forced_energy",
             InvariantKind::Momentum => "momentum",
             InvariantKind::Geometric => "geometric",
             InvariantKind::Monitored => "monitored",
@@ -49,7 +55,7 @@ impl InvariantKind {
     /// constraints, the deviation otherwise.
     pub fn error(self, v: f64, v0: f64) -> f64 {
         match self {
-            InvariantKind::Energy if v0 != 0.0 => ((v - v0) / v0).abs(),
+            InvariantKind::Energy | InvariantKind::ForcedEnergy if v0 != 0.0 => ((v - v0) / v0).abs(),
             k if k.is_residual() => v.abs(),
             _ => (v - v0).abs(),
         }

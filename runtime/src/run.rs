@@ -44,7 +44,7 @@ where
         .invariant_info()
         .into_iter()
         .map(|(n, k)| match k {
-            InvariantKind::Energy if forced => (n.to_string(), InvariantKind::Monitored),
+            InvariantKind::Energy if forced => (n.to_string(), InvariantKind::ForcedEnergy),
             _ => (n.to_string(), k),
         })
         .collect();

@@ -321,6 +321,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         let n = &i.name;
         let k = match i.kind {
             InvariantKind::Energy => quote!(Energy),
+            InvariantKind::ForcedEnergy => quote!(ForcedEnergy),
             InvariantKind::Momentum => quote!(Momentum),
             InvariantKind::Geometric => quote!(Geometric),
             InvariantKind::Monitored => quote!(Monitored),
