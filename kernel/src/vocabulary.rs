@@ -24,6 +24,10 @@ pub enum InvariantKind {
     /// a constraint residual of the model (velocity constraint or holonomic
     /// constraint at position level): its absolute value, judged
     Constraint,
+    /// a holonomic constraint that the scheme imposes only through its second
+    /// derivative (index-reduced Störmer–Verlet): its residual drifts with
+    /// time; its absolute value, judged, and a violation names the drift
+    DriftingConstraint,
     /// the velocity level `∇g · q̇` of a holonomic constraint, which schemes
     /// that impose `g` alone keep only to O(h²): reported, not judged
     HiddenConstraint,
@@ -40,6 +44,7 @@ impl InvariantKind {
             InvariantKind::Geometric => "geometric",
             InvariantKind::Monitored => "monitored",
             InvariantKind::Constraint => "constraint",
+            InvariantKind::DriftingConstraint => "drifting_constraint",
             InvariantKind::HiddenConstraint => "hidden_constraint",
         }
     }
@@ -47,7 +52,10 @@ impl InvariantKind {
     /// Whether the quantity is a residual that should stay at zero (a
     /// constraint, hidden or not): its error is its absolute value.
     pub fn is_residual(self) -> bool {
-        matches!(self, InvariantKind::Constraint | InvariantKind::HiddenConstraint)
+        matches!(
+            self,
+            InvariantKind::Constraint | InvariantKind::DriftingConstraint | InvariantKind::HiddenConstraint
+        )
     }
 
     /// The error of a quantity of this kind at value `v`, initial value `v0`:

@@ -172,7 +172,12 @@ impl Run {
     /// and geometric invariants (lengths and norms that director and
     /// body-frame models keep by construction).
     pub fn constraint_indices(&self) -> Vec<usize> {
-        self.indices_of(|k| matches!(k, InvariantKind::Constraint | InvariantKind::Geometric))
+        self.indices_of(|k| {
+            matches!(
+                k,
+                InvariantKind::Constraint | InvariantKind::DriftingConstraint | InvariantKind::Geometric
+            )
+        })
     }
 
     /// Indices of the hidden (velocity-level) constraints `∇g·q̇` of holonomic ones.

@@ -86,3 +86,28 @@ model pumped {
         assert!(r.warnings().is_empty(), "{scheme}: {:?}", r.warnings());
     }
 }
+
+#[test]
+fn index_reduced_drift_is_named_with_its_remedy() {
+    let path = format!("{}/../models/gallery/bead_on_torus.hamel", env!("CARGO_MANIFEST_DIR"));
+    let model = read_model(path.as_ref(), &[]).unwrap();
+    let sys = compile(&model, "stormer_verlet".parse().unwrap(), Backend::Jit).unwrap();
+    let opt = RunOptions {
+        h: 0.01,
+        steps: 2000,
+        compensated: false,
+        record_every: 0,
+        inputs: None,
+    };
+    let r = run(&sys, sys.initial("rolling").unwrap(), None, &opt).unwrap();
+    let w = r.warnings();
+    assert_eq!(w.len(), 1, "one cause, one message: {w:?}");
+    assert!(
+        w[0].contains("index-reduced") && w[0].contains("use rattle or energy_momentum"),
+        "{w:?}"
+    );
+    // The same model under RATTLE keeps the torus: no warning.
+    let sys = compile(&model, "rattle".parse().unwrap(), Backend::Jit).unwrap();
+    let r = run(&sys, sys.initial("rolling").unwrap(), None, &opt).unwrap();
+    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+}

@@ -203,6 +203,13 @@ impl Monitor {
             .filter(|r| r.kind == InvariantKind::Energy)
             .map(|r| r.max_rel_error)
             .fold(0.0f64, |a, b| if b.is_nan() { f64::INFINITY } else { a.max(b) });
+        // A drift off holonomic constraints changes the energy too; its
+        // message names the cause and the remedy.
+        let drift = self.reports.iter().find(|r| {
+            r.kind == InvariantKind::DriftingConstraint
+                && r.non_finite_at.is_none()
+                && r.max_abs_error > health.constraint_abs
+        });
         let singular_pass = self.conditioning.filter(|c| {
             c.max > health.conditioning_growth * c.initial && energy_error > health.energy_near_singularity
         });
@@ -213,7 +220,7 @@ impl Monitor {
             }
             match r.kind {
                 // Near a singularity, the message below names the cause.
-                InvariantKind::Energy if r.max_rel_error > health.energy_rel && singular_pass.is_none() => out.push(format!(
+                InvariantKind::Energy if r.max_rel_error > health.energy_rel && singular_pass.is_none() && drift.is_none() => out.push(format!(
                     "the energy changed by {:.3e} (relative), more than {:.1e}: the step size does not resolve the motion, or the run passed near a singularity of the coordinates",
                     r.max_rel_error, health.energy_rel
                 )),
@@ -226,6 +233,10 @@ impl Monitor {
                         r.name, r.max_abs_error, health.constraint_abs
                     ))
                 }
+                InvariantKind::DriftingConstraint if r.max_abs_error > health.constraint_abs => out.push(format!(
+                    "constraint `{}` drifted by {:.3e}, more than {:.1e} (energy error {:.3e}): index-reduced Störmer–Verlet imposes holonomic constraints only through their second derivative, so the motion drifts off them; use rattle or energy_momentum, which keep them to round-off",
+                    r.name, r.max_abs_error, health.constraint_abs, energy_error
+                )),
                 _ => {}
             }
         }

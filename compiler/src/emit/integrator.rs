@@ -326,6 +326,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             InvariantKind::Geometric => quote!(Geometric),
             InvariantKind::Monitored => quote!(Monitored),
             InvariantKind::Constraint => quote!(Constraint),
+            InvariantKind::DriftingConstraint => quote!(DriftingConstraint),
             InvariantKind::HiddenConstraint => quote!(HiddenConstraint),
         };
         quote!((#n, __rt::InvariantKind::#k))

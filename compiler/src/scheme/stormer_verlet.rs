@@ -14,7 +14,7 @@ use crate::sym::{gradient, jacobian, Graph, Id};
 use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
 use super::step::{at, force_at, symbols, time_in_step, Draft, StepSystem};
-use super::{Frame, SchemeError};
+use super::{Frame, InvariantKind, SchemeError};
 
 /// Derives Störmer–Verlet for `model`: the index-reduced form if it has
 /// holonomic constraints, the general form otherwise.
@@ -290,5 +290,13 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
         work,
     };
     let draft = step.draft(&mut g, &model, &cm);
-    draft.assemble(&model, g, mech.energy)
+    let mut sys = draft.assemble(&model, g, mech.energy);
+    // Index reduction imposes g only through its second derivative: the
+    // residuals drift, and runs say so by their kind (not by this label).
+    for inv in &mut sys.invariants {
+        if inv.kind == InvariantKind::Constraint {
+            inv.kind = InvariantKind::DriftingConstraint;
+        }
+    }
+    sys
 }
