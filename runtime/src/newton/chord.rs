@@ -54,11 +54,16 @@ pub(crate) fn keep_factors(
     dn: f64,
     x_norm: impl FnOnce() -> f64,
 ) -> bool {
+    // No closure here: with one, the optimizer left the decision out of line
+    // in the loop at run-time sizes.
+    let Some(c) = contraction else {
+        return false;
+    };
     opt.chord
         && costs.worth_deciding()
         && !opt.simplified
-        && contraction
-            .is_some_and(|c| c * dn <= CHORD_CONTRACTION && chord_pays(c, dn, opt.tolerance * x_norm(), costs))
+        && c * dn <= CHORD_CONTRACTION
+        && chord_pays(c, dn, opt.tolerance * x_norm(), costs)
 }
 
 /// Whether keeping the first factorization pays, from Newton's constant `c`
