@@ -106,6 +106,15 @@ struct CaseArgs {
     /// write into an output folder that holds files hamel did not write
     #[arg(long)]
     force: bool,
+    /// Newton's relative tolerance, a positive number (default: machine
+    /// epsilon, 2.2e-16); a looser one takes fewer iterations and leaves an
+    /// error of about its size in every step
+    #[arg(long = "newton-tol", value_name = "EPS", allow_negative_numbers = true)]
+    newton_tol: Option<f64>,
+    /// Newton's iteration bound, at least 1 (default 30); a step that needs
+    /// more fails, naming the step
+    #[arg(long = "newton-max-iter", value_name = "N", allow_negative_numbers = true)]
+    newton_max_iter: Option<i64>,
 }
 
 #[derive(Subcommand)]

@@ -117,6 +117,7 @@ fn run(c: &Case, log: &mut Log) -> Result<(Run, System), Error> {
         compensated: c.compensated,
         record_every: c.every,
         inputs: None,
+        newton: Default::default(),
     };
     let r = simulate::run(&sys, state, Some(c.init.to_string()), &opt, false)?;
     Ok((r, sys))

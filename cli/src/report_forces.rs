@@ -72,6 +72,7 @@ pub fn section(
             compensated: false,
             record_every: 1,
             inputs: None,
+            newton: Default::default(),
         };
         let r = simulate::run(&sys, state, Some("published".into()), &opt, false)?;
         let ib = r

@@ -88,7 +88,7 @@ fn run_to(
     }
     result.map_err(|e| match e {
         hamel_load::RunError::Start(e) => Error::Step(e),
-        hamel_load::RunError::TooLarge(m) => Error::Usage(m),
+        hamel_load::RunError::TooLarge(m) | hamel_load::RunError::Options(m) => Error::Usage(m),
         hamel_load::RunError::Failed(f) => Error::RunFailed {
             error: f.error,
             partial: f.partial,

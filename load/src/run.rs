@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use hamel_runtime::{DynState, DynStepper, InvariantKind, Kernels, Monitor, NewtonStats, StepError};
+use hamel_runtime::{DynState, DynStepper, InvariantKind, Kernels, Monitor, NewtonOptions, NewtonStats, StepError};
 use serde_json::{json, Value};
 
 use crate::{Backend, System};
@@ -23,6 +23,9 @@ pub struct RunOptions {
     pub record_every: u64,
     /// the control inputs at each step (`None`: all zero)
     pub inputs: Option<crate::Schedule>,
+    /// the Newton solve's settings (tolerance, iteration bound, ...);
+    /// `NewtonOptions::default()` is what every stepper uses unless told
+    pub newton: NewtonOptions,
 }
 
 /// The error of a quantity of kind `k` at value `v`, initial value `v0`:
@@ -65,6 +68,10 @@ pub enum RunError {
     /// the run asked for is absurdly long or would record more than fits in memory
     #[error("{0}")]
     TooLarge(String),
+    /// options no run can honour (a Newton tolerance that is not a positive
+    /// finite number, an iteration bound of 0)
+    #[error("{0}")]
+    Options(String),
 }
 
 /// Most steps of one run (at 100 ns a step, about 3 years).
@@ -73,10 +80,18 @@ pub const MAX_STEPS: u64 = 1_000_000_000_000_000;
 pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 
 /// Refuses a run that cannot finish or whose records cannot be held, before
-/// anything is computed or written: more than [`MAX_STEPS`] steps, or records
-/// above [`MAX_RECORD_BYTES`].
+/// anything is computed or written: more than [`MAX_STEPS`] steps, records
+/// above [`MAX_RECORD_BYTES`], or Newton options no solve can honour.
 pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
+    check_newton(&opt.newton)?;
     check_size(sys, opt.steps, opt.interval())
+}
+
+/// Refuses Newton options no solve can honour, naming the setting.
+fn check_newton(newton: &NewtonOptions) -> Result<(), RunError> {
+    newton
+        .check()
+        .map_err(|e| RunError::Options(format!("Newton option {e}")))
 }
 
 /// Refuses runs that cannot finish or whose records cannot be held: more
@@ -241,6 +256,8 @@ impl Run {
             "newton_iterations_mean": self.newton.mean(),
             "newton_iterations_max": self.newton.max_iterations,
             "newton_factorizations_mean": self.newton.factorizations_mean(),
+            "newton_tolerance": self.options.newton.tolerance,
+            "newton_iteration_bound": self.options.newton.max_iterations,
             "ns_per_step": self.ns_per_step,
             "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
             "metric_condition_max": self.monitor.conditioning().map(|c| c.max),
@@ -301,6 +318,7 @@ pub fn run_streamed(
     let keep = keep.div_ceil(every).max(1) * every;
     // What is recorded is bounded, whether it is held or streamed to disk.
     check_size(sys, opt.steps, every)?;
+    check_newton(&opt.newton)?;
     let c = sys.compiled();
     let mut run = Run {
         model: c.model.clone(),
@@ -329,6 +347,7 @@ pub fn run_streamed(
     let mut stepper = DynStepper::new(sys, opt.h)
         .map_err(RunError::Start)?
         .with_compensation(opt.compensated);
+    stepper.options = opt.newton;
     // The metric's conditioning is watched every step where it can change.
     let watch = sys.metric_varies();
     // Observes a state; hands it to the sink and keeps it in the run as asked.

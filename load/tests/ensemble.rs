@@ -20,6 +20,7 @@ fn ensemble_matches_single_runs_in_order() {
         compensated: false,
         record_every: 50,
         inputs: None,
+        newton: Default::default(),
     };
     let mut members: Vec<Member> = (0..6)
         .map(|i| Member {
@@ -115,6 +116,7 @@ fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
         compensated: false,
         record_every: 1,
         inputs: None,
+        newton: Default::default(),
     };
     let mut sink = Count(0, Vec::new());
     let state = sys.initial("published").unwrap();
@@ -126,4 +128,77 @@ fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
     let full = run(&sys, sys.initial("published").unwrap(), None, &opt).unwrap();
     assert_eq!(full.q.last(), kept.q.last());
     assert_eq!(full.monitor.reports(), kept.monitor.reports());
+}
+
+#[test]
+fn newton_options_reach_single_runs_and_ensembles() {
+    let sys = compile(&sphere(), "hamel".parse().unwrap(), Backend::Jit).unwrap();
+    let with = |newton: hamel_runtime::NewtonOptions| RunOptions {
+        h: 0.2,
+        steps: 300,
+        compensated: false,
+        record_every: 300,
+        inputs: None,
+        newton,
+    };
+    let strict = with(Default::default());
+    let loose = with(hamel_runtime::NewtonOptions {
+        tolerance: 1e-6,
+        ..Default::default()
+    });
+    let start = || initial(&sys, Some("published"), &[]).unwrap();
+    let a = run(&sys, start().0, None, &strict).unwrap();
+    let b = run(&sys, start().0, None, &loose).unwrap();
+    assert!(
+        b.newton.mean() < a.newton.mean(),
+        "{} vs {}",
+        b.newton.mean(),
+        a.newton.mean()
+    );
+    assert_eq!(b.summary("")["newton_tolerance"].as_f64(), Some(1e-6));
+    // The ensemble runner uses the same options: the same runs to the bit.
+    let many = run_many(&sys, &[Member::default()], &loose, Some(1)).unwrap();
+    let m = many[0].as_ref().unwrap();
+    assert_eq!((m.newton, &m.q), (b.newton, &b.q));
+    // One iteration is too few: the first step fails and says so.
+    let one = with(hamel_runtime::NewtonOptions {
+        max_iterations: 1,
+        ..Default::default()
+    });
+    let err = run(&sys, start().0, None, &one).unwrap_err().to_string();
+    assert!(
+        err.starts_with("step 0: Newton did not converge in 1 iterations"),
+        "{err}"
+    );
+    // Options no solve can honour are refused before any step, naming the setting.
+    for (bad, name) in [
+        (
+            hamel_runtime::NewtonOptions {
+                tolerance: f64::NAN,
+                ..Default::default()
+            },
+            "tolerance = NaN",
+        ),
+        (
+            hamel_runtime::NewtonOptions {
+                tolerance: 0.0,
+                ..Default::default()
+            },
+            "tolerance = 0",
+        ),
+        (
+            hamel_runtime::NewtonOptions {
+                max_iterations: 0,
+                ..Default::default()
+            },
+            "max_iterations = 0",
+        ),
+    ] {
+        let err = run(&sys, start().0, None, &with(bad)).unwrap_err();
+        assert!(
+            matches!(&err, hamel_load::RunError::Options(m) if m.contains(name)),
+            "{err}"
+        );
+        assert!(hamel_load::run::check_run(&sys, &with(bad)).is_err());
+    }
 }

@@ -82,6 +82,7 @@ fn a_runs_summary_judges_the_energy_balance_of_a_forced_model() {
         compensated: false,
         record_every: 100,
         inputs: None,
+        newton: Default::default(),
     };
     let st = sys.initial("published").unwrap();
     let r = run(&sys, st, Some("published".into()), &opt).unwrap();

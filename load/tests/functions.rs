@@ -20,6 +20,7 @@ fn every_function_agrees_between_jit_and_interpreter() {
         compensated: false,
         record_every: 1,
         inputs: None,
+        newton: Default::default(),
     };
     let runs: Vec<_> = [Backend::Jit, Backend::Interpreter]
         .into_iter()

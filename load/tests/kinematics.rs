@@ -16,6 +16,7 @@ fn energy_error(scheme: &str, h: f64) -> f64 {
         compensated: false,
         record_every: 0,
         inputs: None,
+        newton: Default::default(),
     };
     run(&sys, state, label, &opt).unwrap().monitor.reports()[0].max_rel_error
 }

@@ -153,6 +153,7 @@ fn orders(src: &str, scheme: &str, given: Given, reference: &[f64]) -> Vec<f64> 
                 compensated: false,
                 record_every: 0,
                 inputs: schedule(given, hs[hs.len() - 1], &dir),
+                newton: Default::default(),
             };
             let r = run(&sys, sys.initial("start").unwrap(), None, &opt).unwrap();
             let q = r.q.last().unwrap();

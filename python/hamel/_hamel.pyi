@@ -75,6 +75,8 @@ class Model:
         compensated: bool = False,
         every: int = 1,
         inputs: Optional[InputValues] = None,
+        newton_tol: Optional[float] = None,
+        newton_max_iter: Optional[int] = None,
     ) -> Run: ...
     def simulate_many(
         self,
@@ -88,5 +90,7 @@ class Model:
         compensated: bool = False,
         every: int = 0,
         threads: Optional[int] = None,
+        newton_tol: Optional[float] = None,
+        newton_max_iter: Optional[int] = None,
     ) -> List[Union[Run, HamelError, ValueError]]: ...
     def stepper(self, scheme: str = "hamel", h: float = 0.01, params: Optional[Mapping[str, float]] = None) -> Stepper: ...

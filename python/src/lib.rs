@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use hamel_load::ensemble::MemberError;
 use hamel_load::{Backend, LoadError, Member, Run, RunError, RunOptions, Scheme, System};
-use hamel_runtime::{DynState, DynStepper, Kernels};
+use hamel_runtime::{DynState, DynStepper, Kernels, NewtonOptions};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::create_exception;
@@ -145,6 +145,31 @@ fn step_count(h: f64, steps: Option<u64>, t_end: Option<f64>) -> PyResult<u64> {
         (Some(_), Some(_)) => Err(PyValueError::new_err("give steps or t_end, not both")),
         (None, None) => Err(PyValueError::new_err("give steps or t_end")),
     }
+}
+
+/// The Newton options of the keyword arguments `newton_tol` and
+/// `newton_max_iter` (the defaults where `None`), refused with the argument
+/// named where no solve can honour them.
+fn newton_options(tol: Option<f64>, max_iter: Option<i64>) -> PyResult<NewtonOptions> {
+    let mut newton = NewtonOptions::default();
+    if let Some(tol) = tol {
+        if !(tol.is_finite() && tol > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "newton_tol = {tol}: the Newton tolerance must be a positive finite number (default {:e})",
+                newton.tolerance
+            )));
+        }
+        newton.tolerance = tol;
+    }
+    if let Some(n) = max_iter {
+        newton.max_iterations = usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "newton_max_iter = {n}: the Newton iteration bound must be at least 1 (default {})",
+                newton.max_iterations
+            ))
+        })?;
+    }
+    Ok(newton)
 }
 
 fn rows<'py>(py: Python<'py>, data: &[Vec<f64>], width: usize) -> Bound<'py, PyArray2<f64>> {
@@ -307,9 +332,12 @@ impl Model {
     /// `inputs` sets the control inputs: a dict of constants or expressions in
     /// `t` (`{"tau": 2.0}`, `{"u1": "0.5*sin(t)"}`, sampled at each step's
     /// midpoint), or an array with one row per step (held past its end).
+    /// `newton_tol` (a positive number; default machine epsilon) and
+    /// `newton_max_iter` (at least 1; default 30) set Newton's relative
+    /// tolerance and iteration bound.
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
     /// holds the run up to there).
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None))]
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
         &self,
@@ -324,9 +352,12 @@ impl Model {
         compensated: bool,
         every: u64,
         inputs: Option<&Bound<'_, PyAny>>,
+        newton_tol: Option<f64>,
+        newton_max_iter: Option<i64>,
     ) -> PyResult<PyRun> {
         let scheme = parse_scheme(scheme)?;
         let steps = step_count(h, steps, t_end)?;
+        let newton = newton_options(newton_tol, newton_max_iter)?;
         let inputs = inputs.map(|i| self.schedule(i)).transpose()?;
         let member = Member {
             init,
@@ -339,6 +370,7 @@ impl Model {
             compensated,
             record_every: every,
             inputs,
+            newton,
         };
         let sys = self.compiled(py, scheme, false)?;
         let path = self.inner.path.clone();
@@ -361,8 +393,9 @@ impl Model {
     /// and of `params` (dicts, or `None`); give one list or two of equal
     /// length. Returns a list in the order of the inputs, holding a `Run`
     /// per member or, for a member that failed, the exception it raised
-    /// (not raised: the others' results are kept).
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None))]
+    /// (not raised: the others' results are kept). `newton_tol` and
+    /// `newton_max_iter` as in `simulate`.
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
         &self,
@@ -377,7 +410,10 @@ impl Model {
         compensated: bool,
         every: u64,
         threads: Option<usize>,
+        newton_tol: Option<f64>,
+        newton_max_iter: Option<i64>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let newton = newton_options(newton_tol, newton_max_iter)?;
         let scheme = parse_scheme(scheme)?;
         let steps = step_count(h, steps, t_end)?;
         let n = match (states, params) {
@@ -426,6 +462,7 @@ impl Model {
             compensated,
             record_every: every,
             inputs: None,
+            newton,
         };
         let sys = self.compiled(py, scheme, false)?;
         let results = py
@@ -489,7 +526,7 @@ impl Model {
 fn run_err(py: Python<'_>, e: RunError, file: &str) -> PyErr {
     match e {
         RunError::Start(e) => step_err(e),
-        RunError::TooLarge(m) => PyValueError::new_err(m),
+        RunError::TooLarge(m) | RunError::Options(m) => PyValueError::new_err(m),
         RunError::Failed(f) => {
             let err = StepError::new_err(f.error.to_string());
             let partial = PyRun {

@@ -224,3 +224,40 @@ def test_step_linearized_matches_differences():
         fd = (s.step(z0, u0 + du) - s.step(z0, u0 - du)) / (2 * eps)
         assert np.max(np.abs(fd - b[:, j])) <= 1e-6 * np.max(np.abs(b))
     assert np.array_equal(z1, s.step(z0, u0))
+
+
+def test_newton_options_reach_the_solve_and_bad_values_name_the_argument(tmp_path):
+    m = hamel.Model(DSP)
+    strict = m.simulate("hamel", h=0.01, steps=300)
+    loose = m.simulate("hamel", h=0.01, steps=300, newton_tol=1e-6)
+    assert strict.summary["newton_tolerance"] == np.finfo(float).eps
+    assert loose.summary["newton_tolerance"] == 1e-6
+    # About two iterations a step at machine precision; at 1e-6 the second
+    # is mostly not needed.
+    assert loose.summary["newton_iterations_mean"] < strict.summary["newton_iterations_mean"] - 0.5
+    # The same numbers as the CLI's with the same flag.
+    p = cli("simulate", DSP, "--h", "0.01", "--steps", "300", "--newton-tol", "1e-6",
+            "--no-plots", "--out", str(tmp_path / "cli"), "--summary", "json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    assert summary["newton_iterations_mean"] == loose.summary["newton_iterations_mean"]
+    assert summary["max_energy_error_rel"] == loose.summary["max_energy_error_rel"]
+    # An iteration bound of 1 is too few: the error names the step.
+    with pytest.raises(hamel.StepError, match=r"^step 0: Newton did not converge in 1 iterations"):
+        m.simulate("hamel", h=0.01, steps=10, newton_max_iter=1)
+    runs = m.simulate_many("hamel", h=0.01, steps=10, states=[None, None], newton_max_iter=1)
+    assert all(isinstance(r, hamel.StepError) for r in runs)
+    fewer = m.simulate_many("hamel", h=0.01, steps=300, states=[None], newton_tol=1e-6)[0]
+    assert np.array_equal(fewer.q, loose.q)
+    for kwargs, message in [
+        ({"newton_tol": 0.0}, "newton_tol = 0: the Newton tolerance must be a positive finite number"),
+        ({"newton_tol": -1e-9}, "newton_tol = -0.000000001"),
+        ({"newton_tol": float("nan")}, "newton_tol = NaN"),
+        ({"newton_tol": float("inf")}, "newton_tol = inf"),
+        ({"newton_max_iter": 0}, "newton_max_iter = 0: the Newton iteration bound must be at least 1"),
+        ({"newton_max_iter": -2}, "newton_max_iter = -2"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            m.simulate("hamel", h=0.01, steps=10, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            m.simulate_many("hamel", h=0.01, steps=10, states=[None], **kwargs)

@@ -7,6 +7,7 @@ pub mod control;
 pub mod error;
 pub mod kernels;
 pub mod lu;
+pub mod memory;
 pub mod monitor;
 pub mod newton;
 pub mod run;
@@ -15,8 +16,9 @@ pub mod system;
 
 pub use error::StepError;
 pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
+pub use memory::NewtonMemory;
 pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
-pub use newton::{NewtonMemory, NewtonOptions, NewtonStats};
+pub use newton::{NewtonOptions, NewtonStats};
 pub use run::{simulate, simulate_controlled, simulate_with, RunSummary};
 pub use state::{DynState, State, StateOf};
 pub use system::{DynStepper, StepSystem, Stepper, StepperOf};

@@ -3,7 +3,7 @@
 use nalgebra::allocator::Allocator;
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OVector, U1};
 
-use crate::newton::NewtonMemory;
+use crate::memory::NewtonMemory;
 
 /// A state of an integrator: the scheme's state `z`, its compensation term,
 /// the last solution (warm start of the next Newton solve), the step count,

@@ -6,6 +6,7 @@ use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
 use hamel_cli::{load_model, Error};
 use hamel_compiler::scheme::Scheme;
+use hamel_runtime::NewtonOptions;
 
 use crate::CaseArgs;
 
@@ -39,6 +40,31 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
     }
 }
 
+/// The Newton options of `--newton-tol` and `--newton-max-iter` (the
+/// defaults where not given), refused with the flag named where no solve can
+/// honour them.
+pub fn newton_of(case: &CaseArgs) -> Result<NewtonOptions, Error> {
+    let mut newton = NewtonOptions::default();
+    if let Some(tol) = case.newton_tol {
+        if !(tol.is_finite() && tol > 0.0) {
+            return Err(Error::Usage(format!(
+                "--newton-tol {tol}: the Newton tolerance must be a positive finite number (default {:e})",
+                newton.tolerance
+            )));
+        }
+        newton.tolerance = tol;
+    }
+    if let Some(n) = case.newton_max_iter {
+        newton.max_iterations = usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+            Error::Usage(format!(
+                "--newton-max-iter {n}: the Newton iteration bound must be at least 1 (default {})",
+                newton.max_iterations
+            ))
+        })?;
+    }
+    Ok(newton)
+}
+
 /// A case ready to run: its compiled system, initial state and options.
 pub struct Prepared {
     pub model: String,
@@ -53,6 +79,7 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
+    let newton = newton_of(case)?;
     let model = load_model(&case.model, &sizes)?;
     let sys = case::system(&model, scheme, case.backend.into(), &params)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
@@ -68,6 +95,7 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
         compensated: case.compensated,
         record_every: every,
         inputs,
+        newton,
     };
     Ok(Prepared {
         model: model.name,

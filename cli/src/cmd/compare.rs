@@ -5,7 +5,7 @@ use hamel_cli::simulate::Run;
 use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 
-use super::case::{out_dir, run_case_into};
+use super::case::{newton_of, out_dir, run_case_into};
 use crate::CaseArgs;
 
 /// One row of a comparison table.
@@ -27,6 +27,8 @@ pub fn table_row(run: &Run, file: &str) -> (String, serde_json::Value) {
 }
 
 pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
+    // Refused before the output folder is claimed.
+    newton_of(case)?;
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let model = load_model(&case.model, &sizes)?;
     let chosen: Vec<Scheme> = if schemes.is_empty() {

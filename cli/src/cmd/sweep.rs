@@ -11,7 +11,7 @@ use hamel_compiler::scheme::Scheme;
 use hamel_load::ensemble::MemberError;
 use hamel_load::Member;
 
-use super::case::{out_dir, steps_of};
+use super::case::{newton_of, out_dir, steps_of};
 use crate::CaseArgs;
 
 /// Reads the members: a header row naming columns, one member per row. A
@@ -76,6 +76,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
+    let newton = newton_of(case)?;
     let model = load_model(&case.model, &sizes)?;
     let sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
     let base = Member {
@@ -96,6 +97,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         compensated: case.compensated,
         record_every: steps.max(1),
         inputs: None,
+        newton,
     };
     let started = Instant::now();
     let results = hamel_load::run_many(&sys, &members, &opt, threads)?;

@@ -1,0 +1,85 @@
+//! What one Newton solve tells the next of the same trajectory. Its own
+//! module, depending on nothing else in the crate, because both the state
+//! (which carries it) and the Newton loop (which reads and writes it) need
+//! it: in `newton`, it made the modules a circle (state → newton → kernels
+//! → state).
+
+use nalgebra::allocator::Allocator;
+use nalgebra::{DefaultAllocator, Dim, OVector, U1};
+
+/// What one Newton solve tells the next of the same trajectory: how far off
+/// the predictor was in the last three steps, and how fast Newton contracted.
+/// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
+/// function of the state it is handed, whichever stepper takes it.
+#[derive(Debug, PartialEq)]
+pub struct NewtonMemory<X: Dim>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    /// the last step's predictor's guess
+    pub(crate) guess: OVector<f64, X>,
+    /// the predictor's error (solution minus guess) the step before
+    pub(crate) error: OVector<f64, X>,
+    /// and the step before that
+    pub(crate) error2: OVector<f64, X>,
+    /// how many of the last steps' errors are known (0 to 3)
+    pub(crate) known: u8,
+    /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
+    /// which predicts how fast the first factorization of the next step
+    /// will contract
+    pub(crate) contraction: Option<f64>,
+}
+
+impl<X: Dim> NewtonMemory<X>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    /// Nothing known yet, for `x` unknowns (a first step).
+    pub fn new(x: X) -> Self {
+        Self {
+            guess: OVector::zeros_generic(x, U1),
+            error: OVector::zeros_generic(x, U1),
+            error2: OVector::zeros_generic(x, U1),
+            known: 0,
+            contraction: None,
+        }
+    }
+
+    /// Forgets what earlier steps told (the next step is as a first one).
+    pub fn forget(&mut self) {
+        self.known = 0;
+        self.contraction = None;
+    }
+
+    /// Overwrites `self` with `other`, allocating nothing.
+    pub(crate) fn copy_from(&mut self, other: &Self) {
+        self.guess.copy_from(&other.guess);
+        self.error.copy_from(&other.error);
+        self.error2.copy_from(&other.error2);
+        self.known = other.known;
+        self.contraction = other.contraction;
+    }
+}
+
+impl<X: Dim> Clone for NewtonMemory<X>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    fn clone(&self) -> Self {
+        Self {
+            guess: self.guess.clone(),
+            error: self.error.clone(),
+            error2: self.error2.clone(),
+            known: self.known,
+            contraction: self.contraction,
+        }
+    }
+}
+
+impl<const N: usize> Copy for NewtonMemory<nalgebra::Const<N>> {}
+
+impl<const N: usize> Default for NewtonMemory<nalgebra::Const<N>> {
+    fn default() -> Self {
+        Self::new(nalgebra::Const::<N>)
+    }
+}

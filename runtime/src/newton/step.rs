@@ -1,0 +1,304 @@
+//! One step: the solve on a workspace allocated once per stepper, the
+//! increment, the (compensated) update of the state.
+
+use nalgebra::allocator::Allocator;
+use nalgebra::{DefaultAllocator, Dim, OVector, U1};
+
+use super::chord::IterationCosts;
+use super::iterate::{iterate, Store};
+use super::options::{NewtonOptions, NewtonStats, Solved};
+use crate::error::StepError;
+use crate::kernels::{Alloc, Kernels};
+use crate::lu::Lu;
+use crate::memory::NewtonMemory;
+
+/// What one Newton solve needs besides the state: allocated once per stepper,
+/// so that a step allocates nothing, at fixed and at run-time sizes alike.
+pub struct Workspace<Z: Dim, X: Dim>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// the iterate
+    x: OVector<f64, X>,
+    /// residual, then the Newton update
+    r: OVector<f64, X>,
+    /// Jacobian, factored in place
+    lu: Lu<X>,
+    /// the increment
+    dz: OVector<f64, Z>,
+    /// scratch for the state's [`NewtonMemory`] during a step (so that a
+    /// failed step leaves the state unchanged)
+    memory: NewtonMemory<X>,
+    /// relative costs of a chord and of a Newton iteration (see
+    /// [`super::chord::chord_pays`])
+    costs: IterationCosts,
+}
+
+impl<Z: Dim, X: Dim> Workspace<Z, X>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// Workspace for a state of size `z` and `x` unknowns.
+    pub fn new(z: Z, x: X) -> Self {
+        Self::with_band(z, x, None)
+    }
+
+    /// Workspace for a step whose Jacobian has the band `(kl, ku)` (see
+    /// [`Kernels::jacobian_band`]).
+    pub fn with_band(z: Z, x: X, band: Option<(usize, usize)>) -> Self {
+        Self::with_costs(z, x, band, None)
+    }
+
+    /// Workspace for a step whose Jacobian has the band `(kl, ku)` and whose
+    /// residual and fused residual-and-Jacobian kernels cost `kernel_ops`
+    /// operations (see [`Kernels::kernel_ops`]).
+    pub fn with_costs(z: Z, x: X, band: Option<(usize, usize)>, kernel_ops: Option<(usize, usize)>) -> Self {
+        Self {
+            costs: IterationCosts::new(x.value(), band, kernel_ops),
+            memory: NewtonMemory::new(x),
+            x: OVector::zeros_generic(x, U1),
+            r: OVector::zeros_generic(x, U1),
+            lu: match band {
+                Some((kl, ku)) => Lu::banded(x, kl, ku),
+                None => Lu::new(x),
+            },
+            dz: OVector::zeros_generic(z, U1),
+        }
+    }
+
+    /// The solution of the last successful solve.
+    pub fn solution(&self) -> &OVector<f64, X> {
+        &self.x
+    }
+}
+
+impl<Z: Dim, X: Dim> Clone for Workspace<Z, X>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    fn clone(&self) -> Self {
+        Self {
+            x: self.x.clone(),
+            r: self.r.clone(),
+            lu: self.lu.clone(),
+            dz: self.dz.clone(),
+            memory: self.memory.clone(),
+            costs: self.costs,
+        }
+    }
+}
+
+/// Solves `R(x; z) = 0` from the predictor into `work` (see
+/// [`Workspace::solution`]); returns the iteration count. With `lo`, the state
+/// is `z + lo` (compensated summation).
+#[allow(clippy::too_many_arguments)]
+pub fn solve<S, Z, X>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    z: &OVector<f64, Z>,
+    lo: Option<&OVector<f64, Z>>,
+    previous: &OVector<f64, X>,
+    step: u64,
+    opt: &NewtonOptions,
+    work: &mut Workspace<Z, X>,
+) -> Result<usize, StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let Workspace {
+        x,
+        r,
+        lu,
+        memory,
+        costs,
+        ..
+    } = work;
+    // A solve on its own: nothing carries over from an earlier one.
+    memory.forget();
+    let store = Store {
+        x,
+        r,
+        lu,
+        memory,
+        costs: *costs,
+    };
+    match lo {
+        Some(_) => iterate::<S, Z, X, true>(sys, h, e, z, lo, previous, step, opt, store),
+        None => iterate::<S, Z, X, false>(sys, h, e, z, lo, previous, step, opt, store),
+    }
+    .map(|s| s.iterations)
+}
+
+/// The parts of a state one step changes, at any storage size.
+pub struct StepParts<'s, Z: Dim, X: Dim>
+where
+    DefaultAllocator: Allocator<Z> + Allocator<X>,
+{
+    /// the scheme's state
+    pub z: &'s mut OVector<f64, Z>,
+    /// its compensation term
+    pub lo: &'s mut OVector<f64, Z>,
+    /// previous solution
+    pub warm: &'s mut OVector<f64, X>,
+    /// step counter
+    pub step: &'s mut u64,
+    /// what the last solve tells this one
+    pub newton: &'s mut NewtonMemory<X>,
+}
+
+/// One step: Newton solve, increment, (compensated) update. On error nothing is changed.
+#[allow(clippy::too_many_arguments)]
+pub fn advance<S, Z, X>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    opt: &NewtonOptions,
+    compensated: bool,
+    stats: &mut NewtonStats,
+    work: &mut Workspace<Z, X>,
+    st: StepParts<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    if compensated {
+        advance_on::<S, Z, X, true>(sys, h, e, opt, stats, work, st)
+    } else {
+        advance_on::<S, Z, X, false>(sys, h, e, opt, stats, work, st)
+    }
+}
+
+/// [`advance`], with compensated summation or without.
+#[inline(always)]
+fn advance_on<S, Z, X, const COMP: bool>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    opt: &NewtonOptions,
+    stats: &mut NewtonStats,
+    work: &mut Workspace<Z, X>,
+    st: StepParts<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let lo = COMP.then_some(&*st.lo);
+    // Small fixed sizes step on copies, which the optimizer keeps in
+    // registers: through the workspace every iterate, residual, Jacobian and
+    // increment makes a round trip through memory on the step's critical
+    // path. Copies of run-time sizes would allocate, so those step in the
+    // workspace.
+    if X::try_to_usize().is_some_and(|n| n <= 8) && Z::try_to_usize().is_some() {
+        let Workspace {
+            x, r, lu, dz, costs, ..
+        } = work;
+        let (mut xl, mut rl, mut dzl) = (x.clone(), r.clone(), dz.clone());
+        let mut memory = st.newton.clone();
+        let solved = {
+            let mut solve = |lu: &mut Lu<X>| {
+                let store = Store {
+                    x: &mut xl,
+                    r: &mut rl,
+                    lu,
+                    memory: &mut memory,
+                    costs: *costs,
+                };
+                iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)
+            };
+            // The factors of 1–3 unknowns (an adjugate) stay in registers
+            // too; larger ones live in memory whichever copy holds them, and
+            // copying the workspace's (8×8: 660 bytes, a call to memmove)
+            // bought nothing.
+            if X::try_to_usize().is_some_and(|n| n <= 3) {
+                solve(&mut lu.clone())?
+            } else {
+                solve(lu)?
+            }
+        };
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &memory, st)?;
+        x.copy_from(&xl);
+        Ok(())
+    } else {
+        let Workspace {
+            x,
+            r,
+            lu,
+            dz,
+            memory,
+            costs,
+        } = work;
+        // The state changes only if the step succeeds.
+        memory.copy_from(st.newton);
+        let store = Store {
+            x,
+            r,
+            lu,
+            memory,
+            costs: *costs,
+        };
+        let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st)
+    }
+}
+
+/// The end of [`advance`]: increment from the solution `x` (and the solve's
+/// `memory`), checks, update.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn update<S, Z, X, const COMP: bool>(
+    sys: &S,
+    h: f64,
+    e: &[f64],
+    stats: &mut NewtonStats,
+    solved: Solved,
+    x: &OVector<f64, X>,
+    dz: &mut OVector<f64, Z>,
+    memory: &NewtonMemory<X>,
+    st: StepParts<'_, Z, X>,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    if !(COMP && sys.increment_compensated(h, e, st.z, st.lo, x, dz)) {
+        sys.increment(h, e, st.z, x, dz);
+    }
+    // Finite exactly when every entry is (short of overflow, a failure too).
+    if !dz.norm_squared().is_finite() {
+        return Err(StepError::NonFinite {
+            step: *st.step,
+            iterations: solved.iterations,
+            residual: f64::NAN,
+        });
+    }
+    stats.record(solved);
+    if COMP {
+        for j in 0..dz.len() {
+            // TwoSum: s + e = z + t exactly.
+            let t = dz[j] + st.lo[j];
+            let s = st.z[j] + t;
+            let bp = s - st.z[j];
+            let e = (st.z[j] - (s - bp)) + (t - bp);
+            st.z[j] = s;
+            st.lo[j] = e;
+        }
+    } else {
+        *st.z += &*dz;
+    }
+    st.warm.copy_from(x);
+    st.newton.copy_from(memory);
+    *st.step += 1;
+    Ok(())
+}
