@@ -11,7 +11,7 @@
 #[macro_use]
 mod common;
 
-use hamel::{State, Stepper, StepSystem};
+use hamel::{State, StepSystem, Stepper};
 
 double_pendulum!(Dsp, model = "models/double_spherical_pendulum.hamel");
 double_pendulum!(

@@ -1,7 +1,6 @@
 //! Every instruction-set copy of the derived double-pendulum kernels, run on
-//! this machine: the baseline and AVX2 copies of the averaged Hamel step, and
-//! the AVX-512 one with the feature `avx512` (`cargo test --features avx512
-//! --test isa_copies`; `scripts/test.sh` runs both), each pinned by
+//! this machine: the baseline, AVX2 and AVX-512 copies of the averaged Hamel
+//! step (the last with the default feature `avx512`), each pinned by
 //! `hamel::runtime::isa`, give the same trajectory to the bit, and the same as
 //! the JIT. Copies the processor lacks are reported and skipped (a ceiling
 //! never runs them).
@@ -64,7 +63,10 @@ fn every_instruction_set_copy_agrees_to_the_bit_with_the_others_and_the_jit() {
         })
         .map(|f| f.name.clone())
         .collect();
-    assert!(!copied.is_empty(), "no kernel of the double pendulum has instruction-set copies");
+    assert!(
+        !copied.is_empty(),
+        "no kernel of the double pendulum has instruction-set copies"
+    );
     println!("kernels with copies: {copied:?}");
 
     let model = Dsp::with_defaults();
@@ -78,17 +80,23 @@ fn every_instruction_set_copy_agrees_to_the_bit_with_the_others_and_the_jit() {
     for &level in emitted {
         let ran = isa::set_ceiling(level);
         if ran != level {
-            println!("{}: not available on this processor (runs {}); skipped", level.name(), ran.name());
+            println!(
+                "{}: not available on this processor (runs {}); skipped",
+                level.name(),
+                ran.name()
+            );
             continue;
         }
-        runs.push((level, trajectory(&model)));
+        let run = trajectory(&model);
+        // The dispatch followed the ceiling (debug assertions are on in tests).
+        if cfg!(debug_assertions) {
+            assert_eq!(isa::last_run(), Some(level), "pinned {}", level.name());
+        }
+        runs.push((level, run));
     }
     isa::set_ceiling(Isa::Avx512);
     assert!(runs.iter().any(|(l, _)| *l == Isa::Baseline));
-    println!(
-        "ran: {:?}",
-        runs.iter().map(|(l, _)| l.name()).collect::<Vec<_>>()
-    );
+    println!("ran: {:?}", runs.iter().map(|(l, _)| l.name()).collect::<Vec<_>>());
 
     let jit_model = hamel_load::read_model(Path::new(MODEL), &[]).unwrap();
     let jit = hamel_load::compile(&jit_model, "hamel".parse().unwrap(), hamel_load::Backend::Jit).unwrap();

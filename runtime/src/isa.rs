@@ -128,6 +128,28 @@ pub fn selected() -> Isa {
         .unwrap_or(Isa::Baseline)
 }
 
+/// The copy the last derived kernel with copies ran, `UNSET` before any.
+static LAST: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Records that a derived kernel ran its `isa` copy. Called by derived
+/// dispatchers in builds with debug assertions only (tests), so that
+/// [`last_run`] can say which copy ran; not part of the API.
+#[doc(hidden)]
+#[inline]
+pub fn record(isa: Isa) {
+    LAST.store(isa.code(), Ordering::Relaxed);
+}
+
+/// The copy the last derived kernel with copies ran, in crates built with
+/// debug assertions (as tests are); `None` before any such call, and always
+/// in builds without debug assertions, where the dispatch records nothing.
+pub fn last_run() -> Option<Isa> {
+    match LAST.load(Ordering::Relaxed) {
+        UNSET => None,
+        c => Some(Isa::from_code(c)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,20 +45,18 @@ pub const CHUNK: usize = 800;
 pub const WHOLE: usize = 3000;
 
 /// Kernels a step runs of at least this many register instructions (and at
-/// most [`WHOLE`]) get copies compiled for AVX2 and AVX-512 ([`Shape::Copies`]): long straight-line
-/// bodies are bound by instruction fetch and decode, and AVX's
-/// three-operand encodings drop the register copies SSE2 needs (double
-/// pendulum, averaged Hamel, fused kernel of 2103 instructions: step 980 →
-/// 850 ns). The arithmetic is the same, rounded the same way (no fused
-/// multiply–adds), so every back-end still agrees to the bit. Shorter bodies
-/// stay inlined whole into the Newton driver, where small systems keep
-/// their Jacobian in registers: the double pendulum's 484-instruction
-/// RATTLE kernel measured slower out of line in AVX than inlined in SSE2.
-/// Split bodies get no copy: it would double the code that long chains
-/// compile (16-link director chain: 17.9 → 33.5 s). Where the compiler
-/// accepts AVX-512 target features (Rust 1.89 on) a third copy uses
-/// AVX-512's 32 registers, which spill less (the fused Hamel kernel: step
-/// about 30 ns shorter again).
+/// most [`WHOLE`]) get copies compiled for AVX2 and AVX-512
+/// ([`Shape::Copies`]): long straight-line bodies are bound by instruction
+/// fetch and decode, and AVX's three-operand encodings drop the register
+/// copies SSE2 needs (double pendulum, averaged Hamel, fused kernel of 2103
+/// instructions: step 980 → 850 ns). The arithmetic is the same, rounded the
+/// same way (no fused multiply–adds), so every back-end still agrees to the
+/// bit. Shorter bodies stay inlined whole into the Newton driver, where small
+/// systems keep their Jacobian in registers: the double pendulum's
+/// 484-instruction RATTLE kernel measured slower out of line in AVX than
+/// inlined in SSE2. Split bodies get no copy: it would double the code that
+/// long chains compile (16-link director chain: 17.9 → 33.5 s). The AVX-512
+/// copy (feature `avx512`) uses AVX-512's 32 registers, which spill less.
 pub const WIDE_MIN: usize = 512;
 
 /// Statistics of an emitted function.
@@ -307,7 +305,10 @@ pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream,
         Shape::Copies => (with_copies(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
         Shape::Split => {
             let cut = Partition::new(&prog, CHUNK, Outputs::Caller);
-            let stats = EmitStats { ops: n, parts: cut.parts };
+            let stats = EmitStats {
+                ops: n,
+                parts: cut.parts,
+            };
             (split(&prog, &sig, &cut, f, &name), stats)
         }
     })
@@ -398,6 +399,8 @@ fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
                 && ::std::arch::is_x86_feature_detected!("avx512f")
                 && ::std::arch::is_x86_feature_detected!("avx512vl")
             {
+                #[cfg(debug_assertions)]
+                ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Avx512);
                 // SAFETY: AVX2, AVX-512F and AVX-512VL are present (AVX-512F implies AVX2).
                 return unsafe { #widest(#(#args),*) };
             }
@@ -427,10 +430,15 @@ fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
                 let __isa = ::hamel::runtime::isa::ceiling();
                 #pick_avx512
                 if __isa >= ::hamel::runtime::isa::Isa::Avx2 && ::std::arch::is_x86_feature_detected!("avx2") {
+                    #[cfg(debug_assertions)]
+                    ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Avx2);
                     // SAFETY: AVX2 is present (checked here).
                     return unsafe { #wide(#(#args),*) };
                 }
             }
+            // Which copy ran, for tests (`isa::last_run`); nothing in release builds.
+            #[cfg(debug_assertions)]
+            ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Baseline);
             #base(#(#args),*)
         }
     }
