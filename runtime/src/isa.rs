@@ -13,7 +13,8 @@
 //! A ceiling never makes a copy run on a processor without its features: the
 //! derived code checks the features itself, and falls back to the next
 //! narrower copy (down to the baseline) when the ceiling names one the
-//! processor lacks. [`selected`] says which copy runs.
+//! processor lacks. [`selected`] says which copy runs; in builds with debug
+//! assertions (tests) [`last_run`] says which copy the last call ran.
 //!
 //! Derives with `simd = false`, kernels too short to get copies, and the
 //! run-time back-ends (JIT, interpreter) do not read the ceiling.
