@@ -28,6 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ident: &ident,
         model_path: &path,
         sensitivity,
+        simd: true,
     };
     let (tokens, stats) = emit(&sys, &target)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;

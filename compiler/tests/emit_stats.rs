@@ -15,7 +15,7 @@ fn pendulum_functions_are_small_after_cse() {
         let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
-            let (ts, st) = rust::function(&mut g, &f).unwrap();
+            let (ts, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
             if std::env::var("HAMEL_SHOW").is_ok() {
                 println!("{ts}");
@@ -37,7 +37,7 @@ fn double_pendulum_sizes() {
         let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
-            let (_, st) = rust::function(&mut g, &f).unwrap();
+            let (_, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
             // Bodies up to WHOLE instructions are emitted whole (the fused
             // Hamel kernel, 2103, among them).
@@ -45,6 +45,37 @@ fn double_pendulum_sizes() {
             assert_eq!(st.parts, 1);
         }
     }
+}
+
+/// The tokens of the emitted function, as text.
+fn emitted(g: &mut hamel_compiler::sym::Graph, f: &hamel_compiler::sym::Function, role: rust::Role) -> String {
+    rust::function(g, f, role).unwrap().0.to_string()
+}
+
+#[test]
+fn copies_use_unsafe_without_allowing_it_and_simd_false_emits_none() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/double_spherical_pendulum.hamel"
+    ))
+    .unwrap();
+    let model = hamel_compiler::load("double_spherical_pendulum.hamel", &src).unwrap();
+    let sys = Scheme::from_names("hamel", None).unwrap().derive(&model).unwrap();
+    let mut g = sys.graph.clone();
+    let mut copied = 0;
+    for f in sys.functions() {
+        let with = emitted(&mut g, &f, rust::Role::Step);
+        let without = emitted(&mut g, &f, rust::Role::StepBaseline);
+        // An `allow(unsafe_code)` is an error under a user's `forbid` (E0453).
+        assert!(!with.contains("unsafe_code"), "{}", f.name);
+        assert!(!without.contains("unsafe"), "{}: `simd = false` emitted unsafe", f.name);
+        if with.contains("_avx2") {
+            copied += 1;
+            assert!(with.contains("unsafe fn") && with.contains("is_x86_feature_detected"));
+            assert!(with.contains("isa :: ceiling ()"), "the dispatcher reads the ceiling");
+        }
+    }
+    assert!(copied > 0, "the fused kernel has copies");
 }
 
 #[test]
@@ -55,7 +86,7 @@ fn long_bodies_are_split_into_chunks() {
     let mut g = sys.graph.clone();
     let mut split = 0;
     for f in sys.functions() {
-        let (_, st) = rust::function(&mut g, &f).unwrap();
+        let (_, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
         let expect = if st.ops <= rust::WHOLE {
             1
         } else {

@@ -20,7 +20,7 @@ use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
-use hamel_kernel::{Func, Instr, Program};
+use hamel_kernel::{Func, Instr, Outputs, Partition, Program};
 
 /// Why a program could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -198,33 +198,13 @@ impl JitCode {
         let mut scratch = Vec::with_capacity(programs.len());
         let width = i32::from(ptr.bytes() as u8);
         for (k, &(prog, arrays, out_arrays)) in programs.iter().enumerate() {
-            // Long programs are split into parts compiled as separate functions:
-            // register allocation grows faster than linearly with function size.
-            // Results read by a later part (or that are outputs of a split
-            // program) pass through the scratch array.
-            let n = prog.instrs.len();
-            let parts = n.div_ceil(CHUNK).max(1);
+            // Long programs are compiled as parts (register allocation grows
+            // faster than linearly with function size), cut by the rule the Rust
+            // printer uses; results read by a later part, or outputs of an
+            // earlier one, pass through the scratch array.
+            let cut = Partition::new(prog, CHUNK, Outputs::LastPart);
+            let (parts, slot, slots) = (cut.parts, &cut.slot, cut.slots);
             let base = prog.result_base();
-            let part_of = |r: u32| (r as usize).checked_sub(base).map(|i| i / CHUNK);
-            let mut slot: Vec<Option<u32>> = vec![None; n];
-            let mut slots = 0u32;
-            let mut escape = |r: u32, reader: usize, slot: &mut Vec<Option<u32>>| {
-                if let Some(p) = part_of(r) {
-                    if p != reader && slot[r as usize - base].is_none() {
-                        slot[r as usize - base] = Some(slots);
-                        slots += 1;
-                    }
-                }
-            };
-            for (i, ins) in prog.instrs.iter().enumerate() {
-                let (ops, m) = ins.operands();
-                for &r in &ops[..m] {
-                    escape(r, i / CHUNK, &mut slot);
-                }
-            }
-            for &o in &prog.outputs {
-                escape(o, parts - 1, &mut slot);
-            }
             // input register → (argument array, offset)
             let input_at: Vec<(usize, usize)> = arrays
                 .iter()
@@ -284,7 +264,7 @@ impl JitCode {
                         vals[r] = Some(v);
                         v
                     };
-                    for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                    for i in cut.range(c) {
                         let v = match prog.instrs[i] {
                             Instr::Add(a, d) | Instr::Sub(a, d) | Instr::Mul(a, d) | Instr::Div(a, d) => {
                                 let x = value(a, &mut b, &mut vals, &mut arg_base);
@@ -391,7 +371,7 @@ impl JitCode {
                 id
             };
             ids.push(id);
-            scratch.push(slots as usize);
+            scratch.push(slots);
         }
         module.finalize_definitions().map_err(err)?;
         let entries = ids

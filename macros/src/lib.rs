@@ -114,6 +114,9 @@ struct Attr {
     /// emit the step-map sensitivity (default false: asked for, since it is
     /// most of the generated code of large models)
     sensitivity: bool,
+    /// instruction-set copies of the longer per-step kernels (default true;
+    /// false: baseline only, and no `unsafe` in the emitted code)
+    simd: bool,
 }
 
 fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
@@ -122,12 +125,17 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
     let mut kinematics = None;
     let mut sizes = Vec::new();
     let mut sensitivity = false;
+    let mut simd = true;
     let mut found = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
         found = true;
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("sensitivity") {
                 sensitivity = meta.value()?.parse::<syn::LitBool>()?.value;
+                return Ok(());
+            }
+            if meta.path.is_ident("simd") {
+                simd = meta.value()?.parse::<syn::LitBool>()?.value;
                 return Ok(());
             }
             let slot = if meta.path.is_ident("model") {
@@ -140,7 +148,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
                 // Any other `NAME = <integer>` sets a size of the model (`size N = ...`).
                 let value = meta.value()?;
                 let lit: syn::LitInt = value.parse().map_err(|_| {
-                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, `sensitivity`, or a model size such as `N = 8`)")
+                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, `sensitivity`, `simd`, or a model size such as `N = 8`)")
                 })?;
                 sizes.push((name.to_string(), lit.base10_parse::<i64>()?));
                 return Ok(());
@@ -169,6 +177,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
         kinematics,
         sizes,
         sensitivity,
+        simd,
     })
 }
 
@@ -286,6 +295,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         ident: &input.ident,
         model_path: &abs,
         sensitivity: attr.sensitivity,
+        simd: attr.simd,
     };
     let (tokens, _stats) =
         hamel_compiler::emit::integrator::emit(&sys, &target).map_err(|e| syn::Error::new(Span::call_site(), e))?;

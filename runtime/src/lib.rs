@@ -5,6 +5,7 @@
 
 pub mod control;
 pub mod error;
+pub mod isa;
 pub mod kernels;
 pub mod lu;
 pub mod memory;

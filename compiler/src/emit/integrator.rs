@@ -5,7 +5,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::rust::{self, EmitStats};
+use super::rust::{self, EmitStats, Role};
 use crate::scheme::{InvariantKind, StepSystem};
 
 /// What the glue needs to know about the user's struct.
@@ -16,6 +16,9 @@ pub struct Target<'a> {
     pub model_path: &'a str,
     /// emit the step-map sensitivity (`Stepper::step_with_sensitivity`)
     pub sensitivity: bool,
+    /// give the longer per-step kernels copies for AVX2 and AVX-512 chosen at
+    /// run time ([`Role::Step`]); `false`: baseline only, no `unsafe` emitted
+    pub simd: bool,
 }
 
 /// Totals over the emitted functions.
@@ -81,10 +84,12 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     for f in &functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
-        // The kernels every step runs get copies for wider instruction sets.
-        let per_step = matches!(f.name.as_str(), "residual" | "residual_jacobian" | "increment");
-        let emit = if per_step { rust::function } else { rust::function_once };
-        let (ts, EmitStats { ops, parts }) = emit(&mut g, f).map_err(unbound)?;
+        let role = match f.name.as_str() {
+            "residual" | "residual_jacobian" | "increment" if target.simd => Role::Step,
+            "residual" | "residual_jacobian" | "increment" => Role::StepBaseline,
+            _ => Role::Once,
+        };
+        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f, role).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
         match f.name.as_str() {

@@ -3,13 +3,24 @@
 //! Knows programs and Rust; nothing of mechanics. The printer writes one `let`
 //! per register instruction, in the program's order, so the emitted Rust
 //! evaluates exactly what the interpreter and the JIT evaluate. One printer
-//! serves `f64` and double-double bodies. Bodies longer than [`WHOLE`]
-//! instructions (per-step kernels) or [`CHUNK`] (the rest) are split into
-//! `#[inline(never)]` parts of [`CHUNK`] that share a scratch array, since rustc's compile time grows super-linearly with the
-//! size of one function. Whole bodies of [`WIDE_MIN`] instructions or more
-//! also get a copy compiled for AVX2, chosen at run time where the processor
-//! has it.
+//! serves `f64` and double-double bodies.
+//!
+//! An `f64` body takes one of three shapes, which [`shape`] chooses from its
+//! length and [`Role`] with the thresholds [`WIDE_MIN`], [`WHOLE`] and
+//! [`CHUNK`]:
+//!
+//! - [`Shape::Inline`]: one `#[inline]` function (short kernels, which small
+//!   systems keep in registers inside the Newton driver);
+//! - [`Shape::Copies`]: the per-step kernels of [`WIDE_MIN`]–[`WHOLE`]
+//!   instructions, compiled three times (baseline, AVX2, AVX-512) behind a
+//!   dispatcher that runs the widest copy the processor has, within the
+//!   ceiling `hamel::runtime::isa` sets (so tests run every copy anywhere);
+//! - [`Shape::Split`]: longer bodies, cut into `#[inline(never)]` parts that
+//!   share a scratch array by the partition the JIT uses
+//!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
+//!   super-linearly with the size of one function.
 
+use hamel_kernel::{Outputs, Partition};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
@@ -17,20 +28,36 @@ use super::program::{lower, Instr, Program};
 use crate::sym::tape::UnboundSymbol;
 use crate::sym::{Function, Graph};
 
-/// Whether the compiler building this crate, and so the crates whose derives
-/// it expands, accepts AVX-512 target features (`build.rs`).
-const AVX512: bool = cfg!(hamel_avx512);
+/// Whether copies get an AVX-512 one: asked for (feature `avx512`) and
+/// accepted by the compiler building this crate, and so the crates whose
+/// derives it expands (`build.rs`: Rust 1.89 on).
+const AVX512: bool = cfg!(all(hamel_avx512, feature = "avx512"));
 
 /// Register instructions per part of a split body.
 pub const CHUNK: usize = 800;
 
-/// Bodies of the kernels a step runs ([`function`]) up to this many register
-/// instructions are emitted whole: split, the double pendulum's fused Hamel
-/// kernel (2103 instructions) ran 40 ns slower per step, its parts passing
-/// values through memory. Beyond it, and beyond [`CHUNK`] for functions
-/// called now and then ([`function_once`]), parts keep the compile time of
-/// long chains linear.
+/// Bodies of the kernels a step runs ([`Role::Step`], [`Role::StepBaseline`])
+/// up to this many register instructions are emitted whole: split, the double
+/// pendulum's fused Hamel kernel (2103 instructions) ran 40 ns slower per
+/// step, its parts passing values through memory. Beyond it, and beyond
+/// [`CHUNK`] for functions called now and then ([`Role::Once`]), parts keep
+/// the compile time of long chains linear.
 pub const WHOLE: usize = 3000;
+
+/// Kernels a step runs of at least this many register instructions (and at
+/// most [`WHOLE`]) get copies compiled for AVX2 and AVX-512
+/// ([`Shape::Copies`]): long straight-line bodies are bound by instruction
+/// fetch and decode, and AVX's three-operand encodings drop the register
+/// copies SSE2 needs (double pendulum, averaged Hamel, fused kernel of 2103
+/// instructions: step 980 → 850 ns). The arithmetic is the same, rounded the
+/// same way (no fused multiply–adds), so every back-end still agrees to the
+/// bit. Shorter bodies stay inlined whole into the Newton driver, where small
+/// systems keep their Jacobian in registers: the double pendulum's
+/// 484-instruction RATTLE kernel measured slower out of line in AVX than
+/// inlined in SSE2. Split bodies get no copy: it would double the code that
+/// long chains compile (16-link director chain: 17.9 → 33.5 s). The AVX-512
+/// copy (feature `avx512`) uses AVX-512's 32 registers, which spill less.
+pub const WIDE_MIN: usize = 512;
 
 /// Statistics of an emitted function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,16 +128,18 @@ struct Printer<'a> {
     sig: &'a Signature,
     /// double-double mode: the arguments passed as `hi` and `hi_lo` pairs
     dd: Option<&'a [String]>,
-    /// chunk owning each instruction
-    owner: Vec<usize>,
-    /// slot in the shared scratch array of each instruction whose result
-    /// crosses a chunk (or is an output of a split body)
-    slot: Vec<Option<usize>>,
-    /// chunk being printed (usize::MAX: the outer function)
+    /// the parts of a split body (`None`: printed whole)
+    split: Option<&'a Partition>,
+    /// part being printed (usize::MAX: the outer function of a split body)
     current: usize,
 }
 
 impl Printer<'_> {
+    /// The scratch slot of instruction `i`'s result, if it crosses parts.
+    fn scratch(&self, i: usize) -> Option<usize> {
+        self.split.and_then(|cut| cut.slot[i])
+    }
+
     /// The value of register `r`.
     fn reg(&self, r: u32) -> TokenStream {
         let r = r as usize;
@@ -133,8 +162,8 @@ impl Printer<'_> {
             }
         } else {
             let i = r - base;
-            match self.slot[i] {
-                Some(s) if self.owner[i] != self.current => quote!(__t[#s]),
+            match self.scratch(i) {
+                Some(s) if self.split.is_some_and(|cut| cut.part_of(i) != self.current) => quote!(__t[#s]),
                 _ => {
                     let t = format_ident!("t{}", i);
                     quote!(#t)
@@ -224,7 +253,7 @@ impl Printer<'_> {
         let t = format_ident!("t{}", i);
         let e = self.instr(&self.prog.instrs[i]);
         let ty = if self.dd.is_some() { quote!(__Dd) } else { quote!(f64) };
-        match self.slot[i] {
+        match self.scratch(i) {
             Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
             None => quote!(let #t: #ty = #e;),
         }
@@ -249,140 +278,176 @@ impl Printer<'_> {
     }
 }
 
-/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)`, with
-/// copies for wider instruction sets where the body is long enough to gain
-/// (see [`WIDE_MIN`]): for the kernels a step runs.
-pub fn function(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
-    emit_function(g, f, true)
+/// Where an emitted function is called, which decides its [`Shape`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// a kernel every step runs (residual, Jacobian, increment): whole up to
+    /// [`WHOLE`] instructions, with instruction-set copies from [`WIDE_MIN`]
+    Step,
+    /// a kernel every step runs, without instruction-set copies (the
+    /// attribute `simd = false`): the emitted code contains no `unsafe`
+    StepBaseline,
+    /// a function called now and then (invariants, initial states): whole up
+    /// to [`CHUNK`] instructions, never copied, where copies would only cost
+    /// compile time (the 16-link chain's invariants: 2884 instructions)
+    Once,
 }
 
-/// [`function`] without the copies for wider instruction sets: for functions
-/// called now and then (invariants, initial states), where they would only
-/// cost compile time (the 16-link chain's invariants: 2884 instructions).
-pub fn function_once(g: &mut Graph, f: &Function) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
-    emit_function(g, f, false)
-}
-
-fn emit_function(g: &mut Graph, f: &Function, copies: bool) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
+/// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)` in
+/// the [`Shape`] that [`shape`] chooses for its length and `role`.
+pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
     let prog = lower(&f.tape(g)?);
     let sig = signature(f, &[]);
-    let n = prog.instrs.len();
-    let whole = if copies { WHOLE } else { CHUNK };
-    let nparts = if n <= whole { 1 } else { n.div_ceil(CHUNK) };
-    let stats = EmitStats { ops: n, parts: nparts };
     let name = format_ident!("{}", f.name);
+    let n = prog.instrs.len();
+    Ok(match shape(n, role) {
+        Shape::Inline => (inline(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
+        Shape::Copies => (with_copies(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
+        Shape::Split => {
+            let cut = Partition::new(&prog, CHUNK, Outputs::Caller);
+            let stats = EmitStats {
+                ops: n,
+                parts: cut.parts,
+            };
+            (split(&prog, &sig, &cut, f, &name), stats)
+        }
+    })
+}
+
+/// How a body is emitted, by its length in register instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// one `#[inline]` function
+    Inline,
+    /// one function whose body has a baseline copy and copies compiled for
+    /// wider instruction sets, one of them chosen at run time
+    Copies,
+    /// `#[inline(never)]` parts of [`CHUNK`] instructions sharing a scratch array
+    Split,
+}
+
+/// The shape of a body of `n` register instructions called in `role`.
+pub fn shape(n: usize, role: Role) -> Shape {
+    let whole = match role {
+        Role::Step | Role::StepBaseline => WHOLE,
+        Role::Once => CHUNK,
+    };
+    if n > whole {
+        Shape::Split
+    } else if role == Role::Step && n >= WIDE_MIN {
+        Shape::Copies
+    } else {
+        Shape::Inline
+    }
+}
+
+/// The `let`s and output assignments of a whole body.
+fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
+    let p = Printer {
+        prog,
+        sig,
+        dd: None,
+        split: None,
+        current: 0,
+    };
+    let lets = (0..prog.instrs.len()).map(|i| p.stmt(i));
+    let assigns = p.assigns();
+    quote!(#(#lets)* #(#assigns)*)
+}
+
+/// [`Shape::Inline`]: one function, inlined into its caller, where small
+/// systems keep their values in registers.
+fn inline(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
     let params = &sig.params;
+    let body = whole_body(prog, sig);
+    quote! {
+        #[inline]
+        #[allow(unused_variables, clippy::all)]
+        pub fn #name(#(#params),*) {
+            #body
+        }
+    }
+}
 
-    if nparts == 1 {
-        let p = Printer {
-            prog: &prog,
-            sig: &sig,
-            dd: None,
-            owner: vec![0; n],
-            slot: vec![None; n],
-            current: 0,
-        };
-        let lets: Vec<TokenStream> = (0..n).map(|i| p.stmt(i)).collect();
-        let assigns = p.assigns();
-        if !copies || n < WIDE_MIN {
-            return Ok((
-                quote! {
-                    #[inline]
-                    #[allow(unused_variables, clippy::all)]
-                    pub fn #name(#(#params),*) {
-                        #(#lets)*
-                        #(#assigns)*
-                    }
-                },
-                stats,
-            ));
+/// [`Shape::Copies`]: the body three times — baseline, AVX2, AVX-512 (where
+/// the compiler accepts it, [`AVX512`]) — and a dispatcher that runs the
+/// widest copy the processor has, within the ceiling
+/// `hamel::runtime::isa::ceiling()` (so that tests can run every copy on one
+/// machine). Each wide call is guarded by its own feature check, whatever the
+/// ceiling says, so no copy runs on a processor that lacks its features.
+fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
+    let params = &sig.params;
+    let args = &sig.names;
+    let body = whole_body(prog, sig);
+    let base = format_ident!("{}_base", name);
+    let wide = format_ident!("{}_avx2", name);
+    let widest = format_ident!("{}_avx512", name);
+    let avx512 = AVX512.then(|| {
+        quote! {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,avx512f,avx512vl")]
+            #[inline(never)]
+            #[allow(unused_variables, clippy::all)]
+            unsafe fn #widest(#(#params),*) {
+                #body
+            }
         }
-        let base = format_ident!("{}_base", f.name);
-        let wide = format_ident!("{}_avx2", f.name);
-        let widest = format_ident!("{}_avx512", f.name);
-        let args: Vec<Ident> = sig.names.clone();
-        let avx512 = AVX512.then(|| {
-            quote! {
-                #[cfg(target_arch = "x86_64")]
-                #[target_feature(enable = "avx2,avx512f,avx512vl")]
-                #[inline(never)]
-                #[allow(unused_variables, unsafe_code, clippy::all)]
-                unsafe fn #widest(#(#params),*) {
-                    #(#lets)*
-                    #(#assigns)*
+    });
+    let pick_avx512 = AVX512.then(|| {
+        quote! {
+            if __isa >= ::hamel::runtime::isa::Isa::Avx512
+                && ::std::arch::is_x86_feature_detected!("avx512f")
+                && ::std::arch::is_x86_feature_detected!("avx512vl")
+            {
+                #[cfg(debug_assertions)]
+                ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Avx512);
+                // SAFETY: AVX2, AVX-512F and AVX-512VL are present (AVX-512F implies AVX2).
+                return unsafe { #widest(#(#args),*) };
+            }
+        }
+    });
+    // No `#[allow(unsafe_code)]`: rustc does not report the `unsafe_code`
+    // lint in code a macro of another crate wrote, while an `allow` under a
+    // user's `#![forbid(unsafe_code)]` is an error (E0453).
+    quote! {
+        #[inline(never)]
+        #[allow(unused_variables, clippy::all)]
+        fn #base(#(#params),*) {
+            #body
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        #[inline(never)]
+        #[allow(unused_variables, clippy::all)]
+        unsafe fn #wide(#(#params),*) {
+            #body
+        }
+        #avx512
+        #[inline]
+        pub fn #name(#(#params),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let __isa = ::hamel::runtime::isa::ceiling();
+                #pick_avx512
+                if __isa >= ::hamel::runtime::isa::Isa::Avx2 && ::std::arch::is_x86_feature_detected!("avx2") {
+                    #[cfg(debug_assertions)]
+                    ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Avx2);
+                    // SAFETY: AVX2 is present (checked here).
+                    return unsafe { #wide(#(#args),*) };
                 }
             }
-        });
-        let pick_avx512 = AVX512.then(|| {
-            quote! {
-                #[cfg(target_arch = "x86_64")]
-                if ::std::arch::is_x86_feature_detected!("avx512f") && ::std::arch::is_x86_feature_detected!("avx512vl") {
-                    // SAFETY: AVX2, AVX-512F and AVX-512VL are present (checked above).
-                    return unsafe { #widest(#(#args),*) };
-                }
-            }
-        });
-        return Ok((
-            quote! {
-                #[inline(never)]
-                #[allow(unused_variables, clippy::all)]
-                fn #base(#(#params),*) {
-                    #(#lets)*
-                    #(#assigns)*
-                }
-                #[cfg(target_arch = "x86_64")]
-                #[target_feature(enable = "avx2")]
-                #[inline(never)]
-                #[allow(unused_variables, unsafe_code, clippy::all)]
-                unsafe fn #wide(#(#params),*) {
-                    #(#lets)*
-                    #(#assigns)*
-                }
-                #avx512
-                #[inline]
-                #[allow(unsafe_code)]
-                pub fn #name(#(#params),*) {
-                    #pick_avx512
-                    #[cfg(target_arch = "x86_64")]
-                    if ::std::arch::is_x86_feature_detected!("avx2") {
-                        // SAFETY: AVX2 is present (checked above).
-                        return unsafe { #wide(#(#args),*) };
-                    }
-                    #base(#(#args),*)
-                }
-            },
-            stats,
-        ));
+            // Which copy ran, for tests (`isa::last_run`); nothing in release builds.
+            #[cfg(debug_assertions)]
+            ::hamel::runtime::isa::record(::hamel::runtime::isa::Isa::Baseline);
+            #base(#(#args),*)
+        }
     }
+}
 
-    // Split: results read outside their chunk, or by the outer function, live in `__t`.
-    let owner: Vec<usize> = (0..n).map(|i| i / CHUNK).collect();
-    let base = prog.result_base();
-    let mut escapes = vec![false; n];
-    for (i, ins) in prog.instrs.iter().enumerate() {
-        let (ops, k) = ins.operands();
-        for &r in &ops[..k] {
-            let r = r as usize;
-            if r >= base && owner[r - base] != owner[i] {
-                escapes[r - base] = true;
-            }
-        }
-    }
-    for &o in &prog.outputs {
-        if o as usize >= base {
-            escapes[o as usize - base] = true;
-        }
-    }
-    let mut slots = 0;
-    let slot: Vec<Option<usize>> = escapes
-        .iter()
-        .map(|&e| {
-            e.then(|| {
-                slots += 1;
-                slots - 1
-            })
-        })
-        .collect();
+/// [`Shape::Split`]: `#[inline(never)]` parts that pass the values read
+/// outside their part, and the outputs, through a scratch array `__t`.
+fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &Ident) -> TokenStream {
+    let slots = cut.slots;
     let in_args: Vec<TokenStream> = f
         .inputs
         .iter()
@@ -394,19 +459,18 @@ fn emit_function(g: &mut Graph, f: &Function, copies: bool) -> Result<(TokenStre
         .collect();
     let in_names: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a)).collect();
     let mut p = Printer {
-        prog: &prog,
-        sig: &sig,
+        prog,
+        sig,
         dd: None,
-        owner,
-        slot,
+        split: Some(cut),
         current: 0,
     };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
-    for c in 0..nparts {
+    for c in 0..cut.parts {
         p.current = c;
-        let part = format_ident!("{}_part{}", f.name, c);
-        let body: Vec<TokenStream> = (c * CHUNK..((c + 1) * CHUNK).min(n)).map(|i| p.stmt(i)).collect();
+        let part = format_ident!("{}_part{}", name, c);
+        let body: Vec<TokenStream> = cut.range(c).map(|i| p.stmt(i)).collect();
         parts.push(quote! {
             #[inline(never)]
             #[allow(unused_variables, clippy::all)]
@@ -418,40 +482,21 @@ fn emit_function(g: &mut Graph, f: &Function, copies: bool) -> Result<(TokenStre
     }
     p.current = usize::MAX;
     let assigns = p.assigns();
-    Ok((
-        quote! {
-            #(#parts)*
-            #[allow(unused_variables, clippy::all)]
-            pub fn #name(#(#params),*) {
-                // Zeroed, though every slot is written before it is read:
-                // `MaybeUninit` slots saved the memset but added 3–4 s to
-                // the 16-link chain's 16 s build, and its step did not
-                // change (29–30 µs).
-                let mut __t = [0.0f64; #slots];
-                #(#calls)*
-                #(#assigns)*
-            }
-        },
-        stats,
-    ))
+    let params = &sig.params;
+    quote! {
+        #(#parts)*
+        #[allow(unused_variables, clippy::all)]
+        pub fn #name(#(#params),*) {
+            // Zeroed, though every slot is written before it is read:
+            // `MaybeUninit` slots saved the memset but added 3–4 s to
+            // the 16-link chain's 16 s build, and its step did not
+            // change (29–30 µs).
+            let mut __t = [0.0f64; #slots];
+            #(#calls)*
+            #(#assigns)*
+        }
+    }
 }
-
-/// Whole bodies of at least this many register instructions also get a copy
-/// compiled for AVX2, run where the processor has it: long straight-line
-/// bodies are bound by instruction fetch and decode, and AVX's
-/// three-operand encodings drop the register copies SSE2 needs (double
-/// pendulum, averaged Hamel, fused kernel of 2103 instructions: step 980 →
-/// 850 ns). The arithmetic is the same, rounded the same way (no fused
-/// multiply–adds), so every back-end still agrees to the bit. Shorter bodies
-/// stay inlined whole into the Newton driver, where small systems keep
-/// their Jacobian in registers: the double pendulum's 484-instruction
-/// RATTLE kernel measured slower out of line in AVX than inlined in SSE2.
-/// Split bodies get no copy: it would double the code that long chains
-/// compile (16-link director chain: 17.9 → 33.5 s). Where the compiler
-/// accepts AVX-512 target features (Rust 1.89 on) a third copy uses
-/// AVX-512's 32 registers, which spill less (the fused Hamel kernel: step
-/// about 30 ns shorter again).
-pub const WIDE_MIN: usize = 512;
 
 /// Emits `pub fn <name>_dd(...)`: the same program evaluated in double-double
 /// arithmetic (type `__Dd`, which the caller brings into scope), where each
@@ -469,8 +514,7 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Op
         prog: &prog,
         sig: &sig,
         dd: Some(dd_args),
-        owner: vec![0; n],
-        slot: vec![None; n],
+        split: None,
         current: 0,
     };
     let lets = (0..n).map(|i| p.stmt(i));
@@ -484,4 +528,25 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Op
             #(#assigns)*
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_change_at_the_named_thresholds() {
+        use Shape::*;
+        let at = |n, role| shape(n, role);
+        assert_eq!(at(WIDE_MIN - 1, Role::Step), Inline);
+        assert_eq!(at(WIDE_MIN, Role::Step), Copies);
+        assert_eq!(at(WHOLE, Role::Step), Copies);
+        assert_eq!(at(WHOLE + 1, Role::Step), Split);
+        // Without copies a per-step kernel stays whole just as long.
+        assert_eq!(at(WHOLE, Role::StepBaseline), Inline);
+        assert_eq!(at(WHOLE + 1, Role::StepBaseline), Split);
+        // Functions called now and then never get copies, and split sooner.
+        assert_eq!(at(CHUNK, Role::Once), Inline);
+        assert_eq!(at(CHUNK + 1, Role::Once), Split);
+    }
 }
