@@ -195,9 +195,12 @@ impl Frame {
     }
 }
 
+/// Bracket coefficients `c[c][a][b]`.
+type Brackets = Vec<Vec<Vec<Id>>>;
+
 /// The rule that fits a frame (or one block of it), with its brackets; or
 /// why each rule failed.
-fn rule(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Vec<Vec<Vec<Id>>>), Vec<String>> {
+fn rule(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Brackets), Vec<String>> {
     let mut why = Vec::new();
     match action(g, psi, q, v) {
         Ok(found) => return Ok(found),
@@ -237,7 +240,7 @@ fn symbol_number(g: &Graph, s: Id) -> Option<u32> {
 /// if the frame has that form, and the brackets from the linear action of
 /// `Â_a = [[A_a, b_a], [0, 0]]` on `(q, 1)` (just `A_a` on `q` when every
 /// `b_a` vanishes).
-fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Vec<Vec<Vec<Id>>>), String> {
+fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Brackets), String> {
     let (n, m) = (q.len(), v.len());
     let qsym: Vec<Option<u32>> = q.iter().map(|&s| symbol_number(g, s)).collect();
     let not_affine = |g: &Graph, i: usize, a: usize| {
@@ -278,7 +281,8 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
                     .map(|j| flat[i * n + j] * g.eval(q[j], &|s| sample(k, s as usize)))
                     .sum::<f64>()
                     + b[i];
-                if !((lhs - rhs).abs() <= 1e-12 * (1.0 + lhs.abs())) {
+                let off = (lhs - rhs).abs();
+                if off.is_nan() || off > 1e-12 * (1.0 + lhs.abs()) {
                     return Err(not_affine(g, i, a));
                 }
             }
