@@ -176,3 +176,45 @@ fn a_pass_near_the_pole_of_spherical_angles_is_flagged() {
     assert_eq!(code, Some(0), "{s}\n{stderr}");
     assert!(s["metric_condition_max"].as_f64().unwrap() < 10.0 * s["metric_condition_initial"].as_f64().unwrap());
 }
+
+#[test]
+fn the_gallery_frames_check() {
+    // Frames as the textbooks write them: Euler–Poisson (pointwise dependent
+    // fields, no constraint), a cart carrying a director pendulum (an affine
+    // action), SE(2) with body velocities (invertible).
+    let models = [
+        "models/gallery/heavy_top.hamel",
+        "models/gallery/free_rigid_body.hamel",
+        "models/gallery/cart_spherical_pendulum.hamel",
+        "models/gallery/planar_body.hamel",
+    ];
+    let args: Vec<&str> = std::iter::once("check").chain(models).collect();
+    let (ok, out, err) = hamel(&args);
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(out.matches("hamel_midpoint     ").count(), 4, "{out}");
+    assert!(!out.contains("hamel_midpoint     not applicable"), "{out}");
+}
+
+#[test]
+fn a_model_no_scheme_applies_to_fails() {
+    // |Γ| Γ × Ω is neither an action (not affine in Γ) nor invertible (Ψ is
+    // singular everywhere), and nothing splits it into blocks.
+    let path = variant(
+        "gallery/heavy_top.hamel",
+        "Gamma' = cross(Gamma, Omega)",
+        "Gamma' = norm(Gamma) * cross(Gamma, Omega)",
+        "noscheme",
+    );
+    let (ok, out, err) = hamel(&["check", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert!(!ok, "{out}\n{err}");
+    assert!(err.contains("no scheme applies to model `heavy_top`"), "{err}");
+    for why in [
+        "hamel              not applicable: hamel: the frame fits none of the rules",
+        "is not affine in the coordinates",
+        "singular at every sampled configuration",
+        "write rotations as cross products",
+    ] {
+        assert!(out.contains(why), "expected `{why}` in\n{out}");
+    }
+}

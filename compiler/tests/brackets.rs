@@ -111,3 +111,126 @@ fn identity_frame_has_no_brackets() {
     assert_eq!(f.kind, FrameKind::Identity);
     assert!(f.c.iter().flatten().flatten().all(|&e| m.graph.is_const(e, 0.0)));
 }
+
+/// Brackets `c[c][a][b]` of a frame evaluated with every symbol given by name.
+fn brackets_by_name(m: &hamel_compiler::Model, f: &Frame, values: &dyn Fn(&str) -> f64) -> Vec<Vec<Vec<f64>>> {
+    f.c.iter()
+        .map(|p| {
+            p.iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|&e| m.graph.eval(e, &|s| values(m.graph.symbol_name(s))))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn affine_action_of_the_euclidean_plane() {
+    // Spatial velocities of a point: X_vx = ∂x, X_vy = ∂y, X_om = −y ∂x + x ∂y,
+    // so [X_vx, X_om] = X_vy and [X_vy, X_om] = −X_vx (theory §1.1, affine).
+    let (m, f) = bracket_of(
+        "model p { coordinates { x, y } velocities { vx, vy, om } frame { x' = vx - om * y, y' = vy + om * x } lagrangian = vx^2 + vy^2 + om^2 }",
+    );
+    assert_eq!(f.kind, FrameKind::AffineAction);
+    let c = brackets_by_name(&m, &f, &|_| 0.7);
+    let mut want = vec![vec![vec![0.0; 3]; 3]; 3];
+    (want[1][0][2], want[1][2][0]) = (1.0, -1.0);
+    (want[0][1][2], want[0][2][1]) = (-1.0, 1.0);
+    assert_eq!(c, want);
+}
+
+#[test]
+fn cart_with_a_director_pendulum_is_an_affine_action() {
+    // Once refused as square and singular everywhere: translations commute
+    // with everything, the rod's angular velocities bracket as −w × w'.
+    let (mut m, f) = bracket_of(
+        "model c { coordinates { x, y, e: vec3 } velocities { vx, vy, w: vec3 }
+           frame { x' = vx, y' = vy, e' = cross(w, e) } lagrangian = vx^2 + vy^2 + dot(w, w) }",
+    );
+    assert_eq!(f.kind, FrameKind::AffineAction);
+    let xi = [0.0, 0.0, XI[0], XI[1], XI[2]];
+    let eta = [0.3, -0.4, ETA[0], ETA[1], ETA[2]];
+    let a: Vec<Id> = xi.iter().map(|&x| m.graph.constant(x)).collect();
+    let b: Vec<Id> = eta.iter().map(|&x| m.graph.constant(x)).collect();
+    let br: Vec<f64> = f
+        .bracket(&mut m.graph, &a, &b)
+        .iter()
+        .map(|&e| m.graph.eval(e, &|_| 0.4))
+        .collect();
+    let xe = cross(XI, ETA);
+    assert_eq!(br[..2], [0.0, 0.0]);
+    for i in 0..3 {
+        assert!((br[2 + i] + xe[i]).abs() < 1e-15, "{br:?}");
+    }
+}
+
+#[test]
+fn product_of_an_invertible_block_and_a_linear_action() {
+    // A planar body in SE(2) angles and, apart from it, a director pendulum:
+    // no rule fits the whole (not affine in th, square but singular), each
+    // block fits its own, and the brackets are each block's alone.
+    let se2 = "frame { x' = cos(th) * u - sin(th) * v, y' = sin(th) * u + cos(th) * v, th' = om";
+    let (m, f) = bracket_of(&format!(
+        "model b {{ coordinates {{ x, y, th, e: vec3 }} velocities {{ u, v, om, w: vec3 }}
+           {se2}, e' = cross(w, e) }} lagrangian = u^2 + v^2 + om^2 + dot(w, w) }}"
+    ));
+    assert_eq!(f.kind, FrameKind::Product);
+    let kinds: Vec<(Vec<usize>, Vec<usize>, FrameKind)> = f
+        .blocks
+        .iter()
+        .map(|b| (b.coordinates.clone(), b.velocities.clone(), b.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (vec![0, 1, 2], vec![0, 1, 2], FrameKind::Invertible),
+            (vec![3, 4, 5], vec![3, 4, 5], FrameKind::LinearAction)
+        ]
+    );
+    let (m1, f1) = bracket_of(&format!(
+        "model s {{ coordinates {{ x, y, th }} velocities {{ u, v, om }} {se2} }} lagrangian = u^2 + v^2 + om^2 }}"
+    ));
+    let (m2, f2) = bracket_of(
+        "model d { coordinates { e: vec3 } velocities { w: vec3 } frame { e' = cross(w, e) } lagrangian = dot(w, w) }",
+    );
+    let values = |s: &str| if s == "th" { 0.9 } else { 0.4 };
+    let (c, c1, c2) = (
+        brackets_by_name(&m, &f, &values),
+        brackets_by_name(&m1, &f1, &values),
+        brackets_by_name(&m2, &f2, &values),
+    );
+    for cc in 0..6 {
+        for a in 0..6 {
+            for b in 0..6 {
+                let want = match (cc / 3, a / 3, b / 3) {
+                    (0, 0, 0) => c1[cc][a][b],
+                    (1, 1, 1) => c2[cc - 3][a - 3][b - 3],
+                    _ => 0.0,
+                };
+                assert_eq!(c[cc][a][b], want, "c[{cc}][{a}][{b}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_block_no_rule_fits_is_named() {
+    let mut m = hamel_compiler::load(
+        "t.hamel",
+        "model t { coordinates { x, G: vec3 } velocities { vx, W: vec3 }
+           frame { x' = vx, G' = norm(G) * cross(G, W) } lagrangian = vx^2 + dot(W, W) }",
+    )
+    .unwrap();
+    let e = Frame::of(&mut m).unwrap_err().0;
+    for want in [
+        "the block of coordinates G[0], G[1], G[2] with velocities W[0], W[1], W[2] fits none of the rules",
+        "is not affine in the coordinates",
+        "singular at every sampled configuration",
+        "write rotations as cross products",
+    ] {
+        assert!(e.contains(want), "expected `{want}` in: {e}");
+    }
+}

@@ -279,24 +279,48 @@ impl System {
         })
     }
 
-    /// Why the frame cannot carry the motion at `(q, v)`: `[Ψ; A]` has
-    /// dependent columns, so some velocity the constraints allow moves
-    /// nothing (e.g. `gamma' = 0 * xi`); `None` where it is fine or where the
-    /// model is in generalized coordinates.
+    /// Why the frame cannot carry the motion at `(q, v)`: some velocity the
+    /// constraints allow moves nothing, not only here but at nearby generic
+    /// configurations too (e.g. `gamma' = 0 * xi`); `None` where it is fine
+    /// or where the model is in generalized coordinates.
+    ///
+    /// Fields that are dependent only pointwise are no obstacle (theory
+    /// §1.1): in `Gamma' = cross(Gamma, Omega)` the spin about `Γ` moves
+    /// nothing at `Γ` but does elsewhere, and the Lagrangian determines it;
+    /// whether it does is the kinetic metric's test
+    /// ([`System::metric_diagnosis`]). So `[Ψ; A]` is judged with `Ψ` taken
+    /// at `q` and at two configurations near it, the constraint rows at `q`.
     pub fn frame_diagnosis(&self, q: &[f64], v: &[f64]) -> Option<String> {
         let (rows, cols) = self.step.frame_check?;
-        let mut f = vec![0.0; rows * cols];
-        self.run("frame_check", &self.pqv(q, v), &mut [&mut f]);
+        let n = q.len();
+        let at = |q: &[f64]| {
+            let mut f = vec![0.0; rows * cols];
+            self.run("frame_check", &self.pqv(q, v), &mut [&mut f]);
+            f
+        };
+        let f = at(q);
         if f.iter().any(|x| !x.is_finite()) {
             return Some("the frame `q' = Ψ(q) ξ` is not finite here".to_string());
         }
-        let m = DMatrix::from_row_slice(rows, cols, &f);
+        let mut stacked = f.clone();
+        for pattern in [1.7, 2.9] {
+            let near: Vec<f64> = q
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x + 0.1 * (1.0 + x.abs()) * (pattern * (i as f64 + 1.0)).sin())
+                .collect();
+            let g = at(&near);
+            if g[..n * cols].iter().all(|x| x.is_finite()) {
+                stacked.extend_from_slice(&g[..n * cols]);
+            }
+        }
+        let m = DMatrix::from_row_slice(stacked.len() / cols, cols, &stacked);
         let sv = m.singular_values();
         let top = sv.max();
         let rank = sv.iter().filter(|&&s| s > top * 1e-10).count();
         (rank < cols).then(|| {
             format!(
-                "the frame `q' = Ψ(q) ξ` with the constraints moves only {rank} of the {cols} velocity directions: some velocity the constraints allow moves nothing (check the `frame` block)"
+                "the frame `q' = Ψ(q) ξ` with the constraints moves only {rank} of the {cols} velocity directions, here and at configurations near it: some velocity the constraints allow never moves the configuration (check the `frame` block)"
             )
         })
     }

@@ -70,6 +70,17 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
                 Err(e) => hamel_cli::out!("  {label:<18} not applicable: {e}"),
             }
         }
+        // A model no scheme can integrate is an error, as a parse error is:
+        // each scheme's reason is printed above.
+        if applicable.is_none() {
+            eprintln!(
+                "{}: no scheme applies to model `{}` (each scheme's reason is listed above)",
+                path.display(),
+                model.name
+            );
+            failed += 1;
+            continue;
+        }
         // Kinematics of the Hamel scheme: with a Lagrangian that does not
         // depend on the coordinates (a Lie group model such as the sleigh or
         // a free rigid body), midpoint kinematics are the implicit midpoint
@@ -106,7 +117,7 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
     }
     if failed > 0 {
         Err(Error::Model(format!(
-            "{failed} model file(s) or initial state(s) with errors"
+            "{failed} model file(s) or initial state(s) that cannot run (see above)"
         )))
     } else {
         Ok(())

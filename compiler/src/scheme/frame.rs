@@ -1,18 +1,39 @@
 //! Hamel frames: the matrix `Ψ(q)` and the frame bracket coefficients
-//! `c^c_ab(q)` (docs/schemes.md §1), for identity, linear-action and invertible frames.
+//! `c^c_ab(q)` (docs/schemes.md §1; theory §1.1): constant frames (identity,
+//! translations), linear and affine actions, square invertible frames, and
+//! products of those over blocks of coordinates.
 
 use crate::model::Model;
-use crate::sym::{jacobian, linsolve, Graph, Id};
+use crate::sym::{jacobian, linsolve, Graph, Id, Node};
 
 /// How the bracket coefficients were obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameKind {
-    /// `q' = ξ`: all brackets vanish.
+    /// `q' = ξ`, or any constant `Ψ` (translations): all brackets vanish.
     Identity,
     /// `Ψ(q) ξ = Σ ξ^a A_a q` with constant matrices `A_a`.
     LinearAction,
+    /// `Ψ(q) ξ = Σ ξ^a (A_a q + b_a)` with constant `A_a`, `b_a`, some `b_a ≠ 0`
+    /// and some `A_a ≠ 0` (translations and rotations, SE(2), SE(3), a cart
+    /// carrying a pendulum).
+    AffineAction,
     /// `Ψ(q)` square and invertible: `c(q) = Ψ⁻¹ [u_a, u_b]`.
     Invertible,
+    /// Blocks of coordinates, each moved only by its own velocities with
+    /// coefficients free of the other blocks' coordinates; see [`Frame::blocks`].
+    Product,
+}
+
+/// One block of a frame: coordinates, the velocities that move them, and the
+/// rule that gave their brackets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// indices into the model's coordinates
+    pub coordinates: Vec<usize>,
+    /// indices into the model's velocities
+    pub velocities: Vec<usize>,
+    /// the rule that applied to this block
+    pub kind: FrameKind,
 }
 
 /// `Ψ(q)` and the bracket coefficients of a model's frame.
@@ -24,6 +45,8 @@ pub struct Frame {
     pub psi: Vec<Vec<Id>>,
     /// `c[c][a][b]` with `[u_a, u_b] = c^c_ab u_c`
     pub c: Vec<Vec<Vec<Id>>>,
+    /// the blocks the frame splits into (one block unless `kind` is `Product`)
+    pub blocks: Vec<Block>,
 }
 
 /// Why a frame's brackets could not be computed.
@@ -35,6 +58,9 @@ fn sample(k: usize, i: usize) -> f64 {
     let x = ((k * 7919 + i * 104_729 + 13) % 1000) as f64 / 1000.0;
     0.3 + 1.1 * x
 }
+
+/// What to write instead when no rule fits.
+const FRAME_ADVICE: &str = "write rotations as cross products on directors or on the rows of R (`e' = cross(w, e)`, `Gamma' = cross(Gamma, Omega)`), translations as `x' = vx`, and give each body its own velocities; or use coordinates in which Ψ is square and invertible (angles with body velocities, `x' = cos(th) * u - sin(th) * v, …`)";
 
 impl Frame {
     /// Analyses the model's frame.
@@ -53,26 +79,82 @@ impl Frame {
                 kind: FrameKind::Identity,
                 psi,
                 c: vec![vec![vec![zero; m]; m]; m],
+                blocks: vec![Block {
+                    coordinates: (0..n).collect(),
+                    velocities: (0..m).collect(),
+                    kind: FrameKind::Identity,
+                }],
             });
         };
         let psi = jacobian(g, &f, &v);
-        if let Some(c) = linear_action(g, &psi, &q)? {
-            return Ok(Frame {
-                kind: FrameKind::LinearAction,
-                psi,
-                c,
-            });
-        }
-        if n != m {
+        // The whole frame first: every frame that had brackets before blocks
+        // were known keeps exactly the same ones.
+        let whole = match rule(g, &psi, &q, &v) {
+            Ok((kind, c)) => {
+                return Ok(Frame {
+                    kind,
+                    psi,
+                    c,
+                    blocks: vec![Block {
+                        coordinates: (0..n).collect(),
+                        velocities: (0..m).collect(),
+                        kind,
+                    }],
+                })
+            }
+            Err(why) => why,
+        };
+        let mut blocks = split(g, &psi, &q);
+        if blocks.len() < 2 {
             return Err(FrameError(format!(
-                "the frame is neither a linear action (q' = Σ ξ^a A_a q with constant A_a) nor square ({n} coordinates, {m} velocities), so its brackets cannot be computed"
+                "the frame fits none of the rules (theory §1.1): {}; and its coordinates do not split into blocks each moved only by its own velocities. {FRAME_ADVICE}",
+                whole.join("; ")
             )));
         }
-        let c = invertible(g, &psi, &q)?;
+        let zero = g.constant(0.0);
+        let mut c = vec![vec![vec![zero; m]; m]; m];
+        for block in &mut blocks {
+            if block.coordinates.is_empty() || block.velocities.is_empty() {
+                // Velocities that move nothing, or coordinates nothing moves:
+                // no brackets (the runtime names velocities that move nothing).
+                block.kind = FrameKind::Identity;
+                continue;
+            }
+            let sub: Vec<Vec<Id>> = block
+                .coordinates
+                .iter()
+                .map(|&i| block.velocities.iter().map(|&a| psi[i][a]).collect())
+                .collect();
+            let sq: Vec<Id> = block.coordinates.iter().map(|&i| q[i]).collect();
+            let sv: Vec<Id> = block.velocities.iter().map(|&a| v[a]).collect();
+            match rule(g, &sub, &sq, &sv) {
+                Ok((kind, sc)) => {
+                    block.kind = kind;
+                    let vs = &block.velocities;
+                    for (cc, plane) in sc.iter().enumerate() {
+                        for (a, row) in plane.iter().enumerate() {
+                            for (b, &x) in row.iter().enumerate() {
+                                c[vs[cc]][vs[a]][vs[b]] = x;
+                            }
+                        }
+                    }
+                }
+                Err(why) => {
+                    let names = |ids: Vec<Id>| ids.iter().map(|&s| g.display(s)).collect::<Vec<_>>().join(", ");
+                    let coords = names(sq.clone());
+                    let vels = names(sv.clone());
+                    return Err(FrameError(format!(
+                        "the frame splits into blocks, but the block of coordinates {coords} with velocities {vels} fits none of the rules (theory §1.1): {}. {FRAME_ADVICE}",
+                        why.join("; ")
+                    )));
+                }
+            }
+        }
         Ok(Frame {
-            kind: FrameKind::Invertible,
+            kind: FrameKind::Product,
             psi,
             c,
+            blocks,
         })
     }
 
@@ -113,38 +195,122 @@ impl Frame {
     }
 }
 
-/// Constant matrices `A_a` with `Ψ(q)[:, a] = A_a q`, if the frame has that form.
-fn linear_action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Option<Vec<Vec<Vec<Id>>>>, FrameError> {
-    let (n, m) = (q.len(), psi.first().map_or(0, Vec::len));
-    let mut mats: Vec<Vec<f64>> = Vec::with_capacity(m); // A_a flattened row-major
+/// Bracket coefficients `c[c][a][b]`.
+type Brackets = Vec<Vec<Vec<Id>>>;
+
+/// The rule that fits a frame (or one block of it), with its brackets; or
+/// why each rule failed.
+fn rule(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Brackets), Vec<String>> {
+    let mut why = Vec::new();
+    match action(g, psi, q, v) {
+        Ok(found) => return Ok(found),
+        Err(e) => why.push(e),
+    }
+    let (n, m) = (q.len(), v.len());
+    if n != m {
+        why.push(format!(
+            "it is not square ({n} coordinates, {m} velocities), so it is not an invertible frame"
+        ));
+        return Err(why);
+    }
+    if singular_everywhere(g, psi) {
+        why.push(
+            "it is square but Ψ(q) is singular at every sampled configuration, so it is not an invertible frame".into(),
+        );
+        return Err(why);
+    }
+    match invertible(g, psi, q) {
+        Ok(c) => Ok((FrameKind::Invertible, c)),
+        Err(e) => {
+            why.push(e);
+            Err(why)
+        }
+    }
+}
+
+/// Symbol number of a symbol node.
+fn symbol_number(g: &Graph, s: Id) -> Option<u32> {
+    match g.node(s) {
+        Node::Sym(k) => Some(*k),
+        _ => None,
+    }
+}
+
+/// Constant matrices `A_a` and vectors `b_a` with `Ψ(q)[:, a] = A_a q + b_a`,
+/// if the frame has that form, and the brackets from the linear action of
+/// `Â_a = [[A_a, b_a], [0, 0]]` on `(q, 1)` (just `A_a` on `q` when every
+/// `b_a` vanishes).
+fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Brackets), String> {
+    let (n, m) = (q.len(), v.len());
+    let qsym: Vec<Option<u32>> = q.iter().map(|&s| symbol_number(g, s)).collect();
+    let not_affine = |g: &Graph, i: usize, a: usize| {
+        format!(
+            "it is not an action q' = Σ ξ^a (A_a q + b_a) with constant A_a, b_a (the coefficient of `{}` in `{}'` is not affine in the coordinates with numeric coefficients)",
+            g.display(v[a]),
+            g.display(q[i])
+        )
+    };
+    let mut lin: Vec<Vec<f64>> = Vec::with_capacity(m); // A_a flattened row-major
+    let mut aff: Vec<Vec<f64>> = Vec::with_capacity(m); // b_a
     for a in 0..m {
         let col: Vec<Id> = (0..n).map(|i| psi[i][a]).collect();
         let d = jacobian(g, &col, q);
         let mut flat = Vec::with_capacity(n * n);
-        for row in &d {
+        for (i, row) in d.iter().enumerate() {
             for &e in row {
                 match g.as_const(e) {
                     Some(c) => flat.push(c),
-                    None => return Ok(None),
+                    None => return Err(not_affine(g, i, a)),
                 }
             }
         }
-        // Ψ[:, a] must equal A_a q exactly (no affine part).
+        // b_a is the field at q = 0; it must make Ψ[:, a] = A_a q + b_a hold
+        // everywhere (a parameter in b_a does not).
+        let at_zero = |s: u32| {
+            if qsym.contains(&Some(s)) {
+                0.0
+            } else {
+                sample(0, s as usize)
+            }
+        };
+        let b: Vec<f64> = col.iter().map(|&e| g.eval(e, &at_zero)).collect();
         for k in 0..3 {
             for i in 0..n {
                 let lhs = g.eval(psi[i][a], &|s| sample(k, s as usize));
                 let rhs: f64 = (0..n)
                     .map(|j| flat[i * n + j] * g.eval(q[j], &|s| sample(k, s as usize)))
-                    .sum();
-                if (lhs - rhs).abs() > 1e-12 * (1.0 + lhs.abs()) {
-                    return Ok(None);
+                    .sum::<f64>()
+                    + b[i];
+                let off = (lhs - rhs).abs();
+                if off.is_nan() || off > 1e-12 * (1.0 + lhs.abs()) {
+                    return Err(not_affine(g, i, a));
                 }
             }
         }
-        mats.push(flat);
+        lin.push(flat);
+        aff.push(b);
     }
-    // Solve [A_a, A_b] = -c^c_ab A_c in the span of the A_c (least squares via normal equations).
-    let nn = n * n;
+    let affine = aff.iter().flatten().any(|&x| x != 0.0);
+    let constant = lin.iter().flatten().all(|&x| x == 0.0);
+    // Â_a, d × d: A_a itself for a linear action, so those brackets are the
+    // ones computed before affine actions were known.
+    let d = if affine { n + 1 } else { n };
+    let mats: Vec<Vec<f64>> = if affine {
+        (0..m)
+            .map(|a| {
+                let mut h = vec![0.0; d * d];
+                for i in 0..n {
+                    h[i * d..i * d + n].copy_from_slice(&lin[a][i * n..(i + 1) * n]);
+                    h[i * d + n] = aff[a][i];
+                }
+                h
+            })
+            .collect()
+    } else {
+        lin
+    };
+    // Solve [Â_a, Â_b] = -c^c_ab Â_c in the span of the Â_c (least squares via normal equations).
+    let nn = d * d;
     let gram: Vec<Vec<f64>> = (0..m)
         .map(|i| (0..m).map(|j| (0..nn).map(|k| mats[i][k] * mats[j][k]).sum()).collect())
         .collect();
@@ -152,11 +318,11 @@ fn linear_action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Option<Vec<
     let mut c = vec![vec![vec![zero; m]; m]; m];
     for a in 0..m {
         for b in 0..m {
-            let comm: Vec<f64> = (0..n)
-                .flat_map(|i| (0..n).map(move |j| (i, j)))
+            let comm: Vec<f64> = (0..d)
+                .flat_map(|i| (0..d).map(move |j| (i, j)))
                 .map(|(i, j)| {
-                    (0..n)
-                        .map(|k| mats[a][i * n + k] * mats[b][k * n + j] - mats[b][i * n + k] * mats[a][k * n + j])
+                    (0..d)
+                        .map(|k| mats[a][i * d + k] * mats[b][k * d + j] - mats[b][i * d + k] * mats[a][k * d + j])
                         .sum()
                 })
                 .collect();
@@ -167,16 +333,17 @@ fn linear_action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Option<Vec<
                 .map(|i| -(0..nn).map(|k| mats[i][k] * comm[k]).sum::<f64>())
                 .collect();
             let coef = solve_dense(gram.clone(), rhs).ok_or_else(|| {
-                FrameError(
-                    "the frame's matrices A_a are linearly dependent; choose independent quasi-velocities".into(),
-                )
+                "it has the form of an action, but its matrices are linearly dependent (choose independent quasi-velocities)"
+                    .to_string()
             })?;
             for (k, &x) in comm.iter().enumerate() {
                 let back: f64 = -(0..m).map(|cc| coef[cc] * mats[cc][k]).sum::<f64>();
                 if (back - x).abs() > 1e-9 * (1.0 + x.abs()) {
-                    return Err(FrameError(format!(
-                        "the commutator of frame fields {a} and {b} is not in the span of the frame: the frame is not a Lie algebra action"
-                    )));
+                    return Err(format!(
+                        "it has the form of an action, but the bracket of the fields of `{}` and `{}` is not in the span of the frame, so it is not a Lie algebra action",
+                        g.display(v[a]),
+                        g.display(v[b])
+                    ));
                 }
             }
             for (cc, &x) in coef.iter().enumerate() {
@@ -186,11 +353,127 @@ fn linear_action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Option<Vec<
             }
         }
     }
-    Ok(Some(c))
+    let kind = if constant {
+        FrameKind::Identity
+    } else if affine {
+        FrameKind::AffineAction
+    } else {
+        FrameKind::LinearAction
+    };
+    Ok((kind, c))
+}
+
+/// Whether a square `Ψ` is numerically singular at every sample point (its
+/// fields pointwise dependent, as `Γ' = Γ × Ω`): the cofactor inverse would
+/// divide by a determinant that is zero, or round-off, everywhere. A frame
+/// that is not finite at the samples is left to the symbolic test.
+fn singular_everywhere(g: &Graph, psi: &[Vec<Id>]) -> bool {
+    let n = psi.len();
+    (0..3).all(|k| {
+        let a: Vec<Vec<f64>> = psi
+            .iter()
+            .map(|row| row.iter().map(|&e| g.eval(e, &|s| sample(k, s as usize))).collect())
+            .collect();
+        if a.iter().flatten().any(|x| !x.is_finite()) {
+            return false;
+        }
+        // |det| against the product of the column norms (Hadamard's bound).
+        let scale: f64 = (0..n)
+            .map(|j| (0..n).map(|i| a[i][j] * a[i][j]).sum::<f64>().sqrt())
+            .product();
+        scale == 0.0 || det_dense(a).abs() <= 1e-12 * scale
+    })
+}
+
+/// Determinant by Gaussian elimination with partial pivoting.
+fn det_dense(mut a: Vec<Vec<f64>>) -> f64 {
+    let n = a.len();
+    let mut det = 1.0;
+    for col in 0..n {
+        let Some(p) = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs())) else {
+            return 0.0;
+        };
+        if a[p][col] == 0.0 {
+            return 0.0;
+        }
+        if p != col {
+            a.swap(col, p);
+            det = -det;
+        }
+        det *= a[col][col];
+        for r in col + 1..n {
+            let f = a[r][col] / a[col][col];
+            for k in col..n {
+                a[r][k] -= f * a[col][k];
+            }
+        }
+    }
+    det
+}
+
+/// The blocks of a frame: a velocity joins the coordinates it moves and the
+/// coordinates its coefficients depend on, transitively. Fields of different
+/// blocks then act on disjoint coordinates without seeing each other's, so
+/// their brackets vanish. Blocks are ordered by their first coordinate
+/// (velocities that move nothing come last).
+fn split(g: &Graph, psi: &[Vec<Id>], q: &[Id]) -> Vec<Block> {
+    let n = q.len();
+    let m = psi.first().map_or(0, Vec::len);
+    let mut parent: Vec<usize> = (0..n + m).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    fn union(p: &mut [usize], x: usize, y: usize) {
+        let (rx, ry) = (find(p, x), find(p, y));
+        if rx != ry {
+            p[rx.max(ry)] = rx.min(ry);
+        }
+    }
+    for (i, row) in psi.iter().enumerate() {
+        for (a, &e) in row.iter().enumerate() {
+            if g.is_const(e, 0.0) {
+                continue;
+            }
+            union(&mut parent, i, n + a);
+            for (j, &qj) in q.iter().enumerate() {
+                if g.depends_on(e, &[qj]) {
+                    union(&mut parent, j, n + a);
+                }
+            }
+        }
+    }
+    let mut blocks: Vec<(usize, Block)> = Vec::new();
+    for x in 0..n + m {
+        let r = find(&mut parent, x);
+        let k = match blocks.iter().position(|(root, _)| *root == r) {
+            Some(k) => k,
+            None => {
+                blocks.push((
+                    r,
+                    Block {
+                        coordinates: Vec::new(),
+                        velocities: Vec::new(),
+                        kind: FrameKind::Identity,
+                    },
+                ));
+                blocks.len() - 1
+            }
+        };
+        if x < n {
+            blocks[k].1.coordinates.push(x);
+        } else {
+            blocks[k].1.velocities.push(x - n);
+        }
+    }
+    blocks.into_iter().map(|(_, b)| b).collect()
 }
 
 /// `c(q) = Ψ(q)⁻¹ [u_a, u_b](q)` for a square frame.
-fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id>>>, FrameError> {
+fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id>>>, String> {
     let n = q.len();
     let cols: Vec<Vec<Id>> = (0..n).map(|a| (0..n).map(|i| psi[i][a]).collect()).collect();
     let dcols: Vec<Vec<Vec<Id>>> = cols.iter().map(|u| jacobian(g, u, q)).collect();
@@ -211,8 +494,9 @@ fn invertible(g: &mut Graph, psi: &[Vec<Id>], q: &[Id]) -> Result<Vec<Vec<Vec<Id
             pairs.push((a, b));
         }
     }
-    let sol =
-        solve_frame(g, psi, &rhs).ok_or_else(|| FrameError("the frame matrix Ψ(q) is singular everywhere".into()))?;
+    let sol = solve_frame(g, psi, &rhs).ok_or_else(|| {
+        "it is square but its determinant is identically zero, so it is not an invertible frame".to_string()
+    })?;
     let zero = g.constant(0.0);
     let mut c = vec![vec![vec![zero; n]; n]; n];
     for (k, &(a, b)) in pairs.iter().enumerate() {
