@@ -29,6 +29,7 @@ fn final_state(sys: &System, init: &str, h: f64, steps: u64) -> (Vec<f64>, Vec<f
         compensated: false,
         record_every: steps,
         inputs: None,
+        newton: Default::default(),
     };
     let r = run(sys, sys.initial(init).unwrap(), None, &opt).unwrap();
     (r.q.last().unwrap().clone(), r.v.last().unwrap().clone(), r)

@@ -32,6 +32,7 @@ fn simulate(sys: &System, init: &str, h: f64, steps: u64) -> hamel_load::Run {
         compensated: false,
         record_every: steps,
         inputs: None,
+        newton: Default::default(),
     };
     run(sys, sys.initial(init).unwrap(), None, &opt).unwrap()
 }

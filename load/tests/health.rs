@@ -28,6 +28,7 @@ fn angles_run(h: f64, phi_rate: f64) -> Vec<String> {
         compensated: false,
         record_every: 0,
         inputs: None,
+        newton: Default::default(),
     };
     let r = run(&sys, state, None, &opt).unwrap();
     eprintln!(
@@ -74,6 +75,7 @@ model pumped {
             compensated: false,
             record_every: 0,
             inputs: None,
+            newton: Default::default(),
         };
         let r = run(&sys, sys.initial("start").unwrap(), None, &opt).unwrap();
         let e = r.monitor.get("energy").unwrap();
@@ -98,6 +100,7 @@ fn index_reduced_drift_is_named_with_its_remedy() {
         compensated: false,
         record_every: 0,
         inputs: None,
+        newton: Default::default(),
     };
     let r = run(&sys, sys.initial("rolling").unwrap(), None, &opt).unwrap();
     let w = r.warnings();
