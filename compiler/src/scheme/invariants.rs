@@ -91,18 +91,7 @@ fn kept(g: &Graph, model: &Model, row: &[Id], rows: &[Vec<Id>]) -> bool {
         .chain(&model.vels)
         .filter_map(|s| index_of(s.sym))
         .collect();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let x = (seed >> 11) as f64 / (1u64 << 53) as f64;
-        if seed & 1 == 0 {
-            0.3 + x
-        } else {
-            -0.3 - x
-        }
-    };
+    let mut next = sample_points(0x9e37_79b9_7f4a_7c15, 0.3);
     let mut checked = 0;
     for _ in 0..12 {
         let values: Vec<(u32, f64)> = free.iter().map(|&s| (s, next())).collect();
@@ -128,6 +117,24 @@ fn kept(g: &Graph, model: &Model, row: &[Id], rows: &[Vec<Id>]) -> bool {
         }
     }
     false
+}
+
+/// A deterministic stream (xorshift) of values in ±[lo, lo + 1]: points
+/// away from zero, where norms and divisions of model expressions are
+/// regular. Shared by the compiler's numerical checks and their tests.
+pub(crate) fn sample_points(seed: u64, lo: f64) -> impl FnMut() -> f64 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let x = (s >> 11) as f64 / (1u64 << 53) as f64;
+        if s & 2 == 0 {
+            lo + x
+        } else {
+            -lo - x
+        }
+    }
 }
 
 /// Whether `r` is a combination of `basis` to round-off: Gram–Schmidt (twice,

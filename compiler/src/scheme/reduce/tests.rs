@@ -32,22 +32,6 @@ fn unreduced(name: &str, sizes: &[(String, i64)], scheme: &str) -> StepSystem {
     sys.unwrap()
 }
 
-/// A deterministic stream of values in ±[0.2, 1.2].
-fn values(seed: u64) -> impl FnMut() -> f64 {
-    let mut s = seed | 1;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        let x = (s >> 11) as f64 / (1u64 << 53) as f64;
-        if s & 2 == 0 {
-            0.2 + x
-        } else {
-            -0.2 - x
-        }
-    }
-}
-
 /// Symbol number of a symbol node.
 fn sym(g: &Graph, id: Id) -> u32 {
     match g.node(id) {
@@ -64,7 +48,7 @@ fn compare(before: &StepSystem, after: &StepSystem, gone: &[Eliminated], points:
     let g = &after.graph;
     let mut worst = 0.0f64;
     for seed in 1..=points {
-        let mut next = values(seed * 7919);
+        let mut next = crate::scheme::invariants::sample_points(seed * 7919, 0.2);
         let mut val: std::collections::HashMap<u32, f64> = Default::default();
         for (s, p) in &before.params {
             val.insert(sym(g, s.sym), *p);
