@@ -6,36 +6,12 @@
 //! equations as the textbooks state them, or a closed form — and against its
 //! conservation laws, under both Hamel kinematics and both back-ends.
 
-use hamel_load::{compile, read_model, run, Backend, RunOptions, Scheme, System};
+mod common;
+
+use common::{simulate, systems};
+use hamel_load::System;
 
 const KINEMATICS: [&str; 2] = ["hamel", "hamel_midpoint"];
-
-fn systems(name: &str) -> Vec<(String, System)> {
-    let path = format!("{}/../models/gallery/{name}.hamel", env!("CARGO_MANIFEST_DIR"));
-    let m = read_model(path.as_ref(), &[]).unwrap();
-    let mut out = vec![];
-    for s in KINEMATICS {
-        let scheme: Scheme = s.parse().unwrap();
-        for b in Backend::ALL {
-            let sys = compile(&m, scheme, b).unwrap_or_else(|e| panic!("{name} under {s}: {e}"));
-            out.push((format!("{name} {s} {b}"), sys));
-        }
-    }
-    out
-}
-
-/// The run of `steps` steps of size `h` from the named initial state.
-fn simulate(sys: &System, init: &str, h: f64, steps: u64) -> hamel_load::Run {
-    let opt = RunOptions {
-        h,
-        steps,
-        compensated: false,
-        record_every: steps,
-        inputs: None,
-        newton: Default::default(),
-    };
-    run(sys, sys.initial(init).unwrap(), None, &opt).unwrap()
-}
 
 /// `max |I − I₀|` of a monitored quantity over a run.
 fn drift(r: &hamel_load::Run, name: &str) -> f64 {
@@ -115,7 +91,7 @@ fn heavy_top_in_euler_poisson_form_follows_rk4_and_keeps_its_casimirs() {
             iom[0] * y0[0] + iom[1] * y0[1] + iom[2] * y0[2],
         )
     };
-    for (label, sys) in systems("heavy_top") {
+    for (label, sys) in systems("heavy_top", &KINEMATICS) {
         let (e, order, r) = gamma_errors(&sys, "tilted", 0.004, t, &want);
         let (energy, length, vertical, spin) = (
             drift(&r, "energy"),
@@ -152,7 +128,7 @@ fn free_rigid_body_in_reduced_form_follows_eulers_equations() {
     let y0 = [im[0] / norm, im[1] / norm, im[2] / norm, om0[0], om0[1], om0[2]];
     let t = 4.0;
     let want = rk4(euler_poisson(inertia, 0.0), &y0, t, 40_000);
-    for (label, sys) in systems("free_rigid_body") {
+    for (label, sys) in systems("free_rigid_body", &KINEMATICS) {
         let (e, order, r) = gamma_errors(&sys, "tumbling", 0.01, t, &want);
         let om = r.v.last().unwrap();
         let e_om = max_diff(om, &want[3..]);
@@ -231,7 +207,7 @@ fn cart_with_spherical_pendulum_follows_cartesian_rk4_and_keeps_its_momenta() {
     let s = rk4(cart_pendulum(big_m, m, r, g), &s0, t, 60_000);
     // hamel's coordinates (x, y, e) from the Cartesian state.
     let want = [s[0], s[1], (s[4] - s[0]) / r, (s[5] - s[1]) / r, s[6] / r];
-    for (label, sys) in systems("cart_spherical_pendulum") {
+    for (label, sys) in systems("cart_spherical_pendulum", &KINEMATICS) {
         let errs: Vec<f64> = [0.01, 0.005]
             .iter()
             .map(|&h| {
@@ -281,7 +257,7 @@ fn planar_body_in_se2_throws_its_centre_of_mass_on_a_parabola() {
     let t = 2.0;
     let want = [c0[0] + vc[0] * t, c0[1] + vc[1] * t - 0.5 * g * t * t, th0 + om0 * t];
     let centre = |q: &[f64]| [q[0] + a * q[2].cos(), q[1] + a * q[2].sin(), q[2]];
-    for (label, sys) in systems("planar_body") {
+    for (label, sys) in systems("planar_body", &KINEMATICS) {
         let errs: Vec<f64> = [0.004, 0.002]
             .iter()
             .map(|&h| {
