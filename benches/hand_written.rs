@@ -18,7 +18,7 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
     }
 
     fn scheme(&self) -> &str {
-        "hand-written hamel(averaged)"
+        "hand-written hamel_averaged"
     }
 
     fn dims(&self) -> (Const<5>, Const<5>) {

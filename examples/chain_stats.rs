@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "models/{}.hamel",
         std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain".into())
     );
-    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "hamel".into());
+    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "hamel_averaged".into());
     let src = std::fs::read_to_string(&path)?;
     let t0 = Instant::now();
     let model = hamel_compiler::model::load_with_sizes(&path, &src, &[("N".to_string(), n)])?;

@@ -30,7 +30,7 @@ model!(
     DampedAveraged,
     [m, r, g, c],
     model = "models/damped_spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     DampedMidpoint,
@@ -84,7 +84,7 @@ model!(
     FreeAveraged,
     [m, r, g],
     model = "models/spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 
 const H: f64 = 0.05;
@@ -319,7 +319,7 @@ fn main() -> Result<(), Boxed> {
     let summary = serde_json::json!({
         "damped": {
             "energy_balance_error_rel": exact,
-            "exact_schemes": ["hamel", "hamel_midpoint", "energy_momentum"],
+            "exact_schemes": ["hamel_averaged", "hamel_midpoint", "energy_momentum"],
             "per_scheme": per_scheme,
         },
         "torque": { "momentum_balance_error_rel": momentum_err },

@@ -123,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         StormerVerlet::with_defaults(),
     );
     let rows = [
-        measure("hamel", &ha, ha.initial("pattern_I")?, false)?,
+        measure("hamel_averaged", &ha, ha.initial("pattern_I")?, false)?,
         measure("hamel_midpoint", &hm, hm.initial("pattern_I")?, false)?,
         measure("rattle", &ra, ra.initial("pattern_I")?, true)?,
         measure("energy_momentum", &em, em.initial("pattern_I")?, true)?,

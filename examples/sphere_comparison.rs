@@ -92,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Rattle::with_defaults(),
     );
     let rows = [
-        measure("hamel", &hm, hm.initial("published")?, 1.0)?,
+        measure("hamel_averaged", &hm, hm.initial("published")?, 1.0)?,
         measure("stormer_verlet", &sv, sv.initial("published")?, sv.r)?,
         measure("rattle", &ra, ra.initial("published")?, ra.r)?,
     ];

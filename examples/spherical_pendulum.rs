@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("time per step           {best:.0} ns");
     let summary = serde_json::json!({
         "model": SphericalPendulum::MODEL,
-        "scheme": "hamel",
+        "scheme": "hamel_averaged",
         "kinematics": "averaged",
         "steps": steps,
         "h": h,

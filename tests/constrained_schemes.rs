@@ -102,7 +102,7 @@ fn all_schemes_converge_at_second_order_to_one_reference() {
     let fh = |h| height_at(&hm, hm.initial("published").unwrap(), h, t, |s| 9.8 * s.z[2]);
     let fr = |h| height_at(&rm, rm.initial("published").unwrap(), h, t, |s| s.z[2]);
     let fs = |h| height_at(&sm, sm.initial("published").unwrap(), h, t, |s| s.z[2]);
-    let runs: [(&str, &dyn Fn(f64) -> f64); 3] = [("hamel", &fh), ("rattle", &fr), ("stormer_verlet", &fs)];
+    let runs: [(&str, &dyn Fn(f64) -> f64); 3] = [("hamel_averaged", &fh), ("rattle", &fr), ("stormer_verlet", &fs)];
     for (name, f) in runs {
         let errs: Vec<f64> = hs.iter().map(|&h| (f(h) - reference).abs()).collect();
         let ratios: Vec<f64> = errs.windows(2).map(|w| w[0] / w[1]).collect();

@@ -99,7 +99,7 @@ fn every_instruction_set_copy_agrees_to_the_bit_with_the_others_and_the_jit() {
     println!("ran: {:?}", runs.iter().map(|(l, _)| l.name()).collect::<Vec<_>>());
 
     let jit_model = hamel_load::read_model(Path::new(MODEL), &[]).unwrap();
-    let jit = hamel_load::compile(&jit_model, "hamel".parse().unwrap(), hamel_load::Backend::Jit).unwrap();
+    let jit = hamel_load::compile(&jit_model, "hamel_averaged".parse().unwrap(), hamel_load::Backend::Jit).unwrap();
     let mut state = jit.initial("pattern_I").unwrap();
     let mut stepper = DynStepper::new(&jit, H).unwrap();
     let jit_run: Vec<Vec<u64>> = (0..STEPS)

@@ -63,8 +63,8 @@ fn no_drift_over_a_million_steps() {
     let steps = 1_000_000;
     for (name, d) in [
         ("rattle", drift(&r, r.initial("pattern_I").unwrap(), steps)),
-        ("hamel(averaged)", drift(&a, a.initial("pattern_I").unwrap(), steps)),
-        ("hamel(midpoint)", drift(&m, m.initial("pattern_I").unwrap(), steps)),
+        ("hamel_averaged", drift(&a, a.initial("pattern_I").unwrap(), steps)),
+        ("hamel_midpoint", drift(&m, m.initial("pattern_I").unwrap(), steps)),
     ] {
         println!(
             "{name}: energy first/last 10% {:.3e} / {:.3e}; J {:.3e} / {:.3e}",

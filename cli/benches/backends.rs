@@ -12,7 +12,11 @@ use hamel_cli::{compile, load_model, parse_scheme, Backend, System};
 use hamel_runtime::{DynState, DynStepper};
 
 #[derive(Integrator)]
-#[hamel(model = "../models/spherical_pendulum.hamel", scheme = "hamel", sensitivity = false)]
+#[hamel(
+    model = "../models/spherical_pendulum.hamel",
+    scheme = "hamel_averaged",
+    sensitivity = false
+)]
 pub struct Pendulum {
     pub m: f64,
     pub r: f64,
@@ -36,7 +40,7 @@ pub struct DspRattle {
 #[derive(Integrator)]
 #[hamel(
     model = "../models/double_spherical_pendulum.hamel",
-    scheme = "hamel",
+    scheme = "hamel_averaged",
     sensitivity = false
 )]
 pub struct DspHamel {
@@ -103,7 +107,7 @@ fn bench(c: &mut Criterion) {
         c,
         "pendulum_hamel_100_steps",
         (&p, ps),
-        ("../models/spherical_pendulum.hamel", "hamel", "published", 0.2),
+        ("../models/spherical_pendulum.hamel", "hamel_averaged", "published", 0.2),
     );
     let r = DspRattle::with_defaults();
     let rs = r.initial("pattern_I").unwrap();
@@ -124,7 +128,12 @@ fn bench(c: &mut Criterion) {
         c,
         "dsp_hamel_100_steps",
         (&d, ds),
-        ("../models/double_spherical_pendulum.hamel", "hamel", "pattern_I", 0.01),
+        (
+            "../models/double_spherical_pendulum.hamel",
+            "hamel_averaged",
+            "pattern_I",
+            0.01,
+        ),
     );
 }
 

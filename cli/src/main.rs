@@ -133,7 +133,8 @@ enum Command {
     Sweep {
         #[command(flatten)]
         case: CaseArgs,
-        /// scheme: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum
+        /// scheme: hamel (= hamel_midpoint, the default), hamel_averaged,
+        /// stormer_verlet, rattle, energy_momentum
         #[arg(long, default_value = "hamel")]
         scheme: String,
         /// CSV file: a header naming columns (`init`, parameters, coordinate or
@@ -148,10 +149,11 @@ enum Command {
     Simulate {
         #[command(flatten)]
         case: CaseArgs,
-        /// scheme: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum
+        /// scheme: hamel (= hamel_midpoint, the default), hamel_averaged,
+        /// stormer_verlet, rattle, energy_momentum
         #[arg(long, default_value = "hamel")]
         scheme: String,
-        /// kinematics of the hamel scheme
+        /// kinematics of the hamel scheme (default: midpoint)
         #[arg(long, value_enum)]
         kinematics: Option<KinematicsArg>,
     },
@@ -181,7 +183,7 @@ enum Command {
     Patterns {
         #[command(flatten)]
         case: CaseArgs,
-        /// scheme (default: the first that applies of energy_momentum, hamel, rattle, hamel_midpoint, stormer_verlet)
+        /// scheme (default: the first that applies of energy_momentum, hamel_averaged, rattle, hamel_midpoint, stormer_verlet)
         #[arg(long)]
         scheme: Option<String>,
         /// extra rotation rates (rad/s) to view the motion from, comma-separated

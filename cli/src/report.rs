@@ -267,7 +267,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     doc.push(Block::Para("Body-frame model `models/spherical_pendulum.hamel`, discrete Hamel scheme with averaged kinematics, m = 1, r = 9.8, g = 9.8, h = 0.2, 10⁴ steps, ξ₀ = (0.6, 0, 0), γ₀ = (0.3, 0.2, −√0.87) (initial state `published`). Compensated: increments added with TwoSum, residual and increment evaluated at z + lo in double-double.".into()));
     let base = Case {
         file: SP,
-        scheme: "hamel",
+        scheme: "hamel_averaged",
         init: "published",
         h: 0.2,
         steps: 10_000,
@@ -359,7 +359,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     ));
     doc.push(Block::Para("The same physical initial state and h = 0.2, 10⁴ steps. Hamel in the body frame; Störmer–Verlet (index-reduced), RATTLE and energy–momentum in Cartesian positions `models/spherical_pendulum_cartesian.hamel`. Constraint column: body frame |‖γ‖ − 1|; Cartesian |‖x‖² − r²| (r² = 96.04), the residual as written in the model.".into()));
     let cases = [
-        (SP, "hamel"),
+        (SP, "hamel_averaged"),
         (SP, "hamel_midpoint"),
         (SP_CART, "stormer_verlet"),
         (SP_CART, "rattle"),
@@ -385,7 +385,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     doc.push(Block::Para("m₁ = 2, m₂ = 3.5, l₁ = 4, l₂ = 3, g = 9.81; Pattern I of docs/schemes.md §9; 30 s at h = 0.01. Hamel in director form (`models/double_spherical_pendulum.hamel`), the others in Cartesian positions. Constraint column: Hamel |‖e_i‖ − 1| and ⟨ω_i, e_i⟩; Cartesian the position residuals ‖q₁‖² − l₁², ‖q₂ − q₁‖² − l₂².".into()));
     let pat = Case {
         file: DSP,
-        scheme: "hamel",
+        scheme: "hamel_averaged",
         init: "pattern_I",
         h: 0.01,
         steps: 3000,
@@ -393,7 +393,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         every: 1,
     };
     let cases = [
-        (DSP, "hamel"),
+        (DSP, "hamel_averaged"),
         (DSP, "hamel_midpoint"),
         (DSP_CART, "stormer_verlet"),
         (DSP_CART, "rattle"),
@@ -475,7 +475,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     let (hr, hs) = run(
         &Case {
             file: DSP,
-            scheme: "hamel",
+            scheme: "hamel_averaged",
             init: "pattern_I",
             h: 0.001,
             steps: 30_000,
@@ -504,7 +504,11 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         "10 s at h = 0.01. `relative_equilibrium` is the exact steady rotation through x₁ = 3.0788 (Ω = {OMEGA_EXACT}); `relative_equilibrium_printed` is W95's row, whose velocities are 1.08 % too slow. Wobble = max − min of r₁, r₂ over the run."
     )));
     let mut rows = Vec::new();
-    for (f, s) in [(DSP_CART, "energy_momentum"), (DSP, "hamel"), (DSP_CART, "rattle")] {
+    for (f, s) in [
+        (DSP_CART, "energy_momentum"),
+        (DSP, "hamel_averaged"),
+        (DSP_CART, "rattle"),
+    ] {
         for init in ["relative_equilibrium", "relative_equilibrium_printed"] {
             let (r, sys) = run(
                 &Case {

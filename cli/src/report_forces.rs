@@ -58,7 +58,7 @@ pub fn section(
     let mut defects = Vec::new();
     let mut energy_curves = Vec::new();
     for (file, scheme) in [
-        (DAMPED, "hamel"),
+        (DAMPED, "hamel_averaged"),
         (DAMPED, "hamel_midpoint"),
         (DAMPED_CART, "energy_momentum"),
         (DAMPED_CART, "rattle"),
@@ -123,7 +123,7 @@ pub fn section(
             &dir,
             "energy_work",
             &Labels {
-                title: "damped pendulum, hamel(averaged): energy and initial energy plus discrete work",
+                title: "damped pendulum, hamel_averaged: energy and initial energy plus discrete work",
                 x: "t",
                 y: "energy",
             },

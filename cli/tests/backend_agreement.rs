@@ -21,7 +21,7 @@ model!(
     SphereAveraged,
     [m, r, g],
     model = "../models/spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     SphereMidpoint,
@@ -34,7 +34,7 @@ model!(
     SleighAveraged,
     [m, a, inertia],
     model = "../models/chaplygin_sleigh.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     SleighMidpoint,
@@ -47,7 +47,7 @@ model!(
     AnglesAveraged,
     [m, r, g],
     model = "../models/spherical_pendulum_angles.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     AnglesMidpoint,
@@ -84,7 +84,7 @@ model!(
     DirAveraged,
     [m, r, g],
     model = "../models/spherical_pendulum_director.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     DirMidpoint,
@@ -97,7 +97,7 @@ model!(
     DspAveraged,
     [m1, m2, l1, l2, g],
     model = "../models/double_spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     DspMidpoint,
@@ -128,7 +128,7 @@ model!(
     ChainAveraged,
     [m, l, g],
     model = "../models/spherical_chain.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     ChainMidpoint,
@@ -142,7 +142,7 @@ model!(
     DampedAveraged,
     [m, r, g, c],
     model = "../models/damped_spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 model!(
     DampedMidpoint,
@@ -180,7 +180,7 @@ model!(
     InvertedAveraged,
     [m, r, g],
     model = "../models/inverted_spherical_pendulum.hamel",
-    scheme = "hamel"
+    scheme = "hamel_averaged"
 );
 
 model!(
@@ -195,7 +195,7 @@ model!(
     ChainN3,
     [m, l, g],
     model = "../models/spherical_chain.hamel",
-    scheme = "hamel",
+    scheme = "hamel_averaged",
     N = 3
 );
 
@@ -327,7 +327,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         SphereAveraged,
         "spherical_pendulum.hamel",
-        "hamel",
+        "hamel_averaged",
         "published",
         0.2,
         true
@@ -345,7 +345,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         SphereAveraged,
         "spherical_pendulum.hamel",
-        "hamel",
+        "hamel_averaged",
         "published",
         0.2
     );
@@ -357,7 +357,14 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         "over_equator",
         0.2
     );
-    case!(seen, SleighAveraged, "chaplygin_sleigh.hamel", "hamel", "push", 0.05);
+    case!(
+        seen,
+        SleighAveraged,
+        "chaplygin_sleigh.hamel",
+        "hamel_averaged",
+        "push",
+        0.05
+    );
     case!(
         seen,
         SleighMidpoint,
@@ -370,7 +377,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         AnglesAveraged,
         "spherical_pendulum_angles.hamel",
-        "hamel",
+        "hamel_averaged",
         "swing",
         0.05
     );
@@ -418,7 +425,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         DirAveraged,
         "spherical_pendulum_director.hamel",
-        "hamel",
+        "hamel_averaged",
         "published",
         0.2
     );
@@ -434,7 +441,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         DspAveraged,
         "double_spherical_pendulum.hamel",
-        "hamel",
+        "hamel_averaged",
         "pattern_I",
         0.01
     );
@@ -470,7 +477,14 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         "relative_equilibrium",
         0.01
     );
-    case!(seen, ChainAveraged, "spherical_chain.hamel", "hamel", "tilted", 0.01);
+    case!(
+        seen,
+        ChainAveraged,
+        "spherical_chain.hamel",
+        "hamel_averaged",
+        "tilted",
+        0.01
+    );
     case!(
         seen,
         ChainMidpoint,
@@ -484,7 +498,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         DampedAveraged,
         "damped_spherical_pendulum.hamel",
-        "hamel",
+        "hamel_averaged",
         "published",
         0.05
     );
@@ -535,7 +549,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
         seen,
         InvertedAveraged,
         "inverted_spherical_pendulum.hamel",
-        "hamel",
+        "hamel_averaged",
         "tilted",
         0.02,
         false,
@@ -561,7 +575,7 @@ fn runtime_back_end_matches_derived_code_on_every_model() {
     let sizes = [("N".to_string(), 3)];
     let c = Case {
         file: "spherical_chain.hamel",
-        scheme: "hamel",
+        scheme: "hamel_averaged",
         init: "tilted",
         h: 0.01,
         compensated: false,

@@ -39,7 +39,7 @@ fn sizes_can_be_set() {
     let (ok, out, _) = hamel(&["check", "models/spherical_chain.hamel", "--size", "N=3"]);
     assert!(ok);
     assert!(
-        out.contains("9 coordinate(s)") && out.contains("hamel              12 unknowns"),
+        out.contains("9 coordinate(s)") && out.contains("hamel_midpoint     12 unknowns"),
         "{out}"
     );
 }
@@ -210,7 +210,7 @@ fn a_model_no_scheme_applies_to_fails() {
     assert!(!ok, "{out}\n{err}");
     assert!(err.contains("no scheme applies to model `heavy_top`"), "{err}");
     for why in [
-        "hamel              not applicable: hamel: the frame fits none of the rules",
+        "hamel_midpoint     not applicable: hamel: the frame fits none of the rules",
         "is not affine in the coordinates",
         "singular at every sampled configuration",
         "write rotations as cross products",

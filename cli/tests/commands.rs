@@ -67,6 +67,8 @@ fn simulate_reproduces_the_published_run_and_writes_csv_plots_and_json() {
         assert!(!s[key].is_null(), "summary lacks `{key}`: {s}");
     }
     assert_eq!(s["model"], "spherical_pendulum");
+    // No `--scheme`: the default, discrete Hamel with midpoint kinematics.
+    assert_eq!(s["scheme"], "hamel_midpoint");
     assert_eq!(s["steps"], 2000);
     // the published run keeps energy, length and momentum to round-off (docs/schemes.md §2)
     assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-13, "{s}");

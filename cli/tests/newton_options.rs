@@ -109,7 +109,7 @@ fn compare_and_sweep_take_the_flags_too() {
         "--steps",
         "20",
         "--schemes",
-        "hamel",
+        "hamel_averaged",
         "--no-plots",
         "--newton-max-iter",
         "1",

@@ -60,7 +60,10 @@ fn copies_use_unsafe_without_allowing_it_and_simd_false_emits_none() {
     ))
     .unwrap();
     let model = hamel_compiler::load("double_spherical_pendulum.hamel", &src).unwrap();
-    let sys = Scheme::from_names("hamel", None).unwrap().derive(&model).unwrap();
+    let sys = Scheme::from_names("hamel_averaged", None)
+        .unwrap()
+        .derive(&model)
+        .unwrap();
     let mut g = sys.graph.clone();
     let mut copied = 0;
     for f in sys.functions() {
@@ -82,7 +85,10 @@ fn copies_use_unsafe_without_allowing_it_and_simd_false_emits_none() {
 fn long_bodies_are_split_into_chunks() {
     let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/spherical_chain.hamel")).unwrap();
     let model = hamel_compiler::model::load_with_sizes("spherical_chain.hamel", &src, &[("N".to_string(), 8)]).unwrap();
-    let sys = Scheme::from_names("hamel", None).unwrap().derive(&model).unwrap();
+    let sys = Scheme::from_names("hamel_averaged", None)
+        .unwrap()
+        .derive(&model)
+        .unwrap();
     let mut g = sys.graph.clone();
     let mut split = 0;
     for f in sys.functions() {

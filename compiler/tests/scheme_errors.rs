@@ -51,7 +51,7 @@ fn rattle_and_energy_momentum_take_free_models_and_need_a_constant_mass_matrix()
 fn unknown_names_are_listed() {
     let e = Scheme::from_names("rk4", None).unwrap_err().0;
     assert!(
-        e.contains("available: hamel, hamel_midpoint, stormer_verlet, rattle, energy_momentum"),
+        e.contains("available: hamel (= hamel_midpoint), hamel_midpoint, hamel_averaged, stormer_verlet, rattle, energy_momentum"),
         "{e}"
     );
     let e = Scheme::from_names("hamel", Some("leapfrog")).unwrap_err().0;

@@ -14,7 +14,7 @@
 //! use hamel_runtime::DynStepper;
 //!
 //! let model = read_model("models/spherical_pendulum.hamel".as_ref(), &[])?;
-//! let sys = compile(&model, "hamel".parse()?, Backend::Jit)?;
+//! let sys = compile(&model, "hamel_averaged".parse()?, Backend::Jit)?;
 //! let mut state = sys.initial("published")?;
 //! let mut stepper = DynStepper::new(&sys, 0.2)?;
 //! for _ in 0..10_000 {

@@ -389,7 +389,7 @@ fn sleigh_with_the_angular_velocity_first_runs_and_agrees() {
             }}"
         )
     };
-    for scheme in ["hamel", "hamel_midpoint"] {
+    for scheme in ["hamel_averaged", "hamel_midpoint"] {
         let scheme: Scheme = scheme.parse().unwrap();
         let run = |v: &str| {
             trajectory(&sleigh(v), scheme)

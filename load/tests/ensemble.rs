@@ -13,7 +13,7 @@ fn sphere() -> hamel_load::Model {
 
 #[test]
 fn ensemble_matches_single_runs_in_order() {
-    let sys = compile(&sphere(), "hamel".parse().unwrap(), Backend::Jit).unwrap();
+    let sys = compile(&sphere(), "hamel_averaged".parse().unwrap(), Backend::Jit).unwrap();
     let opt = RunOptions {
         h: 0.1,
         steps: 200,
@@ -67,7 +67,7 @@ fn ensemble_matches_single_runs_in_order() {
 
 #[test]
 fn loaded_sensitivity_matches_finite_differences() {
-    let sys = compile_with_sensitivity(&sphere(), "hamel".parse().unwrap(), Backend::Interpreter).unwrap();
+    let sys = compile_with_sensitivity(&sphere(), "hamel_averaged".parse().unwrap(), Backend::Interpreter).unwrap();
     let h = 0.1;
     let state = sys.initial("published").unwrap();
     let mut s = state.clone();
@@ -91,7 +91,7 @@ fn loaded_sensitivity_matches_finite_differences() {
     }
     assert!(worst < 1e-6, "largest difference from central differences {worst:e}");
     // Without sensitivity code the stepper says so instead of guessing.
-    let plain = compile(&sphere(), "hamel".parse().unwrap(), Backend::Interpreter).unwrap();
+    let plain = compile(&sphere(), "hamel_averaged".parse().unwrap(), Backend::Interpreter).unwrap();
     let mut s = plain.initial("published").unwrap();
     assert!(DynStepper::new(&plain, h)
         .unwrap()
@@ -109,7 +109,7 @@ fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
             Ok(())
         }
     }
-    let sys = compile(&sphere(), "hamel".parse().unwrap(), Backend::Interpreter).unwrap();
+    let sys = compile(&sphere(), "hamel_averaged".parse().unwrap(), Backend::Interpreter).unwrap();
     let opt = RunOptions {
         h: 0.2,
         steps: 5_000,
@@ -132,7 +132,7 @@ fn streamed_runs_hand_every_record_to_the_sink_and_keep_few() {
 
 #[test]
 fn newton_options_reach_single_runs_and_ensembles() {
-    let sys = compile(&sphere(), "hamel".parse().unwrap(), Backend::Jit).unwrap();
+    let sys = compile(&sphere(), "hamel_averaged".parse().unwrap(), Backend::Jit).unwrap();
     let with = |newton: hamel_runtime::NewtonOptions| RunOptions {
         h: 0.2,
         steps: 300,

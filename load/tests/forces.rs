@@ -40,7 +40,7 @@ fn balance_defect(sys: &System, h: f64, steps: usize) -> f64 {
 fn damped_energy_falls_by_the_discrete_work() {
     // Exact identities: Hamel (both kinematics) on the body-frame pendulum, energy–momentum.
     for (name, scheme) in [
-        ("damped_spherical_pendulum", "hamel"),
+        ("damped_spherical_pendulum", "hamel_averaged"),
         ("damped_spherical_pendulum", "hamel_midpoint"),
         ("damped_spherical_pendulum_cartesian", "energy_momentum"),
     ] {
@@ -75,7 +75,7 @@ fn damped_energy_falls_by_the_discrete_work() {
 
 #[test]
 fn a_runs_summary_judges_the_energy_balance_of_a_forced_model() {
-    let sys = system("damped_spherical_pendulum", "hamel");
+    let sys = system("damped_spherical_pendulum", "hamel_averaged");
     let opt = RunOptions {
         h: 0.05,
         steps: 2000,
@@ -123,7 +123,7 @@ fn a_vertical_torque_changes_the_momentum_by_its_impulse() {
 
 #[test]
 fn input_sensitivity_matches_central_differences() {
-    for scheme in ["hamel_midpoint", "hamel"] {
+    for scheme in ["hamel_midpoint", "hamel_averaged"] {
         let sys = compile_with_sensitivity(
             &model("inverted_spherical_pendulum"),
             scheme.parse().unwrap(),
@@ -158,7 +158,7 @@ fn input_sensitivity_matches_central_differences() {
 
 #[test]
 fn zero_input_steps_exactly_like_the_free_model() {
-    for scheme in ["hamel_midpoint", "hamel"] {
+    for scheme in ["hamel_midpoint", "hamel_averaged"] {
         let free = system("spherical_pendulum", scheme);
         let forced = system("inverted_spherical_pendulum", scheme);
         let (q, _) = forced.initial_conditions("tilted").unwrap();

@@ -11,7 +11,7 @@ mod common;
 use common::{simulate, systems};
 use hamel_load::System;
 
-const KINEMATICS: [&str; 2] = ["hamel", "hamel_midpoint"];
+const KINEMATICS: [&str; 2] = ["hamel_averaged", "hamel_midpoint"];
 
 /// `max |I − I₀|` of a monitored quantity over a run.
 fn drift(r: &hamel_load::Run, name: &str) -> f64 {

@@ -67,7 +67,13 @@ model pumped {
     initial start { x = 1, y = 0, x' = 0, y' = 1 }
 }";
     let model = load_source("pumped.hamel", src, &[]).unwrap();
-    for scheme in ["rattle", "stormer_verlet", "hamel", "hamel_midpoint", "energy_momentum"] {
+    for scheme in [
+        "rattle",
+        "stormer_verlet",
+        "hamel_averaged",
+        "hamel_midpoint",
+        "energy_momentum",
+    ] {
         let sys = compile(&model, scheme.parse().unwrap(), Backend::Jit).unwrap();
         let opt = RunOptions {
             h: 0.05,

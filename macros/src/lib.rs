@@ -22,7 +22,10 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// ```
 ///
 /// The struct's fields are the model's parameters (all `f64`, same names).
-/// The path is relative to the crate's `CARGO_MANIFEST_DIR`.
+/// The path is relative to the crate's `CARGO_MANIFEST_DIR`. Without
+/// `scheme`, or with `scheme = "hamel"`, the discrete Hamel scheme with
+/// midpoint (variational) kinematics is derived; `kinematics = "averaged"`
+/// (or `scheme = "hamel_averaged"`) gives the averaged form of ZLB12.
 #[proc_macro_derive(Integrator, attributes(hamel))]
 pub fn derive_integrator(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

@@ -59,7 +59,7 @@ def main(path="models/double_spherical_pendulum.hamel", n=1000, steps=1000):
     params = perturbations(n)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, Client(cluster) as client:
         t0 = time.perf_counter()
-        results = run_on_dask(client, path, "hamel", 0.01, steps, "pattern_I", params, threads=1)
+        results = run_on_dask(client, path, "hamel_averaged", 0.01, steps, "pattern_I", params, threads=1)
         wall = time.perf_counter() - t0
     failed = sum("error" in r for r in results)
     worst = max(r["summary"]["max_energy_error_rel"] for r in results if "error" not in r)

@@ -33,10 +33,10 @@ def main():
     out = {}
     m = hamel.Model(SPHERE)
     steps = 10_000
-    run = m.simulate("hamel", h=0.2, steps=steps, init="published")
+    run = m.simulate("hamel_averaged", h=0.2, steps=steps, init="published")
     out["published_max_energy_error_rel"] = run.summary["max_energy_error_rel"]
     # Whole call (recording every state into NumPy arrays, monitoring included).
-    t = best(lambda: m.simulate("hamel", h=0.2, steps=steps, init="published"))
+    t = best(lambda: m.simulate("hamel_averaged", h=0.2, steps=steps, init="published"))
     out["python_simulate_ns_per_step"] = t / steps * 1e9
     out["python_simulate_stepping_ns_per_step"] = run.summary["ns_per_step"]
     cli = subprocess.run(
@@ -45,7 +45,7 @@ def main():
         capture_output=True, text=True, check=True,
     )
     out["cli_stepping_ns_per_step"] = json.loads(cli.stdout.strip().splitlines()[-1])["ns_per_step"]
-    s = m.stepper("hamel", 0.2)
+    s = m.stepper("hamel_averaged", 0.2)
 
     def loop():
         z = s.initial("published")
@@ -59,11 +59,11 @@ def main():
     rng = np.random.default_rng(0)
     params = [{"m2": 3.5 * (1 + 0.01 * a), "g": 9.81 * (1 + 0.01 * b)} for a, b in rng.uniform(-1, 1, (1000, 2))]
     kw = dict(h=0.01, steps=1000, init="pattern_I", params=params)
-    d.simulate_many("hamel", threads=1, **{**kw, "params": params[:20]})  # compile and warm up
-    one = best(lambda: d.simulate_many("hamel", threads=1, **kw), repeat=3)
+    d.simulate_many("hamel_averaged", threads=1, **{**kw, "params": params[:20]})  # compile and warm up
+    one = best(lambda: d.simulate_many("hamel_averaged", threads=1, **kw), repeat=3)
     cores = os.cpu_count()
-    every = best(lambda: d.simulate_many("hamel", **kw), repeat=3)
-    runs = d.simulate_many("hamel", **kw)
+    every = best(lambda: d.simulate_many("hamel_averaged", **kw), repeat=3)
+    runs = d.simulate_many("hamel_averaged", **kw)
     out["ensemble"] = {
         "members": len(params),
         "steps": 1000,

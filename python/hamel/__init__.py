@@ -4,7 +4,7 @@ Load a model file, run a scheme, get NumPy arrays::
 
     import hamel
     model = hamel.Model("models/spherical_pendulum.hamel")
-    run = model.simulate("hamel", h=0.2, steps=10_000, init="published")
+    run = model.simulate("hamel_averaged", h=0.2, steps=10_000, init="published")
     run.t, run.q, run.v, run.invariants["energy"], run.summary
 
 Rust runs with the GIL released; ``Model.simulate_many`` runs an ensemble on

@@ -324,7 +324,8 @@ impl Model {
         Ok((c.coordinates.clone(), c.velocities.clone()))
     }
 
-    /// Runs `scheme` with step `h` for `steps` steps (or up to `t_end`) from
+    /// Runs `scheme` (default `hamel`, i.e. `hamel_midpoint`; the averaged
+    /// form is `hamel_averaged`) with step `h` for `steps` steps (or up to `t_end`) from
     /// the initial state `init` (default: the file's first) with components
     /// `state` replaced (`{"xi": [0.6, 0, 0]}`, `{"th": 0.3}`), parameters
     /// `params` changed for this run, compensated summation if asked, and

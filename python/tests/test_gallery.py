@@ -18,7 +18,7 @@ def parabola(t, vx=3.0, vy=4.0):
     return np.array([vx * t, 1.0 + vy * t - 0.5 * G * t * t])
 
 
-@pytest.mark.parametrize("scheme", ["hamel", "hamel_midpoint", "stormer_verlet"])
+@pytest.mark.parametrize("scheme", ["hamel_averaged", "hamel_midpoint", "stormer_verlet"])
 def test_projectile_follows_its_parabola(scheme):
     m = hamel.Model(PROJECTILE)
     run = m.simulate(scheme, h=0.01, steps=200, init="throw")

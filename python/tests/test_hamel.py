@@ -36,7 +36,7 @@ def sphere():
 
 
 def test_published_run_keeps_energy_and_matches_the_cli_to_the_bit(sphere, tmp_path):
-    run = sphere.simulate("hamel", h=0.2, steps=10_000, init="published")
+    run = sphere.simulate("hamel_averaged", h=0.2, steps=10_000, init="published")
     e = run.invariants["energy"]
     assert np.max(np.abs(e / e[0] - 1)) <= 1e-13
     assert run.summary["max_energy_error_rel"] <= 1e-13
@@ -44,7 +44,7 @@ def test_published_run_keeps_energy_and_matches_the_cli_to_the_bit(sphere, tmp_p
     assert run.q.shape == (10_001, 3) and run.v.shape == (10_001, 3)
     assert run.t[-1] == pytest.approx(2000.0)
     out = tmp_path / "cli"
-    p = cli("simulate", SPHERE, "--h", "0.2", "--steps", "10000", "--every", "1",
+    p = cli("simulate", SPHERE, "--scheme", "hamel_averaged", "--h", "0.2", "--steps", "10000", "--every", "1",
             "--no-plots", "--out", str(out), "--summary", "json")
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout.strip().splitlines()[-1])
@@ -62,7 +62,7 @@ def test_chain_loads_with_sizes():
     chain = hamel.Model(CHAIN, sizes={"N": 3})
     coords, vels = chain.components()
     assert len(coords) == 9 and len(vels) == 9
-    run = chain.simulate("hamel", h=0.01, steps=50)
+    run = chain.simulate("hamel_averaged", h=0.01, steps=50)
     assert run.q.shape == (51, 9) and run.ok
 
 
@@ -93,7 +93,7 @@ def test_failed_run_keeps_its_partial_run():
     m = hamel.Model(SPHERE)
     # A huge step: Newton fails at some step; the run up to there is attached.
     try:
-        m.simulate("hamel", h=50.0, steps=100, init="over_equator")
+        m.simulate("hamel_averaged", h=50.0, steps=100, init="over_equator")
     except hamel.StepError as e:
         assert "step" in str(e)
         assert e.run.q.shape[0] >= 1 and np.all(np.isfinite(e.run.q))
@@ -102,8 +102,8 @@ def test_failed_run_keeps_its_partial_run():
 
 
 def test_stepper_loop_equals_simulate_and_sensitivity_matches_differences(sphere):
-    run = sphere.simulate("hamel", h=0.2, steps=200, init="published")
-    s = sphere.stepper("hamel", 0.2)
+    run = sphere.simulate("hamel_averaged", h=0.2, steps=200, init="published")
+    s = sphere.stepper("hamel_averaged", 0.2)
     z = s.initial("published")
     for k in range(200):
         z = s.step(z)
@@ -113,7 +113,7 @@ def test_stepper_loop_equals_simulate_and_sensitivity_matches_differences(sphere
     assert inv["energy"] == run.invariants["energy"][-1]
     z0 = s.initial("published")
     z1, jac = s.step_with_sensitivity(z0)
-    assert np.array_equal(z1, sphere.stepper("hamel", 0.2).step(z0))
+    assert np.array_equal(z1, sphere.stepper("hamel_averaged", 0.2).step(z0))
     eps = 1e-6
     fd = np.empty_like(jac)
     for j in range(len(z0)):
@@ -130,15 +130,15 @@ def test_simulate_many_keeps_order_and_failed_members():
     states = [{"xi": [0.5 + 0.05 * i, 0, 0]} for i in range(8)]
     states[5] = {"xi": [0.0, 0.0, 1.0]}  # off the constraint: fails alone
     params = [{"g": 9.0 + i} for i in range(8)]
-    runs = m.simulate_many("hamel", h=0.1, steps=300, init="published", states=states, params=params, every=1)
+    runs = m.simulate_many("hamel_averaged", h=0.1, steps=300, init="published", states=states, params=params, every=1)
     assert len(runs) == 8
     assert isinstance(runs[5], hamel.StepError)
     for i, r in enumerate(runs):
         if i == 5:
             continue
-        alone = m.simulate("hamel", h=0.1, steps=300, init="published", state=states[i], params=params[i])
+        alone = m.simulate("hamel_averaged", h=0.1, steps=300, init="published", state=states[i], params=params[i])
         assert np.array_equal(r.q, alone.q) and np.array_equal(r.v, alone.v)
-    one = m.simulate_many("hamel", h=0.1, steps=300, init="published", states=states, params=params, every=1, threads=1)
+    one = m.simulate_many("hamel_averaged", h=0.1, steps=300, init="published", states=states, params=params, every=1, threads=1)
     assert all(np.array_equal(a.q, b.q) for a, b in zip(runs, one) if not isinstance(a, Exception))
 
 
@@ -155,7 +155,7 @@ def test_gil_is_released_while_rust_runs():
     t.start()
     try:
         before = counter[0]
-        m.simulate("hamel", h=0.01, steps=20_000, init="pattern_I", every=0)
+        m.simulate("hamel_averaged", h=0.01, steps=20_000, init="pattern_I", every=0)
         during = counter[0] - before
     finally:
         stop.set()
@@ -173,8 +173,8 @@ def test_dask_example_equals_in_process():
     params = dask_ensemble.perturbations(40, seed=3)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        remote = dask_ensemble.run_on_dask(client, DSP, "hamel", 0.01, 200, "pattern_I", params, chunk=16)
-    local = dask_ensemble.run_chunk(DSP, "hamel", 0.01, 200, "pattern_I", params)
+        remote = dask_ensemble.run_on_dask(client, DSP, "hamel_averaged", 0.01, 200, "pattern_I", params, chunk=16)
+    local = dask_ensemble.run_chunk(DSP, "hamel_averaged", 0.01, 200, "pattern_I", params)
     assert len(remote) == len(local) == 40
     for a, b in zip(remote, local):
         assert np.array_equal(a["q"], b["q"]) and np.array_equal(a["v"], b["v"])
@@ -228,15 +228,15 @@ def test_step_linearized_matches_differences():
 
 def test_newton_options_reach_the_solve_and_bad_values_name_the_argument(tmp_path):
     m = hamel.Model(DSP)
-    strict = m.simulate("hamel", h=0.01, steps=300)
-    loose = m.simulate("hamel", h=0.01, steps=300, newton_tol=1e-6)
+    strict = m.simulate("hamel_averaged", h=0.01, steps=300)
+    loose = m.simulate("hamel_averaged", h=0.01, steps=300, newton_tol=1e-6)
     assert strict.summary["newton_tolerance"] == np.finfo(float).eps
     assert loose.summary["newton_tolerance"] == 1e-6
     # About two iterations a step at machine precision; at 1e-6 the second
     # is mostly not needed.
     assert loose.summary["newton_iterations_mean"] < strict.summary["newton_iterations_mean"] - 0.5
     # The same numbers as the CLI's with the same flag.
-    p = cli("simulate", DSP, "--h", "0.01", "--steps", "300", "--newton-tol", "1e-6",
+    p = cli("simulate", DSP, "--scheme", "hamel_averaged", "--h", "0.01", "--steps", "300", "--newton-tol", "1e-6",
             "--no-plots", "--out", str(tmp_path / "cli"), "--summary", "json")
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout.strip().splitlines()[-1])
@@ -244,10 +244,10 @@ def test_newton_options_reach_the_solve_and_bad_values_name_the_argument(tmp_pat
     assert summary["max_energy_error_rel"] == loose.summary["max_energy_error_rel"]
     # An iteration bound of 1 is too few: the error names the step.
     with pytest.raises(hamel.StepError, match=r"^step 0: Newton did not converge in 1 iterations"):
-        m.simulate("hamel", h=0.01, steps=10, newton_max_iter=1)
-    runs = m.simulate_many("hamel", h=0.01, steps=10, states=[None, None], newton_max_iter=1)
+        m.simulate("hamel_averaged", h=0.01, steps=10, newton_max_iter=1)
+    runs = m.simulate_many("hamel_averaged", h=0.01, steps=10, states=[None, None], newton_max_iter=1)
     assert all(isinstance(r, hamel.StepError) for r in runs)
-    fewer = m.simulate_many("hamel", h=0.01, steps=300, states=[None], newton_tol=1e-6)[0]
+    fewer = m.simulate_many("hamel_averaged", h=0.01, steps=300, states=[None], newton_tol=1e-6)[0]
     assert np.array_equal(fewer.q, loose.q)
     for kwargs, message in [
         ({"newton_tol": 0.0}, "newton_tol = 0: the Newton tolerance must be a positive finite number"),
@@ -258,6 +258,6 @@ def test_newton_options_reach_the_solve_and_bad_values_name_the_argument(tmp_pat
         ({"newton_max_iter": -2}, "newton_max_iter = -2"),
     ]:
         with pytest.raises(ValueError, match=message):
-            m.simulate("hamel", h=0.01, steps=10, **kwargs)
+            m.simulate("hamel_averaged", h=0.01, steps=10, **kwargs)
         with pytest.raises(ValueError, match=message):
-            m.simulate_many("hamel", h=0.01, steps=10, states=[None], **kwargs)
+            m.simulate_many("hamel_averaged", h=0.01, steps=10, states=[None], **kwargs)

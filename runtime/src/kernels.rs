@@ -59,7 +59,7 @@ where
 {
     /// Name of the model in its file.
     fn model(&self) -> &str;
-    /// Scheme label, e.g. `hamel(averaged)`.
+    /// Scheme label, e.g. `hamel_averaged`.
     fn scheme(&self) -> &str;
     /// Sizes of the state and of the unknowns.
     fn dims(&self) -> (Z, X);

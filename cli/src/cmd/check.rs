@@ -81,16 +81,6 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
             failed += 1;
             continue;
         }
-        // Kinematics of the Hamel scheme: with a Lagrangian that does not
-        // depend on the coordinates (a Lie group model such as the sleigh or
-        // a free rigid body), midpoint kinematics are the implicit midpoint
-        // rule on a quadratic energy and keep it exactly; averaged ones are a
-        // trapezoidal rule there and keep it to O(h²) only.
-        if applicable.as_ref().is_some_and(|(s, _)| s.name().starts_with("hamel"))
-            && !model.graph.depends_on(model.lagrangian, &model.q_syms())
-        {
-            hamel_cli::out!("  recommended: hamel_midpoint — the Lagrangian does not depend on the coordinates, so midpoint kinematics keep its energy to round-off; averaged kinematics (the `hamel` default) only to O(h²) (docs/schemes.md)");
-        }
         // Every initial state must be one a scheme can start from: finite,
         // on the constraints, with a non-singular kinetic metric.
         if let Some((_, derived)) = applicable {

@@ -12,11 +12,17 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     let model = load_model(&case.model, &sizes)?;
     let scheme = match scheme {
         Some(s) => parse_scheme(s, None)?,
-        None => ["energy_momentum", "hamel", "rattle", "hamel_midpoint", "stormer_verlet"]
-            .iter()
-            .map(|n| parse_scheme(n, None).expect("known scheme"))
-            .find(|s| s.derive(&model).is_ok())
-            .ok_or_else(|| Error::Scheme(format!("no scheme applies to {}", case.model.display())))?,
+        None => [
+            "energy_momentum",
+            "hamel_averaged",
+            "rattle",
+            "hamel_midpoint",
+            "stormer_verlet",
+        ]
+        .iter()
+        .map(|n| parse_scheme(n, None).expect("known scheme"))
+        .find(|s| s.derive(&model).is_ok())
+        .ok_or_else(|| Error::Scheme(format!("no scheme applies to {}", case.model.display())))?,
     };
     if let Some(bad) = rates.iter().find(|r| !r.is_finite()) {
         return Err(Error::Usage(format!("--rates: {bad} is not a finite rate")));

@@ -13,7 +13,7 @@ use crate::scheme::{InvariantKind, StepSystem};
 pub struct CompiledStep {
     /// model name
     pub model: String,
-    /// scheme label, e.g. `hamel(averaged)`
+    /// scheme label, e.g. `hamel_averaged`
     pub scheme: String,
     /// parameter names (struct-field spelling) and defaults
     pub params: Vec<(String, f64)>,

@@ -196,7 +196,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             for row in &hess {
                 if row.iter().any(|&e| g.depends_on(e, &v)) {
                     return Err(SchemeError(
-                        "hamel(midpoint): the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta".into(),
+                        "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta".into(),
                     ));
                 }
             }
@@ -312,7 +312,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         })
         .collect();
     let draft = Draft {
-        scheme: format!("hamel({})", kin.name()),
+        scheme: format!("hamel_{}", kin.name()),
         h,
         state: z.iter().copied().zip(state_names).collect(),
         unknowns: x.iter().copied().zip(unknown_names).collect(),

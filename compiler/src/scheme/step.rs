@@ -42,7 +42,7 @@ pub struct Slot {
 pub struct StepSystem {
     /// model name
     pub model: String,
-    /// scheme label, e.g. `hamel(averaged)`
+    /// scheme label, e.g. `hamel_averaged`
     pub scheme: String,
     /// all expressions
     pub graph: Graph,
