@@ -142,10 +142,26 @@ pub struct Analysis {
     /// the vector whose azimuth measures the rotation (`link 1`, `bob 2`, …):
     /// of links and bob positions, the one that stays farthest from the axis
     pub azimuth_of: String,
-    /// growth of a perturbation of relative size 1e-9 over the run (see
-    /// [`twin_growth`]): slow (about linear in time) for (quasi)periodic
-    /// motion, exponential for unstable or chaotic motion; `None` if not measured
-    pub growth: Option<f64>,
+    /// how a perturbation grows (see [`divergence`]); `None` if not measured
+    pub divergence: Option<Divergence>,
+}
+
+/// How fast a tiny perturbation of the run grows, measured segment by segment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Divergence {
+    /// length of a segment, seconds (five reduced periods, or half the run)
+    pub segment: f64,
+    /// segments measured
+    pub segments: usize,
+    /// growth over the run's second half (`span`): about 2 for motion whose
+    /// perturbations grow linearly in time ((quasi)periodic motion),
+    /// `e^(rate·span)` for unstable or chaotic motion
+    pub growth: f64,
+    /// seconds the growth is measured over
+    pub span: f64,
+    /// `ln(growth) / span`, 1/s: the finite-time divergence rate (an estimate
+    /// of the largest Lyapunov exponent)
+    pub rate: f64,
 }
 
 impl Analysis {
@@ -161,11 +177,13 @@ impl Analysis {
         self.axis_clearance < 0.05
     }
 
-    /// Whether a tiny perturbation grows by more than 1e4 over the run: the
-    /// motion is unstable (or chaotic) and evokes no lasting pattern. (Over
-    /// 100 s at h = 0.01 the W95 patterns measure: I 3.7e2, II 0.2, III 1.1e6.)
+    /// Whether a tiny perturbation grows more than [`UNSTABLE_GROWTH`]-fold
+    /// over the run's second half: the motion is unstable (or chaotic) and
+    /// the pattern it evokes does not last. Growth as a power of time gives a
+    /// bounded factor there at every run length, so the verdict does not
+    /// depend on it.
     pub fn unstable(&self) -> bool {
-        self.growth.is_some_and(|g| g > 1e4)
+        self.divergence.is_some_and(|d| d.growth > UNSTABLE_GROWTH)
     }
 }
 
@@ -280,7 +298,7 @@ pub fn analyse(t: &[f64], pos: &[Vec<[f64; 3]>]) -> Analysis {
         rate_halves,
         axis_clearance,
         azimuth_of,
-        growth: None,
+        divergence: None,
     }
 }
 
@@ -503,35 +521,117 @@ pub fn write_plots(
 /// An analysis with the bob positions it was made from (`[record][point]`) and the points' names.
 pub type Study = (Analysis, Vec<Vec<[f64; 3]>>, Vec<String>);
 
-/// Relative size of the perturbation of [`twin_growth`].
+/// Relative size of the perturbation of [`twin`].
 pub const TWIN_EPS: f64 = 1e-9;
 
-/// Runs `run`'s case again with every velocity scaled by `1 + 1e-9` (which
-/// keeps linear velocity constraints) and returns the largest separation of
-/// the points over the last tenth of the run, relative to the perturbation's
-/// size (`1e-9` times the points' largest distance from the pivot).
-pub fn twin_growth(sys: &System, run: &Run, pts: &[(String, Source)], pos: &[Vec<[f64; 3]>]) -> Result<f64, Error> {
-    let v: Vec<f64> = run.v[0].iter().map(|x| x * (1.0 + TWIN_EPS)).collect();
-    let state = hamel_runtime::Kernels::initial_state(sys, &run.q[0], &v)?;
-    let twin = crate::simulate::run(sys, state, None, &run.options, false)?;
-    let other = positions(sys, &twin, pts);
-    let scale = pos
-        .iter()
-        .flatten()
-        .map(|p| (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt())
-        .fold(0.0f64, f64::max)
-        .max(1e-300);
-    let n = pos.len().min(other.len());
-    let sep = (n - n / 10 - 1..n)
-        .map(|k| {
-            pos[k]
-                .iter()
-                .zip(&other[k])
-                .map(|(a, b)| ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt())
-                .fold(0.0f64, f64::max)
-        })
-        .fold(0.0f64, f64::max);
-    Ok(sep / (TWIN_EPS * scale))
+/// Growth over the second half of a run above which the motion is called
+/// unstable: growth as a power `t^p` of time gives at most `2^p` there, so 4
+/// is faster than any growth up to quadratic, at every run length. (W95 at
+/// h = 0.01: II 1.9–2.9 over 30–300 s; I 49–1000 over 100–300 s; III 5 at
+/// 30 s, 3e19 at 300 s.)
+pub const UNSTABLE_GROWTH: f64 = 4.0;
+
+/// A twin of the state `(q, v)`: every velocity scaled by `1 + TWIN_EPS`
+/// (which keeps linear velocity constraints); at rest, where that is no
+/// perturbation, every `vec3` coordinate turned by `TWIN_EPS` about the x
+/// axis (which keeps norms, dot products and constraints on them), or
+/// scalar coordinates moved by `TWIN_EPS` (relative).
+fn twin(sys: &System, q: &[f64], v: &[f64]) -> Result<hamel_runtime::DynState, Error> {
+    let mut q = q.to_vec();
+    let mut v = v.to_vec();
+    if v.iter().any(|x| *x != 0.0) {
+        v.iter_mut().for_each(|x| *x *= 1.0 + TWIN_EPS);
+    } else {
+        let names = &sys.compiled().coordinates;
+        let triples: Vec<[usize; 3]> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix("[0]"))
+            .filter_map(|b| {
+                let f = |i: usize| names.iter().position(|x| *x == format!("{b}[{i}]"));
+                Some([f(0)?, f(1)?, f(2)?])
+            })
+            .collect();
+        if triples.is_empty() {
+            q.iter_mut().for_each(|x| *x += TWIN_EPS * x.abs().max(1.0));
+        }
+        let (s, c) = TWIN_EPS.sin_cos();
+        for [_, y, z] in triples {
+            let (a, b) = (q[y], q[z]);
+            q[y] = c * a - s * b;
+            q[z] = s * a + c * b;
+        }
+        v.iter_mut().for_each(|x| *x = 0.0);
+    }
+    Ok(hamel_runtime::Kernels::initial_state(sys, &q, &v)?)
+}
+
+/// How a perturbation grows along `run`'s case (Benettin's method): the
+/// run is stepped again next to a twin ([`twin`]), cut into segments of five
+/// reduced periods (`period`; two halves of the run without one); at the end
+/// of each segment the growth of the difference of scheme states is recorded
+/// and the difference is scaled back to its starting size, along the
+/// direction it grew in, so that a long run never saturates.
+pub fn divergence(run: &Run, sys: &System, period: Option<f64>) -> Result<Option<Divergence>, Error> {
+    use hamel_runtime::Kernels;
+    let opt = &run.options;
+    let steps = opt.steps as usize;
+    if steps < 20 || run.q.is_empty() {
+        return Ok(None);
+    }
+    let per = match period {
+        Some(p) => ((5.0 * p / opt.h).round() as usize).clamp(10, steps),
+        None => steps / 2,
+    };
+    let (q0, v0) = (&run.q[0], &run.v[0]);
+    let mut base = sys.initial_state(q0, v0)?;
+    let mut other = twin(sys, q0, v0)?;
+    let mut stepper = hamel_runtime::StepperOf::new(sys, opt.h)?;
+    stepper.options = opt.newton;
+    // The size of the difference over a segment's last fifth (root mean
+    // square): the difference also oscillates with the motion, and one
+    // instant would add that phase to the growth.
+    let tail = (per / 5).max(1);
+    let (mut logs, mut acc, mut n) = (Vec::new(), 0.0, 0usize);
+    let mut start = (&other.z - &base.z).norm();
+    for k in 1..=(steps / per) * per {
+        stepper.step(&mut base)?;
+        stepper.step(&mut other)?;
+        let into = (k - 1) % per + 1;
+        if into > per - tail {
+            acc += (&other.z - &base.z).norm_squared();
+            n += 1;
+        }
+        if into == per {
+            let now = (acc / n as f64).sqrt();
+            logs.push((now / start).max(f64::MIN_POSITIVE).ln());
+            let end = (&other.z - &base.z).norm();
+            if end > 0.0 && end.is_finite() {
+                other.z = &base.z + (&other.z - &base.z) * (start / end);
+                other.lo.fill(0.0);
+            }
+            start = (&other.z - &base.z).norm() * (now / end);
+            (acc, n) = (0.0, 0);
+        }
+    }
+    // The growth over the run's second half: the first half turns the
+    // perturbation into the direction that grows most. Growth linear in time
+    // (quasi-periodic motion, a drifting phase) gives at most 2 there; an
+    // exponential gives as much as over the first half.
+    let half = logs.len() / 2;
+    let second: f64 = logs[half..].iter().sum();
+    let span = (logs.len() - half) as f64 * per as f64 * opt.h;
+    if !second.is_finite() || span <= 0.0 {
+        return Ok(None);
+    }
+    let segment = per as f64 * opt.h;
+    let rate = second / span;
+    Ok(Some(Divergence {
+        segment,
+        segments: logs.len(),
+        growth: second.exp(),
+        span,
+        rate,
+    }))
 }
 
 /// Chooses the points, evaluates them on every record and analyses them.

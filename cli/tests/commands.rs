@@ -751,18 +751,118 @@ fn patterns_rate_is_robust_to_a_link_passing_the_axis_and_instability_is_named()
         assert!(!b[key].is_null(), "{key} missing: {b}");
     }
     assert_eq!(b["unstable"], false);
-    // Pattern III is unstable: a 1e-9 perturbation grows beyond 1e4 in 100 s.
-    let c = pattern_summary("pattern_III", "100");
-    assert_eq!(c["unstable"], true, "{c}");
-    assert!(c["verdict"].as_str().unwrap().starts_with("unstable"), "{c}");
-    // Pattern I is a pattern: converged, stable, at the W95 rate.
-    let d = pattern_summary("pattern_I", "100");
-    assert_eq!(d["unstable"], false);
-    assert_eq!(d["converged"], true, "{d}");
-    assert!((d["critical_rate"].as_f64().unwrap() - 1.615).abs() < 2e-3, "{d}");
-    assert_eq!(
-        d["vertical_symmetry"], true,
-        "J is kept to O(h²) by the director Hamel step"
+    assert!(!b["divergence_rate"].is_null(), "{b}");
+    // Pattern I is a pattern at the W95 rate, but not a lasting one: a
+    // perturbation grows exponentially (measured: 49-fold over the second
+    // half of 100 s, 1000-fold over that of 300 s; about 0.05–0.07 /s), and the
+    // verdict, read from a rate, is the same at both lengths. (An absolute
+    // growth threshold called it stable at 100 s and unstable at 300 s.)
+    for t_end in ["100", "300"] {
+        let d = pattern_summary("pattern_I", t_end);
+        assert_eq!(d["unstable"], true, "{t_end} s: {d}");
+        let rate = d["divergence_rate"].as_f64().unwrap();
+        assert!(rate > 0.03 && rate < 0.15, "{t_end} s: rate {rate}");
+        let verdict = d["verdict"].as_str().unwrap();
+        assert!(verdict.starts_with("unstable") && verdict.contains("/s"), "{d}");
+        // At the W95 rate while the pattern lasts (at 300 s the unstable
+        // motion has wandered to 1.619).
+        if t_end == "100" {
+            assert!((d["critical_rate"].as_f64().unwrap() - 1.615).abs() < 2e-3, "{d}");
+        }
+        assert_eq!(
+            d["vertical_symmetry"], true,
+            "J is kept to O(h²) by the director Hamel step"
+        );
+    }
+    // Pattern III is flagged at every length; Pattern II at none.
+    for t_end in ["30", "100", "300"] {
+        let c = pattern_summary("pattern_III", t_end);
+        assert_eq!(c["unstable"], true, "{t_end} s: {c}");
+        assert!(c["verdict"].as_str().unwrap().starts_with("unstable"), "{c}");
+    }
+    for t_end in ["30", "50"] {
+        assert_eq!(pattern_summary("pattern_II", t_end)["unstable"], false, "{t_end} s");
+    }
+}
+
+#[test]
+fn patterns_see_an_exact_unstable_equilibrium_as_unstable() {
+    // The upright pendulum at rest: scaling its velocities perturbs nothing,
+    // so the twin is tilted instead, and the tilt grows as e^{t √(g/r)}.
+    let dir = tmp("upright");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = std::fs::read_to_string("../models/inverted_spherical_pendulum.hamel").unwrap();
+    let with_j = src.replacen(
+        "invariant   length",
+        "invariant   J      = m * r^2 * dot(xi, gamma)\n    invariant   length",
+        1,
+    );
+    let model = dir.join("upright.hamel");
+    std::fs::write(&model, with_j).unwrap();
+    let (code, out, err) = hamel(&[
+        "patterns",
+        model.to_str().unwrap(),
+        "--init",
+        "upright",
+        "--points",
+        "gamma",
+        "--h",
+        "0.01",
+        "--t-end",
+        "10",
+        "--no-plots",
+        "--summary",
+        "json",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let s = last_json(&out);
+    assert_eq!(s["unstable"], true, "{s}");
+    // √(g/r) = 1 /s for this model.
+    let rate = s["divergence_rate"].as_f64().unwrap();
+    assert!((rate - 1.0).abs() < 0.1, "divergence rate {rate}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn patterns_refuse_what_they_cannot_analyse() {
+    let sp = "models/double_spherical_pendulum.hamel";
+    let base = [
+        "patterns",
+        sp,
+        "--h",
+        "0.01",
+        "--no-plots",
+        "--out",
+        "/nonexistent/never-written",
+    ];
+    // Duplicate points once gave r₂ = 0 silently.
+    let (code, _, err) = hamel(&[&base[..], &["--t-end", "1", "--points", "x1,x1"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`x1` is given twice"), "{err}");
+    // No run printed Ω_c = 0.
+    let (code, _, err) = hamel(&[&base[..], &["--steps", "0"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--steps 0"), "{err}");
+    // A model that monitors no momentum: the symmetry cannot be checked.
+    let (code, _, err) = hamel(&[
+        "patterns",
+        "models/inverted_spherical_pendulum.hamel",
+        "--points",
+        "gamma",
+        "--h",
+        "0.01",
+        "--t-end",
+        "1",
+        "--no-plots",
+        "--out",
+        "/nonexistent/never-written",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("monitors no momentum") && err.contains("invariant J"),
+        "{err}"
     );
 }
 
@@ -791,9 +891,16 @@ fn patterns_warn_when_the_vertical_symmetry_is_broken() {
         "--out",
         dir.join("out").to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
+    // The analysis is written, but the run is not what it assumes: exit 3.
+    assert_eq!(code, Some(3), "{out}\n{err}");
     assert!(out.contains("may lack the vertical symmetry"), "{out}");
-    assert_eq!(last_json(&out)["vertical_symmetry"], false);
+    assert!(err.contains("lacks the vertical symmetry"), "{err}");
+    let s = last_json(&out);
+    assert_eq!(s["vertical_symmetry"], false);
+    assert!(
+        s["verdict"].as_str().unwrap().starts_with("no vertical symmetry"),
+        "{s}"
+    );
 }
 
 #[test]

@@ -27,14 +27,39 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     if let Some(bad) = rates.iter().find(|r| !r.is_finite()) {
         return Err(Error::Usage(format!("--rates: {bad} is not a finite rate")));
     }
+    for (j, p) in points.iter().enumerate() {
+        if let Some(i) = points[..j].iter().position(|q| q.trim() == p.trim()) {
+            return Err(Error::Usage(format!(
+                "--points: `{}` is given twice (positions {} and {}); each bob is one point",
+                p.trim(),
+                i + 1,
+                j + 1
+            )));
+        }
+    }
+    if case.steps == Some(0) {
+        return Err(Error::Usage(
+            "--steps 0: a pattern needs a run; give at least a few reduced periods (e.g. --t-end 100)".into(),
+        ));
+    }
     // The azimuth is unwrapped record by record: keep every step unless asked otherwise.
     let every = if case.every > 0 { case.every } else { 1 };
     let (run, sys) = run_case_with(case, scheme, every)?;
     let pts = patterns::points(sys.compiled(), points)?;
     let pos = patterns::positions(&sys, &run, &pts);
     let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
+    // The analysis assumes a symmetry about the vertical: its momentum must
+    // be monitored, or nothing checks that the rate means anything.
+    if run.momentum_indices().is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: model `{}` monitors no momentum, so the vertical symmetry `patterns` assumes cannot be checked; \
+             declare the vertical angular momentum, e.g. `invariant J = m * cross(x, v)[2]` (summed over the bobs)",
+            case.model.display(),
+            run.model
+        )));
+    }
     let mut a = patterns::analyse(&t, &pos);
-    a.growth = Some(patterns::twin_growth(&sys, &run, &pts, &pos)?);
+    a.divergence = patterns::divergence(&run, &sys, a.reduced_period)?;
     let dir = out_dir(case, &run.model, "patterns")?;
     hamel_cli::simulate::write_csv(&run, &dir)?;
     let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
@@ -65,8 +90,6 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         csv.push('\n');
     }
     hamel_cli::output::write(&dir.join("reduced.csv"), csv)?;
-    // The analysis assumes a symmetry about the vertical: its momentum must
-    // be monitored (an invariant named `J…`) and conserved.
     let momentum = run
         .momentum_indices()
         .into_iter()
@@ -93,17 +116,20 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "converged": a.converged(),
         "ill_conditioned": a.ill_conditioned(),
         "unstable": a.unstable(),
-        "perturbation_growth": a.growth,
-        "verdict": if a.unstable() {
-            "unstable: a tiny perturbation grows by more than 1e4; no lasting pattern"
-        } else if a.reduced_period.is_none() {
-            "no reduced period: relative equilibrium or too short a run"
-        } else if !a.converged() {
-            "not converged"
-        } else if a.ill_conditioned() {
-            "converged, ill-conditioned azimuth"
-        } else {
-            "converged"
+        "perturbation_growth": a.divergence.map(|d| d.growth),
+        "divergence_rate": a.divergence.map(|d| d.rate),
+        "divergence_segment": a.divergence.map(|d| d.segment),
+        "verdict": match a.divergence {
+            _ if symmetric == Some(false) => "no vertical symmetry: the rate is not a critical rate".to_string(),
+            Some(d) if a.unstable() => format!(
+                "unstable: a tiny perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s); the pattern does not last",
+                1.0 / d.rate,
+                d.rate
+            ),
+            _ if a.reduced_period.is_none() => "no reduced period: relative equilibrium or too short a run".to_string(),
+            _ if !a.converged() => "not converged".to_string(),
+            _ if a.ill_conditioned() => "converged, ill-conditioned azimuth".to_string(),
+            _ => "converged".to_string(),
         },
         "rates": rates,
         "resonant_rates": resonant,
@@ -140,14 +166,10 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
             }
         );
     }
-    match (symmetric, momentum) {
-        (Some(false), Some(e)) => hamel_cli::out!(
+    if let (Some(false), Some(e)) = (symmetric, momentum) {
+        hamel_cli::out!(
             "  warning: the vertical angular momentum changed by {e:.1e} (relative): the model may lack the vertical symmetry this analysis assumes, and Ω_c is then not meaningful"
-        ),
-        (None, _) => hamel_cli::out!(
-            "  note: the model monitors no vertical angular momentum (an invariant named `J…`): the vertical symmetry this analysis assumes is not checked"
-        ),
-        _ => {}
+        );
     }
     hamel_cli::out!(
         "  rotation read from the azimuth of {} (clearance from the axis {:.1} %)",
@@ -157,8 +179,16 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     if a.ill_conditioned() {
         hamel_cli::out!("  note: every link and bob comes within {:.1} % of its largest horizontal length to the axis; the azimuth (the cyclic coordinate) is ill-conditioned there", 100.0 * a.axis_clearance);
     }
-    if a.unstable() {
-        hamel_cli::out!("  unstable: a perturbation of relative size 1e-9 grew {:.1e}-fold over the run; the motion evokes no lasting pattern, and its mean rate is not a critical rate", a.growth.unwrap_or(f64::NAN));
+    match a.divergence {
+        Some(d) if a.unstable() => hamel_cli::out!(
+            "  unstable: a perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s; {:.1}-fold over the last {:.1} s); the pattern does not last, and its mean rate is a critical rate only over times short against that",
+            1.0 / d.rate, d.rate, d.growth, d.span
+        ),
+        Some(d) => hamel_cli::out!(
+            "  no exponential growth: a perturbation grew {:.2}-fold over the last {:.1} s (growth linear in time gives at most 2)",
+            d.growth, d.span
+        ),
+        None => hamel_cli::out!("  stability not measured: the run is shorter than 20 steps"),
     }
     for r in &resonant {
         hamel_cli::out!(
@@ -171,6 +201,12 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     hamel_cli::out!("wrote {}", dir.display());
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");
+    }
+    if let (Some(false), Some(e)) = (symmetric, momentum) {
+        return Err(Error::Untrustworthy(format!(
+            "{}: the vertical angular momentum changed by {e:.1e} (relative), so the model lacks the vertical symmetry `patterns` assumes; its rate is not a critical rate",
+            case.model.display()
+        )));
     }
     Ok(())
 }
