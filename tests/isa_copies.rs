@@ -56,12 +56,12 @@ fn every_instruction_set_copy_agrees_to_the_bit_with_the_others_and_the_jit() {
     let copied: Vec<String> = sys
         .functions()
         .iter()
-        .filter(|f| matches!(f.name.as_str(), "residual" | "residual_jacobian" | "increment"))
+        .filter(|f| f.name.is_hot())
         .filter(|f| {
             let (_, st) = rust::function(&mut g, f, Role::Step).unwrap();
             rust::shape(st.ops, Role::Step) == Shape::Copies
         })
-        .map(|f| f.name.clone())
+        .map(|f| f.name.symbol())
         .collect();
     assert!(
         !copied.is_empty(),

@@ -152,8 +152,12 @@ fn double_double_residual_is_emitted_for_small_bodies() {
         .derive(&model)
         .unwrap();
     let mut g = sys.graph.clone();
-    let f = sys.functions().into_iter().find(|f| f.name == "residual").unwrap();
-    let ts = rust::function_dd(&mut g, &f, &["z".to_string()])
+    let f = sys
+        .functions()
+        .into_iter()
+        .find(|f| f.name == hamel_kernel::Kernel::Residual)
+        .unwrap();
+    let ts = rust::function_dd(&mut g, &f, &[hamel_kernel::Arg::Z])
         .unwrap()
         .expect("small body");
     let text = ts.to_string();

@@ -14,7 +14,11 @@ fn residual() -> (hamel_compiler::sym::Graph, hamel_compiler::sym::Function) {
     let sys = Scheme::Hamel(hamel_compiler::scheme::Kinematics::Averaged)
         .derive(&model)
         .unwrap();
-    let f = sys.functions().into_iter().find(|f| f.name == "residual").unwrap();
+    let f = sys
+        .functions()
+        .into_iter()
+        .find(|f| f.name == hamel_kernel::Kernel::Residual)
+        .unwrap();
     (sys.graph.clone(), f)
 }
 
@@ -29,7 +33,7 @@ fn sphere_residual_program() {
 fn sphere_residual_rust() {
     let (mut g, f) = residual();
     let (f64_fn, _) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
-    let dd_fn = rust::function_dd(&mut g, &f, &["z".to_string()]).unwrap().unwrap();
+    let dd_fn = rust::function_dd(&mut g, &f, &[hamel_kernel::Arg::Z]).unwrap().unwrap();
     let file: syn::File = syn::parse2(quote::quote!(#f64_fn #dd_fn)).unwrap();
     expect_file!["snapshots/sphere_residual.rs.txt"].assert_eq(&prettyplease::unparse(&file));
 }

@@ -18,4 +18,4 @@ pub use dd::Dd;
 pub use func::Func;
 pub use partition::{Outputs, Partition};
 pub use program::{Instr, Program, Value};
-pub use vocabulary::InvariantKind;
+pub use vocabulary::{Arg, Exogenous, InvariantKind, Kernel};

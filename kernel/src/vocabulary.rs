@@ -69,3 +69,173 @@ impl InvariantKind {
         }
     }
 }
+
+/// A kernel of a compiled step: a function every back-end evaluates (the
+/// interpreter and the JIT by this name, the derive as a generated function).
+/// The compiler builds them; hosts call them by this type, never by a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kernel {
+    /// the step's residual `r(x; z, e)`
+    Residual,
+    /// residual and its Jacobian in the unknowns, in one pass
+    ResidualJacobian,
+    /// the state update `z' − z` from the solved unknowns
+    Increment,
+    /// the predictor of the unknowns from the previous step's
+    Predict,
+    /// the linear system that recovers the physical state from `z`
+    ObserveSystem,
+    /// the physical state `(q, v)` from `z` and that system's solution
+    Physical,
+    /// energy, monitored quantities and constraint residuals at `(q, v)`
+    Invariants,
+    /// the scheme's state (and first unknowns) from a physical state
+    InitState,
+    /// the parts of the step's Jacobian `∂z'/∂z`
+    SensitivityParts,
+    /// the parts of the step's input Jacobian `∂z'/∂u`
+    InputSensitivityParts,
+    /// the discrete work of the external forces over the step
+    Work,
+    /// the model's `let` values at a physical state
+    Lets,
+    /// the constrained kinetic metric `[[M, Aᵀ], [A, 0]]` at a physical state
+    Metric,
+    /// the frame's matrix stacked on the velocity constraint rows
+    FrameCheck,
+    /// the model's initial state number `i`, in file order
+    Initial(usize),
+}
+
+impl Kernel {
+    /// The kernel's name in generated code and messages (`residual`,
+    /// `initial_0`, …).
+    pub fn symbol(self) -> String {
+        match self {
+            Kernel::Initial(i) => format!("initial_{i}"),
+            k => k.fixed_symbol().to_string(),
+        }
+    }
+
+    fn fixed_symbol(self) -> &'static str {
+        match self {
+            Kernel::Residual => "residual",
+            Kernel::ResidualJacobian => "residual_jacobian",
+            Kernel::Increment => "increment",
+            Kernel::Predict => "predict",
+            Kernel::ObserveSystem => "observe_system",
+            Kernel::Physical => "physical",
+            Kernel::Invariants => "invariants",
+            Kernel::InitState => "init_state",
+            Kernel::SensitivityParts => "sensitivity_parts",
+            Kernel::InputSensitivityParts => "input_sensitivity_parts",
+            Kernel::Work => "work",
+            Kernel::Lets => "lets",
+            Kernel::Metric => "metric",
+            Kernel::FrameCheck => "frame_check",
+            Kernel::Initial(_) => "initial",
+        }
+    }
+
+    /// Whether the kernel runs at every Newton iteration (the step's hot
+    /// path: emitted with instruction-set copies, evaluated compensated).
+    pub fn is_hot(self) -> bool {
+        matches!(self, Kernel::Residual | Kernel::ResidualJacobian | Kernel::Increment)
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.symbol())
+    }
+}
+
+/// An argument array a kernel reads. A kernel declares which it reads and in
+/// which order; a host provides the values of each. A new kind of input is
+/// one more variant, not a new signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arg {
+    /// parameter values
+    P,
+    /// step size
+    H,
+    /// the scheme's state
+    Z,
+    /// the unknowns of the step
+    X,
+    /// the previous step's unknowns (predictor input)
+    W,
+    /// physical coordinates
+    Q,
+    /// physical velocities
+    V,
+    /// solution of the observation system
+    Y,
+    /// the step's exogenous data `e = (t_k, u_k)`
+    E,
+}
+
+impl Arg {
+    /// How many kinds of argument there are.
+    pub const COUNT: usize = 9;
+
+    /// The argument's name in generated code (`p`, `h`, `z`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arg::P => "p",
+            Arg::H => "h",
+            Arg::Z => "z",
+            Arg::X => "x",
+            Arg::W => "w",
+            Arg::Q => "q",
+            Arg::V => "v",
+            Arg::Y => "y",
+            Arg::E => "e",
+        }
+    }
+}
+
+impl std::fmt::Display for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The layout of the exogenous data `e` a forced step reads (argument
+/// [`Arg::E`]): the time `t_k` at the step's start, then the inputs `u_k`
+/// held over the step. A free model reads none (length 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exogenous {
+    /// number of input components
+    pub inputs: usize,
+}
+
+impl Exogenous {
+    /// Index of the time `t_k`.
+    pub const TIME: usize = 0;
+
+    /// The layout of data of length `len` (0 for a free model).
+    pub fn of_len(len: usize) -> Exogenous {
+        Exogenous {
+            inputs: len.saturating_sub(1),
+        }
+    }
+
+    /// Where the inputs sit (an empty range, valid in any data, without inputs).
+    pub fn input_range(self) -> std::ops::Range<usize> {
+        if self.inputs == 0 {
+            return 0..0;
+        }
+        Exogenous::TIME + 1..Exogenous::TIME + 1 + self.inputs
+    }
+
+    /// Length of the data of a forced step (time and inputs).
+    pub fn len(self) -> usize {
+        1 + self.inputs
+    }
+
+    /// Whether the step reads no inputs (it still reads the time).
+    pub fn is_empty(self) -> bool {
+        self.inputs == 0
+    }
+}

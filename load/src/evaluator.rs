@@ -8,63 +8,16 @@
 //! signature.
 
 use std::cell::RefCell;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
 use hamel_jit::JitCode;
-use hamel_kernel::{Dd, Program};
+use hamel_kernel::{Dd, Kernel, Program};
 
 use crate::{Backend, LoadError};
 
-/// A kernel input slot, as named in compiled functions' argument lists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    /// parameter values
-    P,
-    /// step size
-    H,
-    /// the scheme's state
-    Z,
-    /// the unknowns of the step
-    X,
-    /// the previous step's unknowns (predictor input)
-    W,
-    /// physical coordinates
-    Q,
-    /// physical velocities
-    V,
-    /// solution of the observation system
-    Y,
-    /// the step's exogenous data: time, inputs, previous inputs
-    E,
-}
-
-impl Slot {
-    const COUNT: usize = 9;
-}
-
-impl FromStr for Slot {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Slot, String> {
-        Ok(match s {
-            "p" => Slot::P,
-            "h" => Slot::H,
-            "z" => Slot::Z,
-            "x" => Slot::X,
-            "w" => Slot::W,
-            "q" => Slot::Q,
-            "v" => Slot::V,
-            "y" => Slot::Y,
-            "e" => Slot::E,
-            other => {
-                return Err(format!(
-                    "kernel input `{other}` is not supported by the run-time back-end"
-                ))
-            }
-        })
-    }
-}
+/// A kernel input slot: the argument arrays compiled functions declare.
+pub use hamel_kernel::Arg as Slot;
 
 /// The values of the slots one call provides (unset slots are empty).
 #[derive(Clone, Copy, Debug, Default)]
@@ -89,7 +42,7 @@ const MAX_OUTPUT_ARRAYS: usize = 4;
 
 /// The functions of a compiled step, ready to evaluate with one back-end.
 pub struct Evaluator {
-    names: Vec<String>,
+    names: Vec<Kernel>,
     /// declared argument slots and their lengths, per function
     inputs: Vec<Vec<(Slot, usize)>>,
     programs: Arc<[Program]>,
@@ -154,16 +107,7 @@ impl Evaluator {
             },
         ) in step.functions()
         {
-            let slots = ins
-                .iter()
-                .map(|(s, n)| {
-                    Ok((
-                        s.parse::<Slot>()
-                            .map_err(|e| LoadError::Scheme(format!("`{name}`: {e}")))?,
-                        *n,
-                    ))
-                })
-                .collect::<Result<Vec<_>, LoadError>>()?;
+            let slots = ins.clone();
             if outs.len() > MAX_OUTPUT_ARRAYS {
                 return Err(LoadError::Scheme(format!(
                     "internal error: `{name}` declares {} output arrays",
@@ -176,7 +120,7 @@ impl Evaluator {
                     slots.len()
                 )));
             }
-            names.push(name.to_string());
+            names.push(name);
             inputs.push(slots);
             programs.push(program.clone());
             out_lengths.push(outs.iter().map(|(_, n)| *n).collect::<Vec<usize>>());
@@ -215,8 +159,8 @@ impl Evaluator {
     }
 
     /// The function called `name`, if the step has one.
-    pub fn id(&self, name: &str) -> Option<FnId> {
-        self.names.iter().position(|n| n == name).map(FnId)
+    pub fn id(&self, k: Kernel) -> Option<FnId> {
+        self.names.iter().position(|n| *n == k).map(FnId)
     }
 
     /// Number of outputs of function `f`.

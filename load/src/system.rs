@@ -3,6 +3,7 @@
 //! driver as derived code through the runtime's [`Kernels`] seam and [`hamel_runtime::DynStepper`].
 
 use hamel_compiler::emit::compiled::CompiledStep;
+use hamel_kernel::Kernel;
 use hamel_runtime::lu;
 use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
 use hamel_runtime::{DynState, InvariantKind, Kernels, NameList, StepError};
@@ -48,19 +49,19 @@ impl System {
         let started = std::time::Instant::now();
         let kernels = Evaluator::new(&step, backend)?;
         let prepared_in = started.elapsed();
-        let get = |n: &str| {
+        let get = |k: Kernel| {
             kernels
-                .id(n)
-                .ok_or_else(|| LoadError::Scheme(format!("internal error: the compiled step has no function `{n}`")))
+                .id(k)
+                .ok_or_else(|| LoadError::Scheme(format!("internal error: the compiled step has no function `{k}`")))
         };
         let hot = Hot {
-            residual: get("residual")?,
-            residual_jacobian: get("residual_jacobian")?,
-            increment: get("increment")?,
-            predict: get("predict")?,
-            sensitivity: kernels.id("sensitivity_parts"),
-            input_sensitivity: kernels.id("input_sensitivity_parts"),
-            work: kernels.id("work"),
+            residual: get(Kernel::Residual)?,
+            residual_jacobian: get(Kernel::ResidualJacobian)?,
+            increment: get(Kernel::Increment)?,
+            predict: get(Kernel::Predict)?,
+            sensitivity: kernels.id(Kernel::SensitivityParts),
+            input_sensitivity: kernels.id(Kernel::InputSensitivityParts),
+            work: kernels.id(Kernel::Work),
         };
         Ok(Self {
             step: step.into(),
@@ -135,12 +136,12 @@ impl System {
         Ok(())
     }
 
-    /// Evaluates the cold function `name` on `args`, its outputs split into `outs`.
-    fn run(&self, name: &str, args: &Args, outs: &mut [&mut [f64]]) {
+    /// Evaluates the cold kernel `k` on `args`, its outputs split into `outs`.
+    fn run(&self, k: Kernel, args: &Args, outs: &mut [&mut [f64]]) {
         let f = self
             .kernels
-            .id(name)
-            .unwrap_or_else(|| panic!("compiled step has no function `{name}`"));
+            .id(k)
+            .unwrap_or_else(|| panic!("compiled step has no function `{k}`"));
         let mut flat = vec![0.0; self.kernels.outputs(f)];
         self.kernels.eval(f, args, &mut flat);
         let mut k = 0;
@@ -192,7 +193,7 @@ impl System {
     pub fn lets(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
         let n = self.step.lets.iter().map(|(_, k)| k).sum();
         let mut out = vec![0.0; n];
-        self.run("lets", &self.pqv(q, v), &mut [&mut out]);
+        self.run(Kernel::Lets, &self.pqv(q, v), &mut [&mut out]);
         out
     }
 
@@ -210,7 +211,7 @@ impl System {
         let n = self.step.metric_size;
         let mut k = vec![0.0; n * n];
         let args = Args::default().with(Slot::P, p).with(Slot::Q, q).with(Slot::V, v);
-        self.run("metric", &args, &mut [&mut k]);
+        self.run(Kernel::Metric, &args, &mut [&mut k]);
         k
     }
 
@@ -295,7 +296,7 @@ impl System {
         let n = q.len();
         let at = |q: &[f64]| {
             let mut f = vec![0.0; rows * cols];
-            self.run("frame_check", &self.pqv(q, v), &mut [&mut f]);
+            self.run(Kernel::FrameCheck, &self.pqv(q, v), &mut [&mut f]);
             f
         };
         let f = at(q);
@@ -491,8 +492,8 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn kernel_ops(&self) -> Option<(usize, usize)> {
-        let ops = |n: &str| self.step.function(n).map(|f| f.program.instrs.len());
-        Some((ops("residual")?, ops("residual_jacobian")?))
+        let ops = |k: Kernel| self.step.function(k).map(|f| f.program.instrs.len());
+        Some((ops(Kernel::Residual)?, ops(Kernel::ResidualJacobian)?))
     }
 
     fn input_sensitivity_parts(
@@ -557,7 +558,7 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) {
-        self.run("init_state", &self.pqv(q, v), &mut [z, x]);
+        self.run(Kernel::InitState, &self.pqv(q, v), &mut [z, x]);
     }
 
     fn observe(&self, z: &[f64], y: &mut [f64]) -> bool {
@@ -565,7 +566,7 @@ impl Kernels<Dyn, Dyn> for System {
         let mut k = vec![0.0; nk * nk];
         let mut b = vec![0.0; nk];
         self.run(
-            "observe_system",
+            Kernel::ObserveSystem,
             &Args::default().with(Slot::P, &self.params).with(Slot::Z, z),
             &mut [&mut k, &mut b],
         );
@@ -580,7 +581,7 @@ impl Kernels<Dyn, Dyn> for System {
 
     fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]) {
         self.run(
-            "physical",
+            Kernel::Physical,
             &Args::default()
                 .with(Slot::P, &self.params)
                 .with(Slot::Z, z)
@@ -591,18 +592,14 @@ impl Kernels<Dyn, Dyn> for System {
 
     fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
         let n = self.step.invariants.len();
-        self.run("invariants", &self.pqv(q, v), &mut [&mut out[..n]]);
+        self.run(Kernel::Invariants, &self.pqv(q, v), &mut [&mut out[..n]]);
     }
 
     fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool {
-        if !self.step.initials.iter().any(|n| n == name) {
+        let Some(k) = self.step.initial_kernel(name) else {
             return false;
-        }
-        self.run(
-            &format!("initial_{name}"),
-            &Args::default().with(Slot::P, &self.params),
-            &mut [q, v],
-        );
+        };
+        self.run(k, &Args::default().with(Slot::P, &self.params), &mut [q, v]);
         true
     }
 }

@@ -1,6 +1,7 @@
 //! The stepper that drives any [`Kernels`] with Newton's method, and the
 //! fixed-size name under which derived integrators are known.
 
+use hamel_kernel::Exogenous;
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix, OVector};
 
 use crate::error::StepError;
@@ -89,17 +90,12 @@ where
 
     /// Number of control input components of the model.
     pub fn input_count(&self) -> usize {
-        self.exo.len().saturating_sub(1)
+        Exogenous::of_len(self.exo.len()).inputs
     }
 
     /// The inputs `u_k` held over the following steps (zero until set).
     pub fn inputs(&self) -> &[f64] {
-        let r = self.input_count();
-        if r == 0 {
-            &[]
-        } else {
-            &self.exo[1..1 + r]
-        }
+        &self.exo[Exogenous::of_len(self.exo.len()).input_range()]
     }
 
     /// Sets the inputs held over the following steps (zero-order hold).
@@ -122,14 +118,15 @@ where
             )));
         }
         if r > 0 {
-            self.exo[1..1 + r].copy_from_slice(u);
+            let at = Exogenous::of_len(self.exo.len()).input_range();
+            self.exo[at].copy_from_slice(u);
         }
         Ok(())
     }
 
     /// The exogenous data the step from `state` uses: `(t_k, u_k)`.
     fn exogenous(&mut self, step: u64) -> &[f64] {
-        if let Some(t) = self.exo.first_mut() {
+        if let Some(t) = self.exo.get_mut(Exogenous::TIME) {
             *t = self.t0 + step as f64 * self.h;
         }
         &self.exo

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use hamel_kernel::{Arg, Kernel};
+
 use super::program::Program;
 use crate::scheme::{InvariantKind, StepSystem};
 
@@ -55,7 +57,7 @@ pub struct CompiledStep {
     /// columns are independent exactly when every velocity the constraints
     /// allow moves the configuration.
     pub frame_check: Option<(usize, usize)>,
-    functions: BTreeMap<String, CompiledFunction>,
+    functions: BTreeMap<Kernel, CompiledFunction>,
 }
 
 /// One function: its program and the arrays it reads and writes.
@@ -64,8 +66,8 @@ pub struct CompiledFunction {
     /// the register program
     pub program: Program,
     /// argument arrays in the order their values fill the input registers:
-    /// (slot name such as `p`, `h`, `z`, `x`; length)
-    pub inputs: Vec<(String, usize)>,
+    /// (which argument; length)
+    pub inputs: Vec<(Arg, usize)>,
     /// result arrays in the order of the program's outputs: (name, length)
     pub outputs: Vec<(String, usize)>,
 }
@@ -75,15 +77,16 @@ impl CompiledStep {
     pub fn new(sys: &StepSystem) -> Result<CompiledStep, String> {
         let mut g = sys.graph.clone();
         let mut functions = BTreeMap::new();
-        let arrays = |a: &[(String, Vec<crate::sym::Id>)]| a.iter().map(|(n, v)| (n.clone(), v.len())).collect();
+        let outputs = |a: &[(String, Vec<crate::sym::Id>)]| a.iter().map(|(n, v)| (n.clone(), v.len())).collect();
         for f in sys.functions() {
             let tape = f
                 .tape(&mut g)
                 .map_err(|u| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0))?;
             let program = super::program::lower(&tape);
-            let (inputs, outputs) = (arrays(&f.inputs), arrays(&f.outputs));
+            let inputs = f.inputs.iter().map(|(a, v)| (*a, v.len())).collect();
+            let outputs = outputs(&f.outputs);
             functions.insert(
-                f.name.clone(),
+                f.name,
                 CompiledFunction {
                     program,
                     inputs,
@@ -109,10 +112,10 @@ impl CompiledStep {
             .map_err(|u| format!("internal error: lets use `{}`", u.0))?;
         let nlets = outs.len();
         functions.insert(
-            "lets".to_string(),
+            Kernel::Lets,
             CompiledFunction {
                 program: super::program::lower(&tape),
-                inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                inputs: vec![(Arg::P, p.len()), (Arg::Q, q.len()), (Arg::V, v.len())],
                 outputs: vec![("l".into(), nlets)],
             },
         );
@@ -159,10 +162,10 @@ impl CompiledStep {
         let tape = crate::sym::Tape::build(&mut g, &inputs, &k)
             .map_err(|u| format!("internal error: the metric uses `{}`", u.0))?;
         functions.insert(
-            "metric".to_string(),
+            Kernel::Metric,
             CompiledFunction {
                 program: super::program::lower(&tape),
-                inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                inputs: vec![(Arg::P, p.len()), (Arg::Q, q.len()), (Arg::V, v.len())],
                 outputs: vec![("k".into(), k.len())],
             },
         );
@@ -175,10 +178,10 @@ impl CompiledStep {
             let tape = crate::sym::Tape::build(&mut g, &inputs, &out)
                 .map_err(|u| format!("internal error: the frame uses `{}`", u.0))?;
             functions.insert(
-                "frame_check".to_string(),
+                Kernel::FrameCheck,
                 CompiledFunction {
                     program: super::program::lower(&tape),
-                    inputs: vec![("p".into(), p.len()), ("q".into(), q.len()), ("v".into(), v.len())],
+                    inputs: vec![(Arg::P, p.len()), (Arg::Q, q.len()), (Arg::V, v.len())],
                     outputs: vec![("f".into(), rows * cols)],
                 },
             );
@@ -195,11 +198,8 @@ impl CompiledStep {
             velocities: names(&sys.phys_v),
             invariants: sys.invariants.iter().map(|i| (i.name.clone(), i.kind)).collect(),
             initials: sys.initials.iter().map(|(n, _, _)| n.clone()).collect(),
-            inputs: sys
-                .exogenous
+            inputs: sys.exogenous[hamel_kernel::Exogenous::of_len(sys.exogenous.len()).input_range()]
                 .iter()
-                .skip(1)
-                .take(sys.n_inputs())
                 .map(|s| s.name.clone())
                 .collect(),
             exogenous_len: sys.exogenous.len(),
@@ -213,21 +213,24 @@ impl CompiledStep {
         })
     }
 
-    /// The program of function `name` (`residual`, `jacobian`, `increment`,
-    /// `predict`, `observe_system`, `physical`, `invariants`, `init_state`,
-    /// `initial_<state>`), whose inputs are its argument arrays concatenated
-    /// in the order of [`StepSystem::functions`].
-    pub fn program(&self, name: &str) -> Option<&Program> {
-        self.functions.get(name).map(|f| &f.program)
+    /// The program of kernel `k`, whose inputs are its argument arrays
+    /// concatenated in the order of [`StepSystem::functions`].
+    pub fn program(&self, k: Kernel) -> Option<&Program> {
+        self.functions.get(&k).map(|f| &f.program)
     }
 
-    /// Function `name` with its argument lists (see [`CompiledStep::program`]).
-    pub fn function(&self, name: &str) -> Option<&CompiledFunction> {
-        self.functions.get(name)
+    /// Kernel `k` with its argument lists (see [`CompiledStep::program`]).
+    pub fn function(&self, k: Kernel) -> Option<&CompiledFunction> {
+        self.functions.get(&k)
     }
 
-    /// Every function, by name.
-    pub fn functions(&self) -> impl Iterator<Item = (&str, &CompiledFunction)> {
-        self.functions.iter().map(|(n, f)| (n.as_str(), f))
+    /// Every kernel.
+    pub fn functions(&self) -> impl Iterator<Item = (Kernel, &CompiledFunction)> {
+        self.functions.iter().map(|(n, f)| (*n, f))
+    }
+
+    /// The kernel of the initial state named `name` in the model file.
+    pub fn initial_kernel(&self, name: &str) -> Option<Kernel> {
+        self.initials.iter().position(|n| n == name).map(Kernel::Initial)
     }
 }

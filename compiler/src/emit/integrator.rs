@@ -2,6 +2,7 @@
 //! generated functions, the `StepSystem` trait impl of the runtime, and
 //! inherent methods (initial states, stepper, physical state, invariants).
 
+use hamel_kernel::{Arg, Kernel};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
@@ -31,36 +32,38 @@ pub struct IntegratorStats {
 }
 
 /// `__gen::name(args…, outs…)`: the arguments in the order `f` declares its
-/// inputs, each looked up by slot name in `slots` (a double-double argument
-/// `a` is followed by slot `a_lo`). Kernel inputs are data: a new slot is one
-/// more entry in the caller's table, not a new signature.
+/// inputs, each looked up in `slots` by argument (a double-double argument `a`
+/// is followed by its low part, the entry `(a, true)`). Kernel inputs are
+/// data: a new argument is one more entry in the caller's table, not a new
+/// signature.
 fn call(
     f: &crate::sym::Function,
     suffix: &str,
-    dd_args: &[&str],
-    slots: &[(&str, TokenStream)],
+    dd_args: &[Arg],
+    slots: &[((Arg, bool), TokenStream)],
     outs: &[TokenStream],
 ) -> Result<TokenStream, String> {
-    let slot = |n: &str| {
+    let slot = |a: Arg, lo: bool| {
         slots
             .iter()
-            .find(|(s, _)| *s == n)
+            .find(|(s, _)| *s == (a, lo))
             .map(|(_, t)| t.clone())
             .ok_or_else(|| {
                 format!(
-                    "internal error: `{}` reads `{n}`, which the derive does not provide",
-                    f.name
+                    "internal error: `{}` reads `{a}{}`, which the derive does not provide",
+                    f.name,
+                    if lo { "_lo" } else { "" }
                 )
             })
     };
     let mut args = Vec::new();
-    for (name, _) in &f.inputs {
-        args.push(slot(name)?);
-        if dd_args.contains(&name.as_str()) {
-            args.push(slot(&format!("{name}_lo"))?);
+    for (a, _) in &f.inputs {
+        args.push(slot(*a, false)?);
+        if dd_args.contains(a) {
+            args.push(slot(*a, true)?);
         }
     }
-    let name = format_ident!("{}{}", f.name, suffix);
+    let name = format_ident!("{}{}", f.name.symbol(), suffix);
     Ok(quote!(__gen::#name(#(#args,)* #(#outs),*)))
 }
 
@@ -84,33 +87,33 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     for f in &functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
-        let role = match f.name.as_str() {
-            "residual" | "residual_jacobian" | "increment" if target.simd => Role::Step,
-            "residual" | "residual_jacobian" | "increment" => Role::StepBaseline,
+        let role = match f.name {
+            k if k.is_hot() && target.simd => Role::Step,
+            k if k.is_hot() => Role::StepBaseline,
             _ => Role::Once,
         };
         let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f, role).map_err(unbound)?;
         stats.ops += ops;
         stats.parts += parts;
-        match f.name.as_str() {
-            "residual" => residual_ops = ops,
-            "residual_jacobian" => residual_jacobian_ops = ops,
+        match f.name {
+            Kernel::Residual => residual_ops = ops,
+            Kernel::ResidualJacobian => residual_jacobian_ops = ops,
             _ => {}
         }
         fns.push(ts);
         // Compensated runs evaluate residual and increment with the state in double-double.
-        if f.name == "residual" || f.name == "increment" {
-            match rust::function_dd(&mut g, f, &["z".to_string()]).map_err(unbound)? {
+        if matches!(f.name, Kernel::Residual | Kernel::Increment) {
+            match rust::function_dd(&mut g, f, &[Arg::Z]).map_err(unbound)? {
                 Some(ts) => fns.push(ts),
                 None => compensated = false,
             }
         }
     }
-    let func = |name: &str| {
+    let func = |k: Kernel| {
         functions
             .iter()
-            .find(|f| f.name == name)
-            .ok_or_else(|| format!("internal error: no function `{name}`"))
+            .find(|f| f.name == k)
+            .ok_or_else(|| format!("internal error: no function `{k}`"))
     };
 
     let ident = target.ident;
@@ -134,30 +137,33 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         let id = format_ident!("{}", n);
         quote!(<&[f64; #len]>::try_from(#id).expect("argument length"))
     };
-    let hot_slots = |w: &str| -> Vec<(&'static str, TokenStream)> {
+    let hot_slots = |w: &str| -> Vec<((Arg, bool), TokenStream)> {
         let w = format_ident!("{}", w);
         vec![
-            ("p", quote!(&self.__params())),
-            ("h", quote!(&[h])),
-            ("e", quote!(<&[f64; #ne]>::try_from(e).expect("exogenous data length"))),
-            ("z", quote!(&z.data.0[0])),
-            ("z_lo", quote!(&lo.data.0[0])),
-            ("x", quote!(&#w.data.0[0])),
-            ("w", quote!(&#w.data.0[0])),
+            ((Arg::P, false), quote!(&self.__params())),
+            ((Arg::H, false), quote!(&[h])),
+            (
+                (Arg::E, false),
+                quote!(<&[f64; #ne]>::try_from(e).expect("exogenous data length")),
+            ),
+            ((Arg::Z, false), quote!(&z.data.0[0])),
+            ((Arg::Z, true), quote!(&lo.data.0[0])),
+            ((Arg::X, false), quote!(&#w.data.0[0])),
+            ((Arg::W, false), quote!(&#w.data.0[0])),
         ]
     };
     let cold_slots = vec![
-        ("p", quote!(&p)),
-        ("e", arr("e", ne)),
-        ("z", arr("z", nz)),
-        ("y", arr("y", nk)),
-        ("q", arr("q", nq)),
-        ("v", arr("v", nv)),
+        ((Arg::P, false), quote!(&p)),
+        ((Arg::E, false), arr("e", ne)),
+        ((Arg::Z, false), arr("z", nz)),
+        ((Arg::Y, false), arr("y", nk)),
+        ((Arg::Q, false), arr("q", nq)),
+        ((Arg::V, false), arr("v", nv)),
     ];
     let out_vec = quote!(&mut out.data.0[0]);
     let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
     let residual_call = call(
-        func("residual")?,
+        func(Kernel::Residual)?,
         "",
         &[],
         &hot_slots("x"),
@@ -166,7 +172,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     // `jacobian` alone (sensitivities, simplified Newton) runs the fused
     // function and drops the residual: one function to compile, not two.
     let jacobian_call = call(
-        func("residual_jacobian")?,
+        func(Kernel::ResidualJacobian)?,
         "",
         &[],
         &hot_slots("x"),
@@ -174,21 +180,21 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     )?;
     let out_j = quote!(<&mut [f64; #nx * #nx]>::try_from(j.as_mut_slice()).expect("square matrix"));
     let residual_jacobian_call = call(
-        func("residual_jacobian")?,
+        func(Kernel::ResidualJacobian)?,
         "",
         &[],
         &hot_slots("x"),
         &[quote!(&mut r.data.0[0]), out_j],
     )?;
     let increment_call = call(
-        func("increment")?,
+        func(Kernel::Increment)?,
         "",
         &[],
         &hot_slots("x"),
         std::slice::from_ref(&out_vec),
     )?;
     let predict_call = call(
-        func("predict")?,
+        func(Kernel::Predict)?,
         "",
         &[],
         &hot_slots("previous"),
@@ -196,7 +202,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     )?;
     let sensitivity_impl = if sys.sensitivity.is_some() {
         let c = call(
-            func("sensitivity_parts")?,
+            func(Kernel::SensitivityParts)?,
             "",
             &[],
             &hot_slots("x"),
@@ -228,7 +234,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let mut forcing_impl = quote!();
     if sys.input_sensitivity.is_some() {
         let c = call(
-            func("input_sensitivity_parts")?,
+            func(Kernel::InputSensitivityParts)?,
             "",
             &[],
             &hot_slots("x"),
@@ -253,7 +259,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         });
     }
     if sys.work.is_some() {
-        let c = call(func("work")?, "", &[], &hot_slots("x"), &[quote!(&mut w)])?;
+        let c = call(func(Kernel::Work)?, "", &[], &hot_slots("x"), &[quote!(&mut w)])?;
         forcing_impl.extend(quote! {
             fn forced(&self) -> bool {
                 true
@@ -268,16 +274,16 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     }
     let compensated_impl = if compensated {
         let r = call(
-            func("residual")?,
+            func(Kernel::Residual)?,
             "_dd",
-            &["z"],
+            &[Arg::Z],
             &hot_slots("x"),
             std::slice::from_ref(&out_vec),
         )?;
         let u = call(
-            func("increment")?,
+            func(Kernel::Increment)?,
             "_dd",
-            &["z"],
+            &[Arg::Z],
             &hot_slots("x"),
             std::slice::from_ref(&out_vec),
         )?;
@@ -336,14 +342,16 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         };
         quote!((#n, __rt::InvariantKind::#k))
     });
-    let unames: Vec<&str> = sys.exogenous.iter().skip(1).take(nu).map(|s| s.name.as_str()).collect();
+    let unames: Vec<&str> = sys.exogenous[hamel_kernel::Exogenous::of_len(ne).input_range()]
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
     let init_names: Vec<&str> = sys.initials.iter().map(|(n, _, _)| n.as_str()).collect();
     let nin = init_names.len();
-    let init_calls = init_names
-        .iter()
-        .map(|n| {
+    let init_calls = (0..nin)
+        .map(|i| {
             call(
-                func(&format!("initial_{n}"))?,
+                func(Kernel::Initial(i))?,
                 "",
                 &[],
                 &cold_slots,
@@ -352,25 +360,25 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         })
         .collect::<Result<Vec<_>, String>>()?;
     let state_of_call = call(
-        func("init_state")?,
+        func(Kernel::InitState)?,
         "",
         &[],
         &cold_slots,
         &[arr_mut("z", nz), arr_mut("x", nx)],
     )?;
     let physical_call = call(
-        func("physical")?,
+        func(Kernel::Physical)?,
         "",
         &[],
         &cold_slots,
         &[arr_mut("q", nq), arr_mut("v", nv)],
     )?;
-    let invariants_call = call(func("invariants")?, "", &[], &cold_slots, &[arr_mut("out", ni)])?;
+    let invariants_call = call(func(Kernel::Invariants)?, "", &[], &cold_slots, &[arr_mut("out", ni)])?;
     let observe = if nk == 0 {
         quote!(true)
     } else {
         let c = call(
-            func("observe_system")?,
+            func(Kernel::ObserveSystem)?,
             "",
             &[],
             &cold_slots,

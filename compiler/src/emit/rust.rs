@@ -20,7 +20,7 @@
 //!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
 //!   super-linearly with the size of one function.
 
-use hamel_kernel::{Outputs, Partition};
+use hamel_kernel::{Arg, Outputs, Partition};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
@@ -80,7 +80,7 @@ fn num(c: f64) -> TokenStream {
 /// The parameters of an emitted function and where each input and output lives.
 struct Signature {
     /// (argument, index) per input register
-    inputs: Vec<(Ident, usize)>,
+    inputs: Vec<(Ident, usize, bool)>,
     /// `name: &[f64; n]` per input (plus `name_lo` for double-double arguments), then
     /// `name: &mut [f64; n]` per output
     params: Vec<TokenStream>,
@@ -90,21 +90,22 @@ struct Signature {
     names: Vec<Ident>,
 }
 
-fn signature(f: &Function, dd_args: &[String]) -> Signature {
+fn signature(f: &Function, dd_args: &[Arg]) -> Signature {
     let mut inputs = Vec::new();
     let mut params = Vec::new();
     let mut names = Vec::new();
     for (arg, syms) in &f.inputs {
-        let id = format_ident!("{}", arg);
+        let id = format_ident!("{}", arg.name());
         let n = syms.len();
         params.push(quote!(#id: &[f64; #n]));
         names.push(id.clone());
-        if dd_args.contains(arg) {
-            let lo = format_ident!("{}_lo", arg);
+        let pair = dd_args.contains(arg);
+        if pair {
+            let lo = format_ident!("{}_lo", arg.name());
             params.push(quote!(#lo: &[f64; #n]));
             names.push(lo);
         }
-        inputs.extend((0..n).map(|k| (id.clone(), k)));
+        inputs.extend((0..n).map(|k| (id.clone(), k, pair)));
     }
     let mut outs = Vec::new();
     for (arg, exprs) in &f.outputs {
@@ -126,8 +127,9 @@ fn signature(f: &Function, dd_args: &[String]) -> Signature {
 struct Printer<'a> {
     prog: &'a Program,
     sig: &'a Signature,
-    /// double-double mode: the arguments passed as `hi` and `hi_lo` pairs
-    dd: Option<&'a [String]>,
+    /// double-double mode (the arguments passed as `hi` and `hi_lo` pairs
+    /// are marked in the signature's inputs)
+    dd: bool,
     /// the parts of a split body (`None`: printed whole)
     split: Option<&'a Partition>,
     /// part being printed (usize::MAX: the outer function of a split body)
@@ -145,20 +147,21 @@ impl Printer<'_> {
         let r = r as usize;
         let base = self.prog.result_base();
         if r < self.prog.n_inputs {
-            let (a, k) = &self.sig.inputs[r];
-            match self.dd {
-                Some(dd) if dd.iter().any(|n| a == n) => {
+            let (a, k, pair) = &self.sig.inputs[r];
+            match (self.dd, pair) {
+                (true, true) => {
                     let lo = format_ident!("{}_lo", a);
                     quote!(__Dd::new(#a[#k], #lo[#k]))
                 }
-                Some(_) => quote!(__Dd::from(#a[#k])),
-                None => quote!(#a[#k]),
+                (true, false) => quote!(__Dd::from(#a[#k])),
+                (false, _) => quote!(#a[#k]),
             }
         } else if r < base {
             let c = num(self.prog.consts[r - self.prog.n_inputs]);
-            match self.dd {
-                Some(_) => quote!(__Dd::from(#c)),
-                None => c,
+            if self.dd {
+                quote!(__Dd::from(#c))
+            } else {
+                c
             }
         } else {
             let i = r - base;
@@ -174,7 +177,7 @@ impl Printer<'_> {
 
     fn instr(&self, i: &Instr) -> TokenStream {
         let r = |k: u32| self.reg(k);
-        let dd = self.dd.is_some();
+        let dd = self.dd;
         match *i {
             Instr::Add(a, b) => {
                 let (a, b) = (r(a), r(b));
@@ -252,7 +255,7 @@ impl Printer<'_> {
     fn stmt(&self, i: usize) -> TokenStream {
         let t = format_ident!("t{}", i);
         let e = self.instr(&self.prog.instrs[i]);
-        let ty = if self.dd.is_some() { quote!(__Dd) } else { quote!(f64) };
+        let ty = if self.dd { quote!(__Dd) } else { quote!(f64) };
         match self.scratch(i) {
             Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
             None => quote!(let #t: #ty = #e;),
@@ -261,7 +264,7 @@ impl Printer<'_> {
 
     /// `out[k] = value;` for every output.
     fn assigns(&self) -> Vec<TokenStream> {
-        let round = self.dd.is_some();
+        let round = self.dd;
         self.sig
             .outs
             .iter()
@@ -298,7 +301,7 @@ pub enum Role {
 pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
     let prog = lower(&f.tape(g)?);
     let sig = signature(f, &[]);
-    let name = format_ident!("{}", f.name);
+    let name = format_ident!("{}", f.name.symbol());
     let n = prog.instrs.len();
     Ok(match shape(n, role) {
         Shape::Inline => (inline(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
@@ -346,7 +349,7 @@ fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
     let p = Printer {
         prog,
         sig,
-        dd: None,
+        dd: false,
         split: None,
         current: 0,
     };
@@ -452,16 +455,16 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         .inputs
         .iter()
         .map(|(arg, syms)| {
-            let id = format_ident!("{}", arg);
+            let id = format_ident!("{}", arg.name());
             let n = syms.len();
             quote!(#id: &[f64; #n])
         })
         .collect();
-    let in_names: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a)).collect();
+    let in_names: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a.name())).collect();
     let mut p = Printer {
         prog,
         sig,
-        dd: None,
+        dd: false,
         split: Some(cut),
         current: 0,
     };
@@ -502,18 +505,18 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
 /// arithmetic (type `__Dd`, which the caller brings into scope), where each
 /// argument named in `dd_args` comes as a pair `arg: &[f64; n], arg_lo: &[f64; n]`.
 /// Results are rounded to `f64`. `None` for bodies above [`CHUNK`] instructions.
-pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[String]) -> Result<Option<TokenStream>, UnboundSymbol> {
+pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[Arg]) -> Result<Option<TokenStream>, UnboundSymbol> {
     let prog = lower(&f.tape(g)?);
     let n = prog.instrs.len();
     if n > CHUNK {
         return Ok(None);
     }
-    let name = format_ident!("{}_dd", f.name);
+    let name = format_ident!("{}_dd", f.name.symbol());
     let sig = signature(f, dd_args);
     let p = Printer {
         prog: &prog,
         sig: &sig,
-        dd: Some(dd_args),
+        dd: true,
         split: None,
         current: 0,
     };

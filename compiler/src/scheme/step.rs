@@ -12,6 +12,8 @@
 //! `q_{k+1} − q_k` cancel symbolically instead of in floating point, and the
 //! runtime can add increments to the state with compensated summation.
 
+use hamel_kernel::{Arg, Exogenous, Kernel};
+
 use crate::model::Model;
 use crate::sym::{jacobian, Function, Graph, Id};
 
@@ -112,7 +114,7 @@ pub struct StepSystem {
 impl StepSystem {
     /// Number of input components `u` (`e` holds `t`, then `u_k`).
     pub fn n_inputs(&self) -> usize {
-        self.exogenous.len().saturating_sub(1)
+        Exogenous::of_len(self.exogenous.len()).inputs
     }
 
     /// Fills in the Jacobian from the residual.
@@ -135,7 +137,10 @@ impl StepSystem {
         let ux = jacobian(&mut self.graph, &self.update, &x);
         self.sensitivity = Some([rz, uz, ux]);
         if self.n_inputs() > 0 {
-            let u: Vec<Id> = self.exogenous[1..1 + self.n_inputs()].iter().map(|s| s.sym).collect();
+            let u: Vec<Id> = self.exogenous[Exogenous::of_len(self.exogenous.len()).input_range()]
+                .iter()
+                .map(|s| s.sym)
+                .collect();
             let ru = jacobian(&mut self.graph, &self.residual, &u);
             let uu = jacobian(&mut self.graph, &self.update, &u);
             self.input_sensitivity = Some([ru, uu]);
@@ -220,17 +225,17 @@ impl StepSystem {
         let x = Self::syms(&self.unknowns);
         let q = Self::syms(&self.phys_q);
         let v = Self::syms(&self.phys_v);
-        let inp = |items: &[(&str, &Vec<Id>)]| items.iter().map(|(n, s)| (n.to_string(), (*s).clone())).collect();
+        let inp = |items: &[(Arg, &Vec<Id>)]| items.iter().map(|(n, s)| (*n, (*s).clone())).collect();
         let hv = vec![self.h];
         let e = Self::syms(&self.exogenous);
         // Free models keep their signatures: `e` is read only where it exists.
-        let hot = |z: &Vec<Id>, xn: &'static str, x: &Vec<Id>| -> Vec<(String, Vec<Id>)> {
-            let mut v = vec![("p".to_string(), p.clone()), ("h".to_string(), hv.clone())];
+        let hot = |z: &Vec<Id>, xn: Arg, x: &Vec<Id>| -> Vec<(Arg, Vec<Id>)> {
+            let mut v = vec![(Arg::P, p.clone()), (Arg::H, hv.clone())];
             if !e.is_empty() {
-                v.push(("e".to_string(), e.clone()));
+                v.push((Arg::E, e.clone()));
             }
-            v.push(("z".to_string(), z.clone()));
-            v.push((xn.to_string(), x.clone()));
+            v.push((Arg::Z, z.clone()));
+            v.push((xn, x.clone()));
             v
         };
         // Column-major, as nalgebra stores matrices: back-ends write it in place.
@@ -241,46 +246,46 @@ impl StepSystem {
         let flat_obs: Vec<Id> = self.obs_matrix.iter().flatten().copied().collect();
         let mut fs = vec![
             Function {
-                name: "residual".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::Residual,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("r".into(), self.residual.clone())],
             },
             // Residual and Jacobian in one function, as Newton needs them:
             // the subexpressions they share are computed once (about 13 %
             // fewer operations on the double pendulum's Hamel step).
             Function {
-                name: "residual_jacobian".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::ResidualJacobian,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("r".into(), self.residual.clone()), ("j".into(), flat_jac)],
             },
             Function {
-                name: "increment".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::Increment,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("dz".into(), self.update.clone())],
             },
             Function {
-                name: "predict".into(),
-                inputs: hot(&z, "w", &self.previous),
+                name: Kernel::Predict,
+                inputs: hot(&z, Arg::W, &self.previous),
                 outputs: vec![("x0".into(), self.predictor.clone())],
             },
             Function {
-                name: "observe_system".into(),
-                inputs: inp(&[("p", &p), ("z", &z)]),
+                name: Kernel::ObserveSystem,
+                inputs: inp(&[(Arg::P, &p), (Arg::Z, &z)]),
                 outputs: vec![("k".into(), flat_obs), ("b".into(), self.obs_rhs.clone())],
             },
             Function {
-                name: "physical".into(),
-                inputs: inp(&[("p", &p), ("z", &z), ("y", &self.obs_solution)]),
+                name: Kernel::Physical,
+                inputs: inp(&[(Arg::P, &p), (Arg::Z, &z), (Arg::Y, &self.obs_solution)]),
                 outputs: vec![("q".into(), self.obs_q.clone()), ("v".into(), self.obs_v.clone())],
             },
             Function {
-                name: "invariants".into(),
-                inputs: inp(&[("p", &p), ("q", &q), ("v", &v)]),
+                name: Kernel::Invariants,
+                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
                 outputs: vec![("i".into(), self.invariants.iter().map(|i| i.expr).collect())],
             },
             Function {
-                name: "init_state".into(),
-                inputs: inp(&[("p", &p), ("q", &q), ("v", &v)]),
+                name: Kernel::InitState,
+                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
                 outputs: vec![
                     ("z".into(), self.init_state.clone()),
                     ("x".into(), self.init_warm.clone()),
@@ -290,8 +295,8 @@ impl StepSystem {
         if let Some([rz, uz, ux]) = &self.sensitivity {
             let flat = |m: &Vec<Vec<Id>>| m.iter().flatten().copied().collect::<Vec<Id>>();
             fs.push(Function {
-                name: "sensitivity_parts".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::SensitivityParts,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![
                     ("rz".into(), flat(rz)),
                     ("uz".into(), flat(uz)),
@@ -302,22 +307,22 @@ impl StepSystem {
         if let Some([ru, uu]) = &self.input_sensitivity {
             let flat = |m: &Vec<Vec<Id>>| m.iter().flatten().copied().collect::<Vec<Id>>();
             fs.push(Function {
-                name: "input_sensitivity_parts".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::InputSensitivityParts,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("ru".into(), flat(ru)), ("uu".into(), flat(uu))],
             });
         }
         if let Some(w) = self.work {
             fs.push(Function {
-                name: "work".into(),
-                inputs: hot(&z, "x", &x),
+                name: Kernel::Work,
+                inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("w".into(), vec![w])],
             });
         }
-        for (name, iq, iv) in &self.initials {
+        for (i, (_, iq, iv)) in self.initials.iter().enumerate() {
             fs.push(Function {
-                name: format!("initial_{name}"),
-                inputs: inp(&[("p", &p)]),
+                name: Kernel::Initial(i),
+                inputs: inp(&[(Arg::P, &p)]),
                 outputs: vec![("q".into(), iq.clone()), ("v".into(), iv.clone())],
             });
         }

@@ -1,16 +1,18 @@
 //! A numeric function described symbolically: named input arrays → named
 //! output arrays. This is the unit every back-end emits.
 
+use hamel_kernel::{Arg, Kernel};
+
 use super::graph::{Graph, Id};
 use super::tape::{Tape, UnboundSymbol};
 
 /// A function of fixed-size `f64` arrays.
 #[derive(Clone, Debug)]
 pub struct Function {
-    /// name of the generated function
-    pub name: String,
-    /// argument arrays: (name, the symbols read from it, in order)
-    pub inputs: Vec<(String, Vec<Id>)>,
+    /// which kernel it is
+    pub name: Kernel,
+    /// argument arrays: (which, the symbols read from it, in order)
+    pub inputs: Vec<(Arg, Vec<Id>)>,
     /// result arrays: (name, one expression per entry)
     pub outputs: Vec<(String, Vec<Id>)>,
 }
