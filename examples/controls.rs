@@ -15,7 +15,7 @@
 //!   exactly like the free model (f64 `==`).
 
 use hamel::nalgebra::DMatrix;
-use hamel::runtime::control::{dlqr, tangent_basis};
+use hamel::runtime::control::{dlqr, lqr_at_equilibrium};
 use hamel::{simulate_controlled, Integrator, State, StepSystem, Stepper};
 
 macro_rules! model {
@@ -228,35 +228,37 @@ fn main() -> Result<(), Boxed> {
     let (m, r, g) = (inv.m, inv.r, inv.g);
     let upright = inv.initial("upright")?;
     let z_star = upright.z;
-    let mut lin = upright;
-    let mut ls = inv.stepper(H)?;
-    ls.set_inputs(&[0.0, 0.0])?;
-    let (a, b) = ls.step_linearized(&mut lin, true)?;
-    let equilibrium_residual = (lin.z - z_star).amax();
-    let a = DMatrix::from_column_slice(5, 5, a.as_slice());
     // The state (γ, π₁, π₂) satisfies ‖γ‖² = 1: its derivative at γ* = e3 is (0, 0, 2, 0, 0).
     let rows = DMatrix::from_row_slice(1, 5, &[2.0 * z_star[0], 2.0 * z_star[1], 2.0 * z_star[2], 0.0, 0.0]);
-    let t = tangent_basis(&rows);
-    let a_r = t.transpose() * &a * &t;
-    let b_r = t.transpose() * &b;
-    let invariance = (&a * &t - &t * &a_r).amax();
+    let w = 1.0 / (m * r * r).powi(2);
+    let q_full = DMatrix::from_diagonal(&hamel::nalgebra::DVector::from_vec(vec![100.0, 100.0, 0.0, w, w]));
+    let r_w = DMatrix::<f64>::identity(2, 2) / (m * g * r).powi(2);
+    let design = lqr_at_equilibrium(
+        &mut inv.stepper(H)?,
+        &upright,
+        &[0.0, 0.0],
+        &rows,
+        &q_full,
+        &r_w,
+        1e-13,
+        10_000,
+    )?;
+    let equilibrium_residual = design.residual;
+    let (a, b, t, a_r) = (&design.a, &design.b, &design.t, &design.a_r);
+    let invariance = (a * t - t * a_r).amax();
     let eig_full: Vec<f64> = a.complex_eigenvalues().iter().map(|c| c.norm()).collect();
     let mut eig_r: Vec<f64> = a_r.complex_eigenvalues().iter().map(|c| c.norm()).collect();
     eig_r.sort_by(f64::total_cmp);
-    let w = 1.0 / (m * r * r).powi(2);
-    let q_full = DMatrix::from_diagonal(&hamel::nalgebra::DVector::from_vec(vec![100.0, 100.0, 0.0, w, w]));
-    let q_r = t.transpose() * &q_full * &t;
-    let r_w = DMatrix::<f64>::identity(2, 2) / (m * g * r).powi(2);
-    let full = dlqr(&a, &b, &q_full, &r_w, 1e-13, 2000);
-    let lqr = dlqr(&a_r, &b_r, &q_r, &r_w, 1e-13, 10_000)?;
-    let k_full = &lqr.k * t.transpose();
+    // The full-state design, to show that it has no stabilizing solution.
+    let full = dlqr(a, b, &q_full, &r_w, 1e-13, 2000);
+    let (lqr, k_full) = (&design.lqr, &design.gain);
     // Closed loop from the tilted state: u_k = −K Tᵀ (z_k − z*).
     let mut st = inv.initial("tilted")?;
     let (mut settled, mut peak) = (None, 0.0f64);
     let closed_steps = 400;
     let feedback = |s: &State<5, 3>, u: &mut [f64]| {
         let dz = hamel::nalgebra::DVector::from_column_slice((s.z - z_star).as_slice());
-        let v = -(&k_full * dz);
+        let v = -(k_full * dz);
         u.copy_from_slice(v.as_slice());
         peak = peak.max(v.amax());
     };

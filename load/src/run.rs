@@ -73,7 +73,7 @@ pub enum RunError {
     #[error("{0}")]
     TooLarge(String),
     /// options no run can honour (a Newton tolerance that is not a positive
-    /// finite number, an iteration bound of 0)
+    /// finite number, an iteration bound of 0, an input array shorter than the run)
     #[error("{0}")]
     Options(String),
 }
@@ -88,7 +88,16 @@ pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 /// above [`MAX_RECORD_BYTES`], or Newton options no solve can honour.
 pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
     check_newton(&opt.newton)?;
+    check_inputs(opt)?;
     check_size(sys, opt.steps, opt.interval())
+}
+
+/// Refuses a per-step input array shorter than the run.
+fn check_inputs(opt: &RunOptions) -> Result<(), RunError> {
+    match &opt.inputs {
+        Some(s) => s.check_steps(opt.steps).map_err(RunError::Options),
+        None => Ok(()),
+    }
 }
 
 /// Refuses Newton options no solve can honour, naming the setting.
@@ -112,7 +121,7 @@ fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
     let bytes = records.saturating_mul(row);
     if bytes > MAX_RECORD_BYTES {
         return Err(RunError::TooLarge(format!(
-            "recording one state in {every} of {steps} steps makes {records} records ({:.1} GiB in memory, about 3× that as CSV), more than {} GiB; record fewer (a larger --every / every=) or shorten the run",
+            "recording one state in {every} of {steps} steps makes {records} records ({:.1} GiB in memory, about 3× that as CSV), more than {} GiB; record fewer (a larger recording interval) or shorten the run",
             bytes as f64 / (1u64 << 30) as f64,
             MAX_RECORD_BYTES >> 30
         )));
@@ -343,6 +352,7 @@ pub fn run_until(
     // What is recorded is bounded, whether it is held or streamed to disk.
     check_size(sys, opt.steps, every)?;
     check_newton(&opt.newton)?;
+    check_inputs(opt)?;
     let c = sys.compiled();
     if opt.inputs.as_ref().is_some_and(|s| !s.is_empty()) && c.inputs.is_empty() {
         return Err(RunError::Start(StepError::InvalidInput(format!(
