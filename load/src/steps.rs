@@ -39,14 +39,22 @@ pub enum LengthError {
     },
 }
 
+/// Refuses a step size that is not a positive finite number (the hosts'
+/// rule: runs go forward in time).
+pub fn check_step_size(h: f64) -> Result<(), LengthError> {
+    if h.is_finite() && h > 0.0 {
+        Ok(())
+    } else {
+        Err(LengthError::StepSize(h))
+    }
+}
+
 /// The number of steps of a run with step size `h`: `steps` if given, or
 /// `round(t_end / h)`. Refuses a step size that is not positive and finite,
 /// both or neither of `steps` and `t_end`, negative counts and times, and
 /// more than [`MAX_STEPS`] steps.
 pub fn step_count(h: f64, steps: Option<i128>, t_end: Option<f64>) -> Result<u64, LengthError> {
-    if !(h.is_finite() && h > 0.0) {
-        return Err(LengthError::StepSize(h));
-    }
+    check_step_size(h)?;
     let n = match (steps, t_end) {
         (Some(_), Some(_)) => return Err(LengthError::Both),
         (None, None) => return Err(LengthError::Neither),

@@ -3,7 +3,6 @@
 
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::Arc;
 
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix, OVector};
 
@@ -26,9 +25,9 @@ impl<T: Kernels<Const<NZ>, Const<NX>> + ?Sized, const NZ: usize, const NX: usize
 /// integrators and [`DynStepper`] for models loaded at run time.
 ///
 /// `R` is how the stepper holds its system: borrowed (`&'a S`, the default)
-/// or shared and owned ([`OwnedStepper`], an `Arc<S>`), so that a host can
-/// keep one stepper per trajectory without keeping the system's owner alive
-/// alongside it.
+/// or owned ([`OwnedStepper`], a `Box<S>`; or an `Arc<S>`), so that a host
+/// can keep one stepper as long as its trajectories live, without keeping
+/// the system's owner alive alongside it.
 pub struct StepperOf<'a, S: ?Sized, Z: Dim, X: Dim, R = &'a S>
 where
     DefaultAllocator: Alloc<Z, X>,
@@ -60,9 +59,10 @@ pub type Stepper<'a, S, const NZ: usize, const NX: usize> = StepperOf<'a, S, Con
 /// The stepper of an integrator whose sizes are known at run time.
 pub type DynStepper<'a, S> = StepperOf<'a, S, Dyn, Dyn>;
 
-/// A stepper that owns a share of its system (`Arc<S>`): it borrows nothing,
-/// so a host (Python) can keep it as long as a trajectory lives.
-pub type OwnedStepper<S, Z, X> = StepperOf<'static, S, Z, X, Arc<S>>;
+/// A stepper that owns its system (`Box<S>`; systems that are `Sync` may
+/// also be shared, `StepperOf::holding(Arc<S>, h)`): it borrows nothing, so
+/// a host (Python) can keep it as long as its trajectories live.
+pub type OwnedStepper<S, Z, X> = StepperOf<'static, S, Z, X, Box<S>>;
 
 impl<S: ?Sized, Z: Dim, X: Dim, R> std::fmt::Debug for StepperOf<'_, S, Z, X, R>
 where
@@ -93,14 +93,14 @@ where
     }
 }
 
-impl<S: Kernels<Z, X> + ?Sized, Z: Dim, X: Dim> OwnedStepper<S, Z, X>
+impl<S: Kernels<Z, X>, Z: Dim, X: Dim> OwnedStepper<S, Z, X>
 where
     DefaultAllocator: Alloc<Z, X>,
 {
-    /// A stepper holding a share of `system`, with step size `h` (finite,
-    /// non-zero; negative runs backwards).
-    pub fn owning(system: Arc<S>, h: f64) -> Result<Self, StepError> {
-        Self::holding(system, h)
+    /// A stepper owning `system`, with step size `h` (finite, non-zero;
+    /// negative runs backwards).
+    pub fn owning(system: S, h: f64) -> Result<Self, StepError> {
+        Self::holding(Box::new(system), h)
     }
 }
 

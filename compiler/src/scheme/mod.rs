@@ -70,6 +70,13 @@ impl Scheme {
     /// or `hamel_midpoint`, `hamel_averaged`).
     pub fn from_names(scheme: &str, kinematics: Option<&str>) -> Result<Scheme, SchemeError> {
         if let Some(k) = scheme.strip_prefix("hamel_") {
+            // `hamel_midpont` is a misspelt scheme, not a kinematics to explain.
+            if !matches!(k, "midpoint" | "averaged") {
+                return Err(SchemeError(format!(
+                    "unknown scheme `{scheme}` (available: {})",
+                    Scheme::LIST.map(Scheme::name).join(", ")
+                )));
+            }
             return match kinematics {
                 Some(given) if given != k => Err(SchemeError(format!(
                     "scheme `{scheme}` and kinematics `{given}` disagree"
