@@ -101,6 +101,13 @@ pub fn check_threads(threads: usize) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// Runs one member, its panic (a bug) turned into its failure
+/// ([`MemberError::Panicked`]), not the ensemble's.
+pub fn isolate<T>(member: impl FnOnce() -> Result<T, MemberError>) -> Result<T, MemberError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(member))
+        .unwrap_or_else(|p| Err(MemberError::Panicked(panic_message(&*p))))
+}
+
 /// The message of a panic's payload.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -164,11 +171,7 @@ pub fn run_many_until(
         run.stopped |= before;
         Ok(run)
     };
-    // One member's panic (a bug) is that member's failure, not the ensemble's.
-    let isolated = |s: &mut System, m: &Member| -> Result<Run, MemberError> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(s, m)))
-            .unwrap_or_else(|p| Err(MemberError::Panicked(panic_message(&*p))))
-    };
+    let isolated = |s: &mut System, m: &Member| isolate(|| one(s, m));
     let go = || members.par_iter().map_init(clone, isolated).collect();
     match threads {
         None => Ok(go()),

@@ -15,6 +15,10 @@ use super::case::{newton_of, out_dir, steps_of};
 use crate::CaseArgs;
 
 pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Option<usize>) -> Result<(), Error> {
+    if let Some(n) = threads {
+        // Refused before anything is compiled or started.
+        hamel_load::ensemble::check_threads(n).map_err(|e| Error::Usage(format!("--threads {e}")))?;
+    }
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
