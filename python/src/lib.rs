@@ -338,7 +338,7 @@ impl Model {
         py.detach(|| {
             Scheme::LIST
                 .iter()
-                .filter(|s| s.derive(model).is_ok())
+                .filter(|s| s.applies(model).is_ok())
                 .map(|s| s.name())
                 .collect()
         })
