@@ -384,7 +384,7 @@ impl Model {
     /// every `every`-th state recorded (0: about 20,000 records at most).
     /// `inputs` sets the control inputs: a dict of constants or expressions in
     /// `t` (`{"tau": 2.0}`, `{"u1": "0.5*sin(t)"}`, sampled at each step's
-    /// midpoint), or an array with one row per step (held past its end).
+    /// midpoint), or an array with one row per step (at least `steps` rows).
     /// `newton_tol` (a positive number; default machine epsilon) and
     /// `newton_max_iter` (at least 1; default 30) set Newton's relative
     /// tolerance and iteration bound.
