@@ -148,8 +148,17 @@ pub fn section(
         "energy balance defect of each scheme (log scale)",
     ));
     doc.push(Block::Figures(figs));
+    lqr_part(doc, out, backend, load, say)
+}
 
-    // --- LQR ---
+/// The LQR half of section 6: the inverted spherical pendulum returned upright.
+fn lqr_part(
+    doc: &mut Doc,
+    out: &Path,
+    backend: Backend,
+    load: &dyn Fn(&str) -> Result<hamel_compiler::Model, Error>,
+    say: &mut dyn FnMut(&str),
+) -> Result<(), Error> {
     say("6. forces and control: LQR of the inverted pendulum");
     let h = 0.05;
     let sys = hamel_load::compile_with_sensitivity(&load(INVERTED)?, parse_scheme("hamel_midpoint", None)?, backend)?;

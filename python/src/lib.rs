@@ -186,6 +186,44 @@ fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 /// when asked, and the run holds no GIL).
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 
+/// Runs an ensemble on its own threads while this one (Python's main
+/// thread, usually) looks for Ctrl-C every 10 ms and stops the members when
+/// it comes; returns the results and the `KeyboardInterrupt`, if any.
+#[allow(clippy::type_complexity)]
+fn ensemble_watching_signals(
+    sys: System,
+    members: &[Member],
+    opt: &RunOptions,
+    threads: Option<usize>,
+) -> PyResult<(Vec<Result<Run, MemberError>>, Option<PyErr>)> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let stop = &stop;
+        // `System` is not `Sync`: the ensemble's thread takes it.
+        let job = scope.spawn(move || hamel_load::ensemble::run_many_until(&sys, members, opt, threads, stop));
+        let mut interrupt = None;
+        while !job.is_finished() {
+            std::thread::sleep(Duration::from_millis(10));
+            if interrupt.is_none() {
+                interrupt = Python::attach(|py| py.check_signals()).err();
+                if interrupt.is_some() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let results = job
+            .join()
+            .map_err(|p| {
+                HamelError::new_err(format!(
+                    "internal error (please report it): {}",
+                    hamel_load::ensemble::panic_message(&*p)
+                ))
+            })?
+            .map_err(load_err)?;
+        Ok((results, interrupt))
+    })
+}
+
 /// A `go_on` for [`hamel_load::run::run_until`]: false once Python has a
 /// pending signal whose handler raised (Ctrl-C's `KeyboardInterrupt`), which
 /// is kept in `raised`. Checked at most every [`SIGNAL_CHECK`].
@@ -536,39 +574,7 @@ impl Model {
             hamel_load::ensemble::check_threads(n).map_err(|e| PyValueError::new_err(format!("threads = {e}")))?;
         }
         let sys = self.compiled(py, scheme, false)?;
-        // The ensemble runs on its own threads; this one (Python's main
-        // thread, usually) looks for Ctrl-C and stops the members through `stop`.
-        let stop = AtomicBool::new(false);
-        let (results, interrupt) = py.detach(|| {
-            guarded(|| {
-                std::thread::scope(|scope| {
-                    let (members, opt, stop) = (&members, &opt, &stop);
-                    // `System` is not `Sync`: the ensemble's thread takes it.
-                    let job =
-                        scope.spawn(move || hamel_load::ensemble::run_many_until(&sys, members, opt, threads, stop));
-                    let mut interrupt = None;
-                    while !job.is_finished() {
-                        std::thread::sleep(Duration::from_millis(10));
-                        if interrupt.is_none() {
-                            interrupt = Python::attach(|py| py.check_signals()).err();
-                            if interrupt.is_some() {
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                    let results = job
-                        .join()
-                        .map_err(|p| {
-                            HamelError::new_err(format!(
-                                "internal error (please report it): {}",
-                                hamel_load::ensemble::panic_message(&*p)
-                            ))
-                        })?
-                        .map_err(load_err)?;
-                    Ok((results, interrupt))
-                })
-            })
-        })?;
+        let (results, interrupt) = py.detach(|| guarded(|| ensemble_watching_signals(sys, &members, &opt, threads)))?;
         let out = PyList::empty(py);
         for r in results {
             match r {
