@@ -21,6 +21,11 @@ pub trait StepSystem<const NZ: usize, const NX: usize>: Kernels<Const<NZ>, Const
 
 impl<T: Kernels<Const<NZ>, Const<NX>> + ?Sized, const NZ: usize, const NX: usize> StepSystem<NZ, NX> for T {}
 
+/// What a stepper's type says of `'a` and `S` besides `R`: nothing about
+/// `Send` or `Sync` (a `fn` pointer is both), so an owning stepper of a
+/// system that is `Send` but not `Sync` can move to another thread.
+type Marker<'a, S> = PhantomData<(&'a (), fn() -> *const S)>;
+
 /// Drives a [`Kernels`] with a fixed step size. Use [`Stepper`] for derived
 /// integrators and [`DynStepper`] for models loaded at run time.
 ///
@@ -34,7 +39,7 @@ where
 {
     system: R,
     /// the borrow `R = &'a S` carries; unused by owning steppers
-    life: PhantomData<(&'a (), fn() -> *const S)>,
+    life: Marker<'a, S>,
     h: f64,
     /// Newton settings
     pub options: NewtonOptions,
