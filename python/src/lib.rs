@@ -427,7 +427,8 @@ impl Model {
     /// `newton_max_iter` (at least 1; default 30) set Newton's relative
     /// tolerance and iteration bound.
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
-    /// holds the run up to there).
+    /// holds the run up to there); Ctrl-C raises `KeyboardInterrupt` within
+    /// about 0.1 s, its `run` attribute holding the run so far.
     #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
@@ -497,8 +498,10 @@ impl Model {
     /// and of `params` (dicts, or `None`); give one list or two of equal
     /// length. Returns a list in the order of the inputs, holding a `Run`
     /// per member or, for a member that failed, the exception it raised
-    /// (not raised: the others' results are kept). `newton_tol` and
-    /// `newton_max_iter` as in `simulate`.
+    /// (not raised: the others' results are kept). `threads`: 1 to 4 per
+    /// core. `newton_tol` and `newton_max_iter` as in `simulate`. Ctrl-C
+    /// raises `KeyboardInterrupt`, its `runs` attribute holding that list
+    /// with every member's run so far.
     #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
