@@ -331,7 +331,7 @@ impl Model {
         };
         let backend = parse_backend(backend)?;
         let params = param_pairs(params)?;
-        let model = py.detach(|| hamel_load::read_model(&path, &sizes)).map_err(load_err)?;
+        let model = py.detach(|| guarded(|| hamel_load::read_model(&path, &sizes).map_err(load_err)))?;
         let inner = Inner {
             path: path.display().to_string(),
             model,
@@ -371,14 +371,16 @@ impl Model {
     }
 
     /// Names of the schemes that apply to this model.
-    fn schemes(&self, py: Python<'_>) -> Vec<&'static str> {
+    fn schemes(&self, py: Python<'_>) -> PyResult<Vec<&'static str>> {
         let model = &self.inner.model;
         py.detach(|| {
-            Scheme::LIST
-                .iter()
-                .filter(|s| s.applies(model).is_ok())
-                .map(|s| s.name())
-                .collect()
+            guarded(|| {
+                Ok(Scheme::LIST
+                    .iter()
+                    .filter(|s| s.applies(model).is_ok())
+                    .map(|s| s.name())
+                    .collect())
+            })
         })
     }
 
@@ -636,7 +638,7 @@ impl Model {
 impl Model {
     fn compiled(&self, py: Python<'_>, scheme: Scheme, sensitivity: bool) -> PyResult<System> {
         let inner = &self.inner;
-        py.detach(|| inner.system(scheme, sensitivity)).map_err(load_err)
+        py.detach(|| guarded(|| inner.system(scheme, sensitivity).map_err(load_err)))
     }
 }
 
