@@ -645,6 +645,10 @@ impl Model {
 fn run_err(py: Python<'_>, e: RunError, file: &str) -> PyErr {
     match e {
         RunError::Start(e) => step_err(e),
+        // The library names no argument; here the recording interval is `every=`.
+        RunError::TooLarge(m) if m.contains("records") => {
+            PyValueError::new_err(format!("{m} (every=N records one state in N)"))
+        }
         RunError::TooLarge(m) | RunError::Options(m) => PyValueError::new_err(m),
         RunError::Failed(f) => {
             let err = StepError::new_err(f.error.to_string());
