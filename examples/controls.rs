@@ -15,7 +15,7 @@
 //!   exactly like the free model (f64 `==`).
 
 use hamel::nalgebra::DMatrix;
-use hamel::runtime::control::{dlqr, tangent_basis};
+use hamel::runtime::control::{dlqr, lqr_at_equilibrium};
 use hamel::{simulate_controlled, Integrator, State, StepSystem, Stepper};
 
 macro_rules! model {
@@ -114,6 +114,87 @@ fn energy_balance<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         worst = worst.max(defect.abs());
     }
     Ok((worst / e0.abs(), e0, energy(sys, &st)))
+}
+
+/// The inverted spherical pendulum under a discrete LQR designed in the
+/// tangent space of the constraints: prints the design and the closed loop,
+/// returns the summary's `lqr` object.
+fn lqr(inv: &Inverted) -> Result<serde_json::Value, Boxed> {
+    let (m, r, g) = (inv.m, inv.r, inv.g);
+    let upright = inv.initial("upright")?;
+    let z_star = upright.z;
+    // The state (γ, π₁, π₂) satisfies ‖γ‖² = 1: its derivative at γ* = e3 is (0, 0, 2, 0, 0).
+    let rows = DMatrix::from_row_slice(1, 5, &[2.0 * z_star[0], 2.0 * z_star[1], 2.0 * z_star[2], 0.0, 0.0]);
+    let w = 1.0 / (m * r * r).powi(2);
+    let q_full = DMatrix::from_diagonal(&hamel::nalgebra::DVector::from_vec(vec![100.0, 100.0, 0.0, w, w]));
+    let r_w = DMatrix::<f64>::identity(2, 2) / (m * g * r).powi(2);
+    let design = lqr_at_equilibrium(
+        &mut inv.stepper(H)?,
+        &upright,
+        &[0.0, 0.0],
+        &rows,
+        &q_full,
+        &r_w,
+        1e-13,
+        10_000,
+    )?;
+    let equilibrium_residual = design.residual;
+    let (a, b, t, a_r) = (&design.a, &design.b, &design.t, &design.a_r);
+    let invariance = (a * t - t * a_r).amax();
+    let eig_full: Vec<f64> = a.complex_eigenvalues().iter().map(|c| c.norm()).collect();
+    let mut eig_r: Vec<f64> = a_r.complex_eigenvalues().iter().map(|c| c.norm()).collect();
+    eig_r.sort_by(f64::total_cmp);
+    // The full-state design, to show that it has no stabilizing solution.
+    let full = dlqr(a, b, &q_full, &r_w, 1e-13, 2000);
+    let (lqr, k_full) = (&design.lqr, &design.gain);
+    // Closed loop from the tilted state: u_k = −K Tᵀ (z_k − z*).
+    let mut st = inv.initial("tilted")?;
+    let (mut settled, mut peak) = (None, 0.0f64);
+    let closed_steps = 400;
+    let feedback = |s: &State<5, 3>, u: &mut [f64]| {
+        let dz = hamel::nalgebra::DVector::from_column_slice((s.z - z_star).as_slice());
+        let v = -(k_full * dz);
+        u.copy_from_slice(v.as_slice());
+        peak = peak.max(v.amax());
+    };
+    let watch = |s: &State<5, 3>| {
+        if settled.is_none() && (s.z - z_star).norm() < 1e-8 {
+            settled = Some(s.step);
+        }
+    };
+    let closed = simulate_controlled(inv.stepper(H)?, &mut st, closed_steps, feedback, watch)?;
+    let length_drift = closed.monitor.get("length").ok_or("no length")?.max_abs_error;
+    let final_deviation = (st.z - z_star).norm();
+    println!();
+    println!("Inverted spherical pendulum, hamel_midpoint, h = {H}, body torques u = (u1, u2)");
+    println!("  equilibrium: ‖Φ(z*, 0) − z*‖∞ = {equilibrium_residual:.1e}");
+    println!("  |eig(A)| (5×5 state): {eig_full:.5?}");
+    println!(
+        "  |eig(A_r)| (4×4 tangent space): {eig_r:.5?}  (expected (1 + h/2)/(1 − h/2) = {:.5} and its inverse)",
+        (1.0 + H / 2.0) / (1.0 - H / 2.0)
+    );
+    println!("  ‖A T − T A_r‖∞ = {invariance:.1e}");
+    match &full {
+        Ok(l) => println!("  full-state Riccati: settled, ρ = {:.6}", l.spectral_radius),
+        Err(e) => println!("  full-state Riccati: {e}"),
+    }
+    println!(
+        "  tangent-space Riccati: {} iterations, closed-loop ρ(A_r − B_r K) = {:.4}",
+        lqr.iterations, lqr.spectral_radius
+    );
+    println!(
+        "  from a 6.4° tilt: ‖z − z*‖ < 1e-8 after {} steps; after {closed_steps} steps {final_deviation:.1e}; peak |u| = {:.3} mgr; max | ‖γ‖ − ‖γ₀‖ | = {length_drift:.1e}",
+        settled.map_or("—".to_string(), |s| s.to_string()),
+        peak / (m * g * r)
+    );
+    Ok(serde_json::json!({
+        "spectral_radius": lqr.spectral_radius,
+        "final_deviation": final_deviation,
+        "riccati_iterations": lqr.iterations,
+        "steps_to_1e-8": settled,
+        "peak_input_mgr": peak / (m * g * r),
+        "full_state_spectral_radius": full.as_ref().map(|l| l.spectral_radius).ok(),
+    }))
 }
 
 fn main() -> Result<(), Boxed> {
@@ -224,72 +305,7 @@ fn main() -> Result<(), Boxed> {
     println!();
     println!("∂z'/∂u against central differences (δ = {d:e}): {fd_err:.2e} (relative to max |B|)");
 
-    // ---- LQR in the tangent space ----
-    let (m, r, g) = (inv.m, inv.r, inv.g);
-    let upright = inv.initial("upright")?;
-    let z_star = upright.z;
-    let mut lin = upright;
-    let mut ls = inv.stepper(H)?;
-    ls.set_inputs(&[0.0, 0.0])?;
-    let (a, b) = ls.step_linearized(&mut lin, true)?;
-    let equilibrium_residual = (lin.z - z_star).amax();
-    let a = DMatrix::from_column_slice(5, 5, a.as_slice());
-    // The state (γ, π₁, π₂) satisfies ‖γ‖² = 1: its derivative at γ* = e3 is (0, 0, 2, 0, 0).
-    let rows = DMatrix::from_row_slice(1, 5, &[2.0 * z_star[0], 2.0 * z_star[1], 2.0 * z_star[2], 0.0, 0.0]);
-    let t = tangent_basis(&rows);
-    let a_r = t.transpose() * &a * &t;
-    let b_r = t.transpose() * &b;
-    let invariance = (&a * &t - &t * &a_r).amax();
-    let eig_full: Vec<f64> = a.complex_eigenvalues().iter().map(|c| c.norm()).collect();
-    let mut eig_r: Vec<f64> = a_r.complex_eigenvalues().iter().map(|c| c.norm()).collect();
-    eig_r.sort_by(f64::total_cmp);
-    let w = 1.0 / (m * r * r).powi(2);
-    let q_full = DMatrix::from_diagonal(&hamel::nalgebra::DVector::from_vec(vec![100.0, 100.0, 0.0, w, w]));
-    let q_r = t.transpose() * &q_full * &t;
-    let r_w = DMatrix::<f64>::identity(2, 2) / (m * g * r).powi(2);
-    let full = dlqr(&a, &b, &q_full, &r_w, 1e-13, 2000);
-    let lqr = dlqr(&a_r, &b_r, &q_r, &r_w, 1e-13, 10_000)?;
-    let k_full = &lqr.k * t.transpose();
-    // Closed loop from the tilted state: u_k = −K Tᵀ (z_k − z*).
-    let mut st = inv.initial("tilted")?;
-    let (mut settled, mut peak) = (None, 0.0f64);
-    let closed_steps = 400;
-    let feedback = |s: &State<5, 3>, u: &mut [f64]| {
-        let dz = hamel::nalgebra::DVector::from_column_slice((s.z - z_star).as_slice());
-        let v = -(&k_full * dz);
-        u.copy_from_slice(v.as_slice());
-        peak = peak.max(v.amax());
-    };
-    let watch = |s: &State<5, 3>| {
-        if settled.is_none() && (s.z - z_star).norm() < 1e-8 {
-            settled = Some(s.step);
-        }
-    };
-    let closed = simulate_controlled(inv.stepper(H)?, &mut st, closed_steps, feedback, watch)?;
-    let length_drift = closed.monitor.get("length").ok_or("no length")?.max_abs_error;
-    let final_deviation = (st.z - z_star).norm();
-    println!();
-    println!("Inverted spherical pendulum, hamel_midpoint, h = {H}, body torques u = (u1, u2)");
-    println!("  equilibrium: ‖Φ(z*, 0) − z*‖∞ = {equilibrium_residual:.1e}");
-    println!("  |eig(A)| (5×5 state): {eig_full:.5?}");
-    println!(
-        "  |eig(A_r)| (4×4 tangent space): {eig_r:.5?}  (expected (1 + h/2)/(1 − h/2) = {:.5} and its inverse)",
-        (1.0 + H / 2.0) / (1.0 - H / 2.0)
-    );
-    println!("  ‖A T − T A_r‖∞ = {invariance:.1e}");
-    match &full {
-        Ok(l) => println!("  full-state Riccati: settled, ρ = {:.6}", l.spectral_radius),
-        Err(e) => println!("  full-state Riccati: {e}"),
-    }
-    println!(
-        "  tangent-space Riccati: {} iterations, closed-loop ρ(A_r − B_r K) = {:.4}",
-        lqr.iterations, lqr.spectral_radius
-    );
-    println!(
-        "  from a 6.4° tilt: ‖z − z*‖ < 1e-8 after {} steps; after {closed_steps} steps {final_deviation:.1e}; peak |u| = {:.3} mgr; max | ‖γ‖ − ‖γ₀‖ | = {length_drift:.1e}",
-        settled.map_or("—".to_string(), |s| s.to_string()),
-        peak / (m * g * r)
-    );
+    let lqr_summary = lqr(&inv)?;
 
     // ---- zero input and zero force = the free model ----
     let free = FreeMidpoint::with_defaults();
@@ -324,14 +340,7 @@ fn main() -> Result<(), Boxed> {
         },
         "torque": { "momentum_balance_error_rel": momentum_err },
         "sensitivity_u_fd_error": fd_err,
-        "lqr": {
-            "spectral_radius": lqr.spectral_radius,
-            "final_deviation": final_deviation,
-            "riccati_iterations": lqr.iterations,
-            "steps_to_1e-8": settled,
-            "peak_input_mgr": peak / (m * g * r),
-            "full_state_spectral_radius": full.as_ref().map(|l| l.spectral_radius).ok(),
-        },
+        "lqr": lqr_summary,
         "zero_input_identical": identical,
     });
     println!("{summary}");

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hamel_runtime::control::{dlqr, tangent_basis};
+use hamel_runtime::control::lqr_at_equilibrium;
 use hamel_runtime::nalgebra::{DMatrix, DVector};
 use hamel_runtime::DynStepper;
 
@@ -148,8 +148,17 @@ pub fn section(
         "energy balance defect of each scheme (log scale)",
     ));
     doc.push(Block::Figures(figs));
+    lqr_part(doc, out, backend, load, say)
+}
 
-    // --- LQR ---
+/// The LQR half of section 6: the inverted spherical pendulum returned upright.
+fn lqr_part(
+    doc: &mut Doc,
+    out: &Path,
+    backend: Backend,
+    load: &dyn Fn(&str) -> Result<hamel_compiler::Model, Error>,
+    say: &mut dyn FnMut(&str),
+) -> Result<(), Error> {
     say("6. forces and control: LQR of the inverted pendulum");
     let h = 0.05;
     let sys = hamel_load::compile_with_sensitivity(&load(INVERTED)?, parse_scheme("hamel_midpoint", None)?, backend)?;
@@ -157,26 +166,30 @@ pub fn section(
     let (m, r, g) = (p("m"), p("r"), p("g"));
     let upright = sys.initial("upright")?;
     let z_star = upright.z.clone();
-    let mut lin = upright;
-    let mut s = DynStepper::new(&sys, h)?;
-    let (a, b) = s.step_linearized(&mut lin, true)?;
     let n = z_star.len();
+    // The state satisfies ‖γ‖² = 1: its derivative at z* is (2γ*, 0, 0).
     let mut rel = DMatrix::zeros(1, n);
     for i in 0..3 {
         rel[(0, i)] = 2.0 * z_star[i];
     }
-    let t = tangent_basis(&rel);
-    let a_r = t.transpose() * &a * &t;
-    let b_r = t.transpose() * &b;
-    let mut eig: Vec<f64> = a_r.complex_eigenvalues().iter().map(|c| c.norm()).collect();
-    eig.sort_by(f64::total_cmp);
     let w = 1.0 / (m * r * r).powi(2);
     let mut qd = vec![100.0, 100.0, 0.0];
     qd.extend(std::iter::repeat_n(w, n - 3));
-    let q_r = t.transpose() * DMatrix::from_diagonal(&DVector::from_vec(qd)) * &t;
+    let q = DMatrix::from_diagonal(&DVector::from_vec(qd));
     let r_w = DMatrix::identity(2, 2) / (m * g * r).powi(2);
-    let lqr = dlqr(&a_r, &b_r, &q_r, &r_w, 1e-13, 10_000)?;
-    let k = &lqr.k * t.transpose();
+    let design = lqr_at_equilibrium(
+        &mut DynStepper::new(&sys, h)?,
+        &upright,
+        &[0.0, 0.0],
+        &rel,
+        &q,
+        &r_w,
+        1e-13,
+        10_000,
+    )?;
+    let mut eig: Vec<f64> = design.a_r.complex_eigenvalues().iter().map(|c| c.norm()).collect();
+    eig.sort_by(f64::total_cmp);
+    let (lqr, k) = (&design.lqr, &design.gain);
     let mut st = sys.initial("tilted")?;
     let mut cl = DynStepper::new(&sys, h)?;
     let (mut tilt, mut dev, mut u1, mut u2) = (vec![], vec![], vec![], vec![]);
@@ -184,7 +197,7 @@ pub fn section(
     for step in 0..=300u64 {
         let time = step as f64 * h;
         let d = &st.z - &z_star;
-        let u = -(&k * &d);
+        let u = -(k * &d);
         let gn = (st.z[0].powi(2) + st.z[1].powi(2) + st.z[2].powi(2)).sqrt();
         tilt.push((time, (st.z[2] / gn).clamp(-1.0, 1.0).acos().to_degrees()));
         dev.push((time, d.norm()));

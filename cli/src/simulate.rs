@@ -88,12 +88,21 @@ fn run_to(
     }
     result.map_err(|e| match e {
         hamel_load::RunError::Start(e) => Error::Step(e),
-        hamel_load::RunError::TooLarge(m) | hamel_load::RunError::Options(m) => Error::Usage(m),
+        e @ (hamel_load::RunError::TooLarge(_) | hamel_load::RunError::Options(_)) => Error::Usage(with_flags(e)),
         hamel_load::RunError::Failed(f) => Error::RunFailed {
             error: f.error,
             partial: f.partial,
         },
     })
+}
+
+/// The message of a refused run, with the flag that changes it named (the
+/// library's messages name no flags).
+pub fn with_flags(e: hamel_load::RunError) -> String {
+    match e {
+        hamel_load::RunError::TooLarge(m) if m.contains("records") => format!("{m} (--every N records one state in N)"),
+        e => e.to_string(),
+    }
 }
 
 /// Writes `trajectory.csv` and `diagnostics.csv` (the same files as

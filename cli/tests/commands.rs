@@ -277,7 +277,7 @@ fn every_error_path_has_a_message_and_a_non_zero_exit() {
         ),
         (
             vec!["simulate", sp, "--h", "0.2", "--t-end", "-30"],
-            "--t-end -30 with --h 0.2: not a number of steps",
+            "--t-end -30 with --h 0.2: an end time of -30 is not a number of steps of size 0.2",
         ),
         (
             vec![
@@ -304,7 +304,11 @@ fn every_error_path_has_a_message_and_a_non_zero_exit() {
         ),
         (
             vec!["simulate", sp, "--h", "0", "--steps", "1"],
-            "step size must be finite and non-zero",
+            "--h 0: the step size must be a positive finite number (got 0)",
+        ),
+        (
+            vec!["simulate", sp, "--h", "-0.1", "--steps", "1"],
+            "--h -0.1: the step size must be a positive finite number (got -0.1)",
         ),
         (
             vec!["simulate", sp, "--h", "0.1", "--steps", "1", "--scheme", "leapfrog"],

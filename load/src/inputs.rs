@@ -14,6 +14,8 @@ use std::path::Path;
 
 use hamel_compiler::sym::{Graph, Id};
 
+use crate::table::Table;
+
 /// How one input component varies.
 #[derive(Clone, Debug)]
 enum Component {
@@ -22,7 +24,9 @@ enum Component {
     /// held from each time of `times` on: `values[j]` from `times[j]` (and
     /// `values[0]` before `times[0]`)
     Table(Vec<f64>, Vec<f64>),
-    /// one value per step (the last one held past the end)
+    /// one value per step (a run may not take more steps than there are
+    /// values, see [`Schedule::check_steps`]; the inputs recorded with a
+    /// run's last state, of a step not taken, hold the last value)
     Steps(Vec<f64>),
 }
 
@@ -41,69 +45,62 @@ impl Schedule {
         for item in items {
             let (name, expr) = item
                 .split_once('=')
-                .ok_or_else(|| format!("--input `{item}`: expected `name=value` or `name=expression in t`"))?;
+                .ok_or_else(|| format!("input `{item}`: expected `name=value` or `name=expression in t`"))?;
             let name = name.trim();
             check_name(names, name)?;
             let (g, root) =
-                hamel_compiler::model::time_function(expr.trim()).map_err(|e| format!("--input `{item}`: {e}"))?;
+                hamel_compiler::model::time_function(expr.trim()).map_err(|e| format!("input `{item}`: {e}"))?;
             s.set(name, Component::Function(g, root))?;
         }
         Ok(s)
     }
 
-    /// A CSV table with a column `t` (ascending) and one column per input it
-    /// sets (other columns are refused); held between rows, the first row from
-    /// `t = −∞`. `#` starts a comment line.
+    /// A CSV table with a column `t` (ascending, its first row at or before
+    /// the run's start `t = 0`) and one column per input it sets (other
+    /// columns are refused); held between rows. Read as [`Table`] reads
+    /// (a regular file of at most [`crate::table::MAX_TABLE_BYTES`]).
     pub fn from_csv(names: &[&str], path: &Path) -> Result<Schedule, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-        let at = |line: usize| format!("{}:{line}", path.display());
-        let mut rows = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i + 1, l.trim()))
-            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-        let (hl, header) = rows.next().ok_or_else(|| format!("`{}` is empty", path.display()))?;
-        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
-        let t_col = cols
-            .iter()
-            .position(|c| *c == "t")
+        Schedule::from_table(names, &Table::read(path)?)
+    }
+
+    /// [`Schedule::from_csv`] of a table already read.
+    pub fn from_table(names: &[&str], table: &Table) -> Result<Schedule, String> {
+        let at = |line: usize| table.at(line);
+        let hl = table.header_line;
+        let t_col = table
+            .column("t")
             .ok_or_else(|| format!("{}: the header needs a column `t`", at(hl)))?;
-        for (j, c) in cols.iter().enumerate() {
+        for (j, c) in table.columns.iter().enumerate() {
             if j != t_col {
                 check_name(names, c).map_err(|e| format!("{}: {e}", at(hl)))?;
             }
         }
         let mut times = Vec::new();
-        let mut values: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
-        for (ln, line) in rows {
-            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-            if cells.len() != cols.len() {
-                return Err(format!(
-                    "{}: {} cells, the header has {}",
-                    at(ln),
-                    cells.len(),
-                    cols.len()
-                ));
-            }
+        let mut values: Vec<Vec<f64>> = vec![Vec::new(); table.columns.len()];
+        for (ln, cells) in &table.rows {
             for (j, c) in cells.iter().enumerate() {
-                let x: f64 = c
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite())
-                    .ok_or_else(|| format!("{}: `{c}` is not a finite number", at(ln)))?;
-                values[j].push(x);
+                values[j].push(table.number(*ln, j, c)?);
             }
             let t = values[t_col][values[t_col].len() - 1];
             if times.last().is_some_and(|&p| t <= p) {
-                return Err(format!("{}: times must increase (t = {t})", at(ln)));
+                return Err(format!("{}: times must increase (t = {t})", at(*ln)));
+            }
+            // Runs start at t = 0: a table starting later would leave its
+            // first stretch to a guess. Holding the first row backwards in
+            // time would shift the schedule silently, so it is refused.
+            if times.is_empty() && t > 0.0 {
+                return Err(format!(
+                    "{}: the first row is at t = {t}, after the run's start t = 0; give a row at t = 0 (each row holds from its time on)",
+                    at(*ln)
+                ));
             }
             times.push(t);
         }
         if times.is_empty() {
-            return Err(format!("`{}` has a header but no rows", path.display()));
+            return Err(format!("`{}` has a header but no rows", table.file));
         }
         let mut s = Schedule::default();
-        for (j, c) in cols.iter().enumerate() {
+        for (j, c) in table.columns.iter().enumerate() {
             if j != t_col {
                 s.set(c, Component::Table(times.clone(), values[j].clone()))?;
             }
@@ -112,7 +109,8 @@ impl Schedule {
     }
 
     /// One row of inputs per step (`rows[k]` over step `k`, in the order of
-    /// `names`; the last row is held past the end).
+    /// `names`); a run of more steps than rows is refused (see
+    /// [`Schedule::check_steps`]).
     pub fn per_step(names: &[&str], rows: &[Vec<f64>]) -> Result<Schedule, String> {
         if rows.is_empty() {
             return Err("an input array needs at least one row".into());
@@ -137,6 +135,22 @@ impl Schedule {
             return Err(format!("input `{name}` is given twice"));
         }
         self.components.push((name.to_string(), c));
+        Ok(())
+    }
+
+    /// Refuses a run of `steps` steps longer than a per-step array: the
+    /// steps past its end would take a value nobody gave.
+    pub fn check_steps(&self, steps: u64) -> Result<(), String> {
+        for (name, c) in &self.components {
+            if let Component::Steps(values) = c {
+                if (values.len() as u64) < steps {
+                    return Err(format!(
+                        "the inputs have {} row(s) (input `{name}`), the run takes {steps} steps: give one row per step",
+                        values.len()
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -253,6 +267,22 @@ mod tests {
             })
             .sum();
         assert!((impulse - 0.05).abs() < 1e-12, "{impulse}");
+        // A table that starts after the run does is refused, naming the file and the time.
+        std::fs::write(&f, "t, a\n5, 1\n6, 2\n").unwrap();
+        let e = Schedule::from_csv(&names, &f).unwrap_err();
+        assert!(
+            e.contains("u.csv:2: the first row is at t = 5, after the run's start t = 0"),
+            "{e}"
+        );
+        // Duplicate columns are named.
+        std::fs::write(&f, "t, a, a\n0, 1, 2\n").unwrap();
+        let e = Schedule::from_csv(&names, &f).unwrap_err();
+        assert!(e.contains("u.csv:1: column `a` appears twice"), "{e}");
+        // A per-step array shorter than the run is refused.
+        let s = Schedule::per_step(&names, &[vec![1.0, 2.0], vec![3.0, 4.0]]).unwrap();
+        assert!(s.check_steps(2).is_ok());
+        let e = s.check_steps(3).unwrap_err();
+        assert!(e.contains("2 row(s)") && e.contains("the run takes 3 steps"), "{e}");
         std::fs::write(&f, "t, c\n0, 1\n").unwrap();
         assert!(Schedule::from_csv(&names, &f)
             .unwrap_err()

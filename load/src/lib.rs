@@ -31,7 +31,9 @@ pub mod evaluator;
 pub mod initial;
 pub mod inputs;
 pub mod run;
+pub mod steps;
 pub mod system;
+pub mod table;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -45,6 +47,7 @@ pub use evaluator::{Args, Evaluator, Slot};
 pub use initial::{initial, parse_override, Overrides};
 pub use inputs::Schedule;
 pub use run::{run, Run, RunError, RunFailed, RunOptions};
+pub use steps::{step_count, LengthError};
 pub use system::System;
 
 /// Largest model file read, in bytes: model files are small text files.
@@ -131,17 +134,7 @@ pub fn read_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, LoadErr
         path: shown.clone(),
         reason,
     };
-    let meta = std::fs::metadata(path).map_err(|e| read(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(read("not a regular file".into()));
-    }
-    if meta.len() > MAX_MODEL_BYTES {
-        return Err(read(format!(
-            "{} bytes, more than a model file may have ({MAX_MODEL_BYTES})",
-            meta.len()
-        )));
-    }
-    let src = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
+    let src = table::read_text(path, MAX_MODEL_BYTES).map_err(read)?;
     load_source(&shown, &src, sizes)
 }
 

@@ -4,7 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use hamel_runtime::{DynState, DynStepper, InvariantKind, Kernels, Monitor, NewtonOptions, NewtonStats, StepError};
+use hamel_runtime::nalgebra::Dyn;
+use hamel_runtime::run::energy_balance;
+use hamel_runtime::{
+    drive, DynState, DynStepper, Ended, Host, InvariantKind, Kernels, Monitor, NewtonOptions, NewtonStats, StepError,
+};
 use serde_json::{json, Value};
 
 use crate::{Backend, System};
@@ -69,7 +73,7 @@ pub enum RunError {
     #[error("{0}")]
     TooLarge(String),
     /// options no run can honour (a Newton tolerance that is not a positive
-    /// finite number, an iteration bound of 0)
+    /// finite number, an iteration bound of 0, an input array shorter than the run)
     #[error("{0}")]
     Options(String),
 }
@@ -84,7 +88,16 @@ pub const MAX_RECORD_BYTES: u64 = 4 << 30;
 /// above [`MAX_RECORD_BYTES`], or Newton options no solve can honour.
 pub fn check_run(sys: &System, opt: &RunOptions) -> Result<(), RunError> {
     check_newton(&opt.newton)?;
+    check_inputs(opt)?;
     check_size(sys, opt.steps, opt.interval())
+}
+
+/// Refuses a per-step input array shorter than the run.
+fn check_inputs(opt: &RunOptions) -> Result<(), RunError> {
+    match &opt.inputs {
+        Some(s) => s.check_steps(opt.steps).map_err(RunError::Options),
+        None => Ok(()),
+    }
 }
 
 /// Refuses Newton options no solve can honour, naming the setting.
@@ -108,7 +121,7 @@ fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
     let bytes = records.saturating_mul(row);
     if bytes > MAX_RECORD_BYTES {
         return Err(RunError::TooLarge(format!(
-            "recording one state in {every} of {steps} steps makes {records} records ({:.1} GiB in memory, about 3× that as CSV), more than {} GiB; record fewer (a larger --every / every=) or shorten the run",
+            "recording one state in {every} of {steps} steps makes {records} records ({:.1} GiB in memory, about 3× that as CSV), more than {} GiB; record fewer (a larger recording interval) or shorten the run",
             bytes as f64 / (1u64 << 30) as f64,
             MAX_RECORD_BYTES >> 30
         )));
@@ -157,6 +170,9 @@ pub struct Run {
     pub newton: NewtonStats,
     /// mean wall time of one step (Newton solve and update; monitoring excluded)
     pub ns_per_step: f64,
+    /// the host stopped the run before its end (see [`run_until`]);
+    /// `options.steps` is the number of steps taken
+    pub stopped: bool,
 }
 
 impl Run {
@@ -305,121 +321,119 @@ pub use hamel_runtime::run::{monitored, ENERGY_BALANCE};
 /// first and the last: the run's memory stays bounded however long it is.
 pub fn run_streamed(
     sys: &System,
+    state: DynState,
+    initial: Option<String>,
+    opt: &RunOptions,
+    keep: u64,
+    sink: Option<&mut dyn Sink>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Run, RunError> {
+    run_until(sys, state, initial, opt, keep, sink, &mut |k| {
+        progress(k);
+        true
+    })
+}
+
+/// [`run_streamed`] that the host can stop: `go_on(k)`, called every 256
+/// steps with the steps taken, returns `false` to end the run there (a
+/// host's Ctrl-C). A stopped run is returned as far as it went, with
+/// [`Run::stopped`] set and `options.steps` the steps taken.
+pub fn run_until(
+    sys: &System,
     mut state: DynState,
     initial: Option<String>,
     opt: &RunOptions,
     keep: u64,
-    mut sink: Option<&mut dyn Sink>,
-    progress: &mut dyn FnMut(u64),
+    sink: Option<&mut dyn Sink>,
+    go_on: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Run, RunError> {
-    let forced = sys.forced();
     let info = monitored(sys);
     let every = opt.interval();
-    let keep = keep.div_ceil(every).max(1) * every;
     // What is recorded is bounded, whether it is held or streamed to disk.
     check_size(sys, opt.steps, every)?;
     check_newton(&opt.newton)?;
+    check_inputs(opt)?;
     let c = sys.compiled();
-    let mut run = Run {
-        model: c.model.clone(),
-        scheme: c.scheme.clone(),
-        backend: sys.backend(),
-        prepare_ms: sys.prepare_time().as_secs_f64() * 1e3,
-        initial,
-        options: RunOptions {
-            record_every: every,
-            ..opt.clone()
-        },
-        coordinates: c.coordinates.clone(),
-        velocities: c.velocities.clone(),
-        invariants: info.clone(),
-        steps: Vec::new(),
-        q: Vec::new(),
-        v: Vec::new(),
-        values: Vec::new(),
-        input_names: c.inputs.clone(),
-        u: Vec::new(),
-        work: 0.0,
-        monitor: Monitor::new(&info),
-        newton: NewtonStats::default(),
-        ns_per_step: 0.0,
-    };
-    let mut stepper = DynStepper::new(sys, opt.h)
-        .map_err(RunError::Start)?
-        .with_compensation(opt.compensated);
-    stepper.options = opt.newton;
-    // The metric's conditioning is watched every step where it can change.
-    let watch = sys.metric_varies();
-    // Observes a state; hands it to the sink and keeps it in the run as asked.
-    let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
-    let mut u = vec![0.0; names.len()];
-    // The inputs of the step from state `k`.
-    let inputs_at = |k: u64, u: &mut [f64]| -> Result<(), StepError> {
-        match &opt.inputs {
-            Some(s) if !u.is_empty() => s
-                .at(&names, k as f64 * opt.h, opt.h, u)
-                .map_err(StepError::InvalidInput),
-            _ => Ok(()),
-        }
-    };
-    if opt.inputs.as_ref().is_some_and(|s| !s.is_empty()) && names.is_empty() {
+    if opt.inputs.as_ref().is_some_and(|s| !s.is_empty()) && c.inputs.is_empty() {
         return Err(RunError::Start(StepError::InvalidInput(format!(
             "{} has no inputs to set",
             c.model
         ))));
     }
-    let mut observe =
-        |st: &DynState, work: f64, u: &[f64], run: &mut Run, to_sink: bool, to_run: bool| -> Result<(), StepError> {
-            let (q, v) = sys.physical(&st.z, st.step)?;
-            let mut values = sys.invariants_at(&q, &v);
-            if forced {
-                // `E − Σ W` (energy first among the invariants)
-                values.push(values[0] - work);
-            }
-            run.monitor.observe(&values);
-            if watch || st.step == 0 {
-                run.monitor.observe_conditioning(st.step, sys.metric_condition(&q, &v));
-            }
-            if to_sink {
-                if let Some(s) = sink.as_deref_mut() {
-                    s.record(st.step, &q, &v, &values, u).map_err(StepError::InvalidInput)?;
-                }
-            }
-            if to_run {
-                run.steps.push(st.step);
-                run.q.push(q);
-                run.v.push(v);
-                run.values.push(values);
-                run.u.push(u.to_vec());
-            }
-            Ok(())
-        };
-    inputs_at(0, &mut u).map_err(RunError::Start)?;
-    observe(&state, 0.0, &u, &mut run, true, true).map_err(RunError::Start)?;
-    let mut stepping = Duration::ZERO;
-    for k in 1..=opt.steps {
-        let t0 = Instant::now();
-        let stepped = stepper.step_with_inputs(&mut state, &u);
-        stepping += t0.elapsed();
-        let stepped = stepped.and_then(|()| inputs_at(state.step, &mut u));
-        let last = k == opt.steps;
-        let recorded = k % every == 0 || last;
-        let work = stepper.work_done;
-        let observed = stepped.and_then(|()| {
-            observe(
-                &state,
-                work,
-                &u,
-                &mut run,
-                recorded,
-                recorded && (k % keep == 0 || last),
-            )
-        });
-        if let Err(error) = observed {
+    let mut stepper = DynStepper::new(sys, opt.h)
+        .map_err(RunError::Start)?
+        .with_compensation(opt.compensated);
+    stepper.options = opt.newton;
+    let mut host = Recorder {
+        sys,
+        opt,
+        names: c.inputs.iter().map(String::as_str).collect(),
+        every,
+        keep: keep.div_ceil(every).max(1) * every,
+        // The metric's conditioning is watched every step where it can change.
+        watch: sys.metric_varies(),
+        sink,
+        go_on,
+        run: Run {
+            model: c.model.clone(),
+            scheme: c.scheme.clone(),
+            backend: sys.backend(),
+            prepare_ms: sys.prepare_time().as_secs_f64() * 1e3,
+            initial,
+            options: RunOptions {
+                record_every: every,
+                ..opt.clone()
+            },
+            coordinates: c.coordinates.clone(),
+            velocities: c.velocities.clone(),
+            invariants: info.clone(),
+            steps: Vec::new(),
+            q: Vec::new(),
+            v: Vec::new(),
+            values: Vec::new(),
+            input_names: c.inputs.clone(),
+            u: Vec::new(),
+            work: 0.0,
+            monitor: Monitor::new(&[] as &[(&str, InvariantKind)]),
+            newton: NewtonStats::default(),
+            ns_per_step: 0.0,
+            stopped: false,
+        },
+        taken: 0,
+        qv: (Vec::new(), Vec::new()),
+        mark: Instant::now(),
+        stepping: Duration::ZERO,
+    };
+    let mut monitor = Monitor::new(&info);
+    let mut u = vec![0.0; c.inputs.len()];
+    let ended = drive(&mut stepper, &mut state, opt.steps, &mut monitor, &mut u, &mut host);
+    let taken = host.taken.saturating_sub(1);
+    let mut run = match ended {
+        Ok(ended) => {
+            let mut run = host.run;
+            run.stopped = matches!(ended, Ended::Stopped(_));
+            run.options.steps = taken;
+            run.ns_per_step = if taken > 0 {
+                host.stepping.as_nanos() as f64 / taken as f64
+            } else {
+                0.0
+            };
+            run
+        }
+        Err(error) if host.taken == 0 => return Err(RunError::Start(error)),
+        Err(error) => {
             // Keep the last good state in the records, then hand back what was computed.
-            if run.steps.last() != Some(&state.step) {
-                let _ = observe(&state, work, &u, &mut run, !state.step.is_multiple_of(every), true);
+            if host.run.steps.last() != Some(&state.step) {
+                let mut values = vec![0.0; info.len()];
+                let _ = host.evaluate(&state, &mut values).map(|()| {
+                    energy_balance(&mut values, sys.forced(), stepper.work_done);
+                    monitor.observe(&values);
+                    let to_sink = !state.step.is_multiple_of(every);
+                    host.take(&state, &values, &u, &mut monitor, to_sink, true)
+                });
             }
+            let mut run = host.run;
+            run.monitor = monitor;
             run.newton = stepper.stats;
             run.work = stepper.work_done;
             run.options.steps = state.step;
@@ -429,16 +443,103 @@ pub fn run_streamed(
             }
             .into());
         }
-        if k % 256 == 0 {
-            progress(k);
-        }
-    }
+    };
+    run.monitor = monitor;
     run.newton = stepper.stats;
     run.work = stepper.work_done;
-    run.ns_per_step = if opt.steps > 0 {
-        stepping.as_nanos() as f64 / opt.steps as f64
-    } else {
-        0.0
-    };
     Ok(run)
+}
+
+/// What a run of [`run_until`] does around the runtime's loop: inputs from
+/// the schedule, the physical state and its invariants, records (held and
+/// streamed), progress and timing.
+struct Recorder<'r, 's, 'g> {
+    sys: &'r System,
+    opt: &'r RunOptions,
+    names: Vec<&'r str>,
+    every: u64,
+    keep: u64,
+    watch: bool,
+    sink: Option<&'s mut dyn Sink>,
+    go_on: &'g mut dyn FnMut(u64) -> bool,
+    run: Run,
+    /// states visited so far (steps taken + 1)
+    taken: u64,
+    /// the physical state of the state being visited (from `evaluate`)
+    qv: (Vec<f64>, Vec<f64>),
+    /// when the last visit ended: the next step starts there
+    mark: Instant,
+    /// wall time spent in steps (monitoring excluded)
+    stepping: Duration,
+}
+
+impl Recorder<'_, '_, '_> {
+    /// Observes the metric's conditioning at `st` and hands it to the sink
+    /// and to the run as asked.
+    fn take(
+        &mut self,
+        st: &DynState,
+        values: &[f64],
+        u: &[f64],
+        monitor: &mut Monitor,
+        to_sink: bool,
+        to_run: bool,
+    ) -> Result<(), StepError> {
+        let (q, v) = &self.qv;
+        if self.watch || st.step == 0 {
+            monitor.observe_conditioning(st.step, self.sys.metric_condition(q, v));
+        }
+        if to_sink {
+            if let Some(s) = self.sink.as_deref_mut() {
+                s.record(st.step, q, v, values, u).map_err(StepError::InvalidInput)?;
+            }
+        }
+        if to_run {
+            self.run.steps.push(st.step);
+            self.run.q.push(q.clone());
+            self.run.v.push(v.clone());
+            self.run.values.push(values.to_vec());
+            self.run.u.push(u.to_vec());
+        }
+        Ok(())
+    }
+}
+
+impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
+    fn control(&mut self, st: &DynState, u: &mut [f64]) -> Result<(), StepError> {
+        if self.taken > 0 {
+            // A step just ended: the time since the last visit is its own.
+            self.stepping += self.mark.elapsed();
+        }
+        match &self.opt.inputs {
+            Some(s) if !u.is_empty() => s
+                .at(&self.names, st.step as f64 * self.opt.h, self.opt.h, u)
+                .map_err(StepError::InvalidInput),
+            _ => Ok(()),
+        }
+    }
+
+    fn evaluate(&mut self, st: &DynState, values: &mut [f64]) -> Result<(), StepError> {
+        let (q, v) = self.sys.physical(&st.z, st.step)?;
+        let own = self.sys.invariants_at(&q, &v);
+        values[..own.len()].copy_from_slice(&own);
+        self.qv = (q, v);
+        Ok(())
+    }
+
+    fn visit(&mut self, st: &DynState, values: &[f64], u: &[f64], monitor: &mut Monitor) -> Result<bool, StepError> {
+        let k = self.taken;
+        let last = k == self.opt.steps;
+        let recorded = k.is_multiple_of(self.every) || last;
+        let kept = recorded && (k.is_multiple_of(self.keep) || last);
+        self.take(st, values, u, monitor, recorded, kept)?;
+        self.taken += 1;
+        let go_on = k == 0 || !k.is_multiple_of(256) || (self.go_on)(k);
+        if !go_on && !kept {
+            // Stopped here: the last state belongs in the records.
+            self.take(st, values, u, monitor, !recorded, true)?;
+        }
+        self.mark = Instant::now();
+        Ok(go_on)
+    }
 }

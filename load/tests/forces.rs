@@ -235,6 +235,33 @@ fn tangent_space_lqr_returns_the_inverted_pendulum_upright() {
     let lqr = dlqr(&a_r, &b_r, &q_r, &r_w, 1e-13, 10_000).unwrap();
     assert!(lqr.spectral_radius < 0.9, "ρ = {}", lqr.spectral_radius);
     let k = &lqr.k * t.transpose();
+    // The library call is this design, to the bit.
+    let q = DMatrix::from_diagonal(&DVector::from_vec(
+        [100.0, 100.0, 0.0]
+            .into_iter()
+            .chain(std::iter::repeat_n(w, n - 3))
+            .collect(),
+    ));
+    let design = hamel_runtime::control::lqr_at_equilibrium(
+        &mut DynStepper::new(&sys, h).unwrap(),
+        &sys.initial("upright").unwrap(),
+        &[0.0, 0.0],
+        &rows,
+        &q,
+        &r_w,
+        1e-13,
+        10_000,
+    )
+    .unwrap();
+    assert_eq!((design.a, design.b, design.t), (a.clone(), b.clone(), t.clone()));
+    assert_eq!((&design.a_r, &design.b_r), (&a_r, &b_r));
+    assert_eq!(design.residual, 0.0);
+    assert_eq!((&design.lqr.k, &design.lqr.p), (&lqr.k, &lqr.p));
+    assert_eq!(
+        (design.lqr.iterations, design.lqr.spectral_radius),
+        (lqr.iterations, lqr.spectral_radius)
+    );
+    assert_eq!(design.gain, k);
     let mut st = sys.initial("tilted").unwrap();
     let mut cl = DynStepper::new(&sys, h).unwrap();
     for _ in 0..250 {

@@ -7,13 +7,16 @@
 // pyo3's `#[pymethods]` expand to code clippy flags in user crates.
 #![allow(clippy::useless_conversion)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use hamel_load::ensemble::MemberError;
 use hamel_load::{Backend, LoadError, Member, Run, RunError, RunOptions, Scheme, System};
-use hamel_runtime::{DynState, DynStepper, Kernels, NewtonOptions};
+use hamel_runtime::nalgebra::Dyn;
+use hamel_runtime::{DynState, Kernels, NewtonOptions, OwnedStepper};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::create_exception;
@@ -124,26 +127,114 @@ fn param_pairs(params: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, f64)
         .collect()
 }
 
-/// Number of steps from `steps` or `t_end`.
-fn step_count(h: f64, steps: Option<u64>, t_end: Option<f64>) -> PyResult<u64> {
-    if !h.is_finite() || h == 0.0 {
+/// Number of steps from `steps` or `t_end` ([`hamel_load::step_count`], the
+/// CLI's rule), refused as a `ValueError` naming the arguments.
+fn step_count(h: f64, steps: Option<i128>, t_end: Option<f64>) -> PyResult<u64> {
+    use hamel_load::LengthError as L;
+    hamel_load::step_count(h, steps, t_end).map_err(|e| {
+        PyValueError::new_err(match (&e, steps, t_end) {
+            (L::StepSize(_), ..) => format!("h = {h}: {e}"),
+            (L::Neither | L::Both, ..) => "give steps or t_end (one of them)".to_string(),
+            (_, _, Some(t)) => format!("t_end = {t} with h = {h}: {e}"),
+            (_, Some(n), None) => format!("steps = {n}: {e}"),
+            _ => e.to_string(),
+        })
+    })
+}
+
+/// A recording interval (`every=`) or a thread count (`threads=`): a
+/// non-negative integer, refused as a `ValueError` naming the argument.
+fn count(name: &str, n: i64) -> PyResult<u64> {
+    u64::try_from(n).map_err(|_| PyValueError::new_err(format!("{name} = {n}: expected a non-negative integer")))
+}
+
+/// A vector of numbers from any sequence or 1-D array of numbers (floats,
+/// ints, NumPy arrays of any numeric type); `name` is the argument.
+fn vector(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
+        return Ok(a.as_array().to_vec());
+    }
+    if obj.is_instance_of::<pyo3::types::PyString>() {
         return Err(PyValueError::new_err(format!(
-            "h = {h}: the step size must be finite and non-zero"
+            "{name}: expected a sequence of numbers, got a string"
         )));
     }
-    match (steps, t_end) {
-        (Some(n), None) => Ok(n),
-        (None, Some(t)) => {
-            let n = (t / h).round();
-            if !(0.0..=1e15).contains(&n) {
-                return Err(PyValueError::new_err(format!(
-                    "t_end = {t} with h = {h}: not a number of steps"
-                )));
+    obj.extract::<Vec<f64>>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name}: expected a sequence (list, tuple or 1-D array) of numbers, got {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".into())
+        ))
+    })
+}
+
+/// Runs `f` (Rust work), turning a panic (a bug) into a `HamelError` with
+/// its message: no `PanicException` (which escapes `except Exception`)
+/// reaches Python.
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(HamelError::new_err(format!(
+            "internal error (please report it): {}",
+            hamel_load::ensemble::panic_message(&*p)
+        )))
+    })
+}
+
+/// How often a long run looks for Ctrl-C (Python's signal handlers run only
+/// when asked, and the run holds no GIL).
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// Runs an ensemble on its own threads while this one (Python's main
+/// thread, usually) looks for Ctrl-C every 10 ms and stops the members when
+/// it comes; returns the results and the `KeyboardInterrupt`, if any.
+#[allow(clippy::type_complexity)]
+fn ensemble_watching_signals(
+    sys: System,
+    members: &[Member],
+    opt: &RunOptions,
+    threads: Option<usize>,
+) -> PyResult<(Vec<Result<Run, MemberError>>, Option<PyErr>)> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let stop = &stop;
+        // `System` is not `Sync`: the ensemble's thread takes it.
+        let job = scope.spawn(move || hamel_load::ensemble::run_many_until(&sys, members, opt, threads, stop));
+        let mut interrupt = None;
+        while !job.is_finished() {
+            std::thread::sleep(Duration::from_millis(10));
+            if interrupt.is_none() {
+                interrupt = Python::attach(|py| py.check_signals()).err();
+                if interrupt.is_some() {
+                    stop.store(true, Ordering::Relaxed);
+                }
             }
-            Ok(n as u64)
         }
-        (Some(_), Some(_)) => Err(PyValueError::new_err("give steps or t_end, not both")),
-        (None, None) => Err(PyValueError::new_err("give steps or t_end")),
+        let results = job
+            .join()
+            .map_err(|p| {
+                HamelError::new_err(format!(
+                    "internal error (please report it): {}",
+                    hamel_load::ensemble::panic_message(&*p)
+                ))
+            })?
+            .map_err(load_err)?;
+        Ok((results, interrupt))
+    })
+}
+
+/// A `go_on` for [`hamel_load::run::run_until`]: false once Python has a
+/// pending signal whose handler raised (Ctrl-C's `KeyboardInterrupt`), which
+/// is kept in `raised`. Checked at most every [`SIGNAL_CHECK`].
+fn signal_watch(raised: &mut Option<PyErr>) -> impl FnMut(u64) -> bool + '_ {
+    let mut last = Instant::now();
+    move |_| {
+        if raised.is_none() && last.elapsed() >= SIGNAL_CHECK {
+            last = Instant::now();
+            *raised = Python::attach(|py| py.check_signals()).err();
+        }
+        raised.is_none()
     }
 }
 
@@ -240,7 +331,7 @@ impl Model {
         };
         let backend = parse_backend(backend)?;
         let params = param_pairs(params)?;
-        let model = py.detach(|| hamel_load::read_model(&path, &sizes)).map_err(load_err)?;
+        let model = py.detach(|| guarded(|| hamel_load::read_model(&path, &sizes).map_err(load_err)))?;
         let inner = Inner {
             path: path.display().to_string(),
             model,
@@ -280,14 +371,16 @@ impl Model {
     }
 
     /// Names of the schemes that apply to this model.
-    fn schemes(&self, py: Python<'_>) -> Vec<&'static str> {
+    fn schemes(&self, py: Python<'_>) -> PyResult<Vec<&'static str>> {
         let model = &self.inner.model;
         py.detach(|| {
-            Scheme::LIST
-                .iter()
-                .filter(|s| s.derive(model).is_ok())
-                .map(|s| s.name())
-                .collect()
+            guarded(|| {
+                Ok(Scheme::LIST
+                    .iter()
+                    .filter(|s| s.applies(model).is_ok())
+                    .map(|s| s.name())
+                    .collect())
+            })
         })
     }
 
@@ -332,12 +425,13 @@ impl Model {
     /// every `every`-th state recorded (0: about 20,000 records at most).
     /// `inputs` sets the control inputs: a dict of constants or expressions in
     /// `t` (`{"tau": 2.0}`, `{"u1": "0.5*sin(t)"}`, sampled at each step's
-    /// midpoint), or an array with one row per step (held past its end).
+    /// midpoint), or an array with one row per step (at least `steps` rows).
     /// `newton_tol` (a positive number; default machine epsilon) and
     /// `newton_max_iter` (at least 1; default 30) set Newton's relative
     /// tolerance and iteration bound.
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
-    /// holds the run up to there).
+    /// holds the run up to there); Ctrl-C raises `KeyboardInterrupt` within
+    /// about 0.1 s, its `run` attribute holding the run so far.
     #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
@@ -345,13 +439,13 @@ impl Model {
         py: Python<'_>,
         scheme: &str,
         h: f64,
-        steps: Option<u64>,
+        steps: Option<i128>,
         t_end: Option<f64>,
         init: Option<String>,
         state: Option<&Bound<'_, PyDict>>,
         params: Option<&Bound<'_, PyDict>>,
         compensated: bool,
-        every: u64,
+        every: i64,
         inputs: Option<&Bound<'_, PyAny>>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
@@ -369,21 +463,34 @@ impl Model {
             h,
             steps,
             compensated,
-            record_every: every,
+            record_every: count("every", every)?,
             inputs,
             newton,
         };
         let sys = self.compiled(py, scheme, false)?;
         let path = self.inner.path.clone();
-        let result = py.detach(move || {
-            let mut sys = sys;
-            for (n, x) in &member.params {
-                sys.set_param(n, *x).map_err(LoadError::Usage)?;
+        let mut interrupt = None;
+        let result = py.detach(|| {
+            guarded(|| {
+                let mut sys = sys;
+                for (n, x) in &member.params {
+                    sys.set_param(n, *x).map_err(|e| load_err(LoadError::Usage(e)))?;
+                }
+                let (state, label) =
+                    hamel_load::initial(&sys, member.init.as_deref(), &member.state).map_err(load_err)?;
+                let mut go_on = signal_watch(&mut interrupt);
+                Ok(hamel_load::run::run_until(
+                    &sys, state, label, &opt, 0, None, &mut go_on,
+                ))
+            })
+        })?;
+        match result {
+            // Ctrl-C: the KeyboardInterrupt, with the run so far as its `run`.
+            Ok(run) if run.stopped => {
+                let err = interrupt.unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
+                let _ = err.value(py).setattr("run", Py::new(py, PyRun { run, file: path })?);
+                Err(err)
             }
-            let (state, label) = hamel_load::initial(&sys, member.init.as_deref(), &member.state)?;
-            Ok::<_, LoadError>(hamel_load::run(&sys, state, label, &opt))
-        });
-        match result.map_err(load_err)? {
             Ok(run) => Ok(PyRun { run, file: path }),
             Err(e) => Err(run_err(py, e, &path)),
         }
@@ -394,8 +501,10 @@ impl Model {
     /// and of `params` (dicts, or `None`); give one list or two of equal
     /// length. Returns a list in the order of the inputs, holding a `Run`
     /// per member or, for a member that failed, the exception it raised
-    /// (not raised: the others' results are kept). `newton_tol` and
-    /// `newton_max_iter` as in `simulate`.
+    /// (not raised: the others' results are kept). `threads`: 1 to 4 per
+    /// core. `newton_tol` and `newton_max_iter` as in `simulate`. Ctrl-C
+    /// raises `KeyboardInterrupt`, its `runs` attribute holding that list
+    /// with every member's run so far.
     #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
@@ -403,14 +512,14 @@ impl Model {
         py: Python<'py>,
         scheme: &str,
         h: f64,
-        steps: Option<u64>,
+        steps: Option<i128>,
         t_end: Option<f64>,
         init: Option<String>,
         states: Option<&Bound<'py, PyList>>,
         params: Option<&Bound<'py, PyList>>,
         compensated: bool,
-        every: u64,
-        threads: Option<usize>,
+        every: i64,
+        threads: Option<i64>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
     ) -> PyResult<Bound<'py, PyList>> {
@@ -461,14 +570,17 @@ impl Model {
             h,
             steps,
             compensated,
-            record_every: every,
+            record_every: count("every", every)?,
             inputs: None,
             newton,
         };
+        let threads = threads.map(|n| count("threads", n)).transpose()?;
+        let threads = threads.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if let Some(n) = threads {
+            hamel_load::ensemble::check_threads(n).map_err(|e| PyValueError::new_err(format!("threads = {e}")))?;
+        }
         let sys = self.compiled(py, scheme, false)?;
-        let results = py
-            .detach(move || hamel_load::run_many(&sys, &members, &opt, threads))
-            .map_err(load_err)?;
+        let (results, interrupt) = py.detach(|| guarded(|| ensemble_watching_signals(sys, &members, &opt, threads)))?;
         let out = PyList::empty(py);
         for r in results {
             match r {
@@ -478,31 +590,38 @@ impl Model {
                 })?,
                 Err(MemberError::Input(e)) => out.append(load_err(e).into_value(py))?,
                 Err(MemberError::Run(e)) => out.append(run_err(py, e, &self.inner.path).into_value(py))?,
+                Err(e @ MemberError::Panicked(_)) => out.append(HamelError::new_err(e.to_string()).into_value(py))?,
             }
+        }
+        if let Some(err) = interrupt {
+            // Ctrl-C: the KeyboardInterrupt, with every member's run so far as its `runs`.
+            let _ = err.value(py).setattr("runs", out);
+            return Err(err);
         }
         Ok(out)
     }
 
-    /// A stepper of `scheme` with step `h`: `step(z)`, `step_with_sensitivity(z)`.
+    /// A stepper of `scheme` with step `h` (positive): `step(z)`,
+    /// `step_linearized(z)`, `step_with_sensitivity(z)`.
     #[pyo3(signature = (scheme="hamel", h=0.01, params=None))]
     fn stepper(&self, py: Python<'_>, scheme: &str, h: f64, params: Option<&Bound<'_, PyDict>>) -> PyResult<Stepper> {
         let scheme = parse_scheme(scheme)?;
+        hamel_load::steps::check_step_size(h).map_err(|e| PyValueError::new_err(format!("h = {h}: {e}")))?;
         let mut sys = self.compiled(py, scheme, false)?;
         let params = param_pairs(params)?;
         for (n, x) in &params {
             sys.set_param(n, *x).map_err(PyValueError::new_err)?;
         }
-        DynStepper::new(&sys, h).map_err(step_err)?;
+        let stepper = OwnedStepper::owning(sys, h).map_err(step_err)?;
         Ok(Stepper {
             inner: Arc::clone(&self.inner),
             scheme,
             h,
             params,
             state: Mutex::new(StepperState {
-                sys,
+                stepper,
                 sensitive: None,
-                last: None,
-                last_u: None,
+                known: Trajectories::default(),
             }),
         })
     }
@@ -520,13 +639,17 @@ impl Model {
 impl Model {
     fn compiled(&self, py: Python<'_>, scheme: Scheme, sensitivity: bool) -> PyResult<System> {
         let inner = &self.inner;
-        py.detach(|| inner.system(scheme, sensitivity)).map_err(load_err)
+        py.detach(|| guarded(|| inner.system(scheme, sensitivity).map_err(load_err)))
     }
 }
 
 fn run_err(py: Python<'_>, e: RunError, file: &str) -> PyErr {
     match e {
         RunError::Start(e) => step_err(e),
+        // The library names no argument; here the recording interval is `every=`.
+        RunError::TooLarge(m) if m.contains("records") => {
+            PyValueError::new_err(format!("{m} (every=N records one state in N)"))
+        }
         RunError::TooLarge(m) | RunError::Options(m) => PyValueError::new_err(m),
         RunError::Failed(f) => {
             let err = StepError::new_err(f.error.to_string());
@@ -643,21 +766,83 @@ impl PyRun {
     }
 }
 
+/// The stepper of a Python `Stepper`: one per scheme, owning its system.
+type Owned = OwnedStepper<System, Dyn, Dyn>;
+
+/// How many states a `Stepper` remembers (see [`Trajectories`]).
+const REMEMBERED: usize = 1024;
+
+/// The states a `Stepper` produced, by the bits of their `z`: stepping one
+/// of them continues its trajectory (step count, the last Newton solution
+/// and the Newton memory, the inputs held), so that a loop over `step`
+/// gives `simulate`'s states to the bit, and trajectories interleaved on one
+/// stepper (or on threads) step exactly as alone. A `z` the stepper did not
+/// produce (or forgot: it keeps the last [`REMEMBERED`]) starts a trajectory
+/// of its own at step 0, with the first guess an initial state of that `z`
+/// would get: what a step gives is a function of the state given.
+#[derive(Default)]
+struct Trajectories {
+    states: HashMap<Vec<u64>, (DynState, Vec<f64>)>,
+    order: VecDeque<Vec<u64>>,
+}
+
+impl Trajectories {
+    fn key(z: &[f64]) -> Vec<u64> {
+        z.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// The state to step from `z`, and the inputs its trajectory holds.
+    fn state_for(&self, sys: &System, z: &[f64]) -> PyResult<(DynState, Vec<f64>)> {
+        let (nz, nx) = sys.dims();
+        if z.len() != nz.0 {
+            return Err(PyValueError::new_err(format!(
+                "z has {} components, the scheme's state has {}",
+                z.len(),
+                nz.0
+            )));
+        }
+        if let Some((s, u)) = self.states.get(&Self::key(z)) {
+            return Ok((s.clone(), u.clone()));
+        }
+        let mut s = DynState::zeros(nz, nx);
+        s.z.as_mut_slice().copy_from_slice(z);
+        // The first guess of a state built from its physical data (what
+        // `initial` gives); zero where `z` has none (a singular observation).
+        if let Ok((q, v)) = sys.physical(&s.z, 0) {
+            let mut z2 = vec![0.0; nz.0];
+            sys.state_of(&q, &v, &mut z2, s.warm.as_mut_slice());
+        }
+        Ok((s, vec![0.0; sys.compiled().inputs.len()]))
+    }
+
+    /// Remembers a state produced (or handed out by `initial`) and its inputs.
+    fn remember(&mut self, s: &DynState, u: &[f64]) {
+        let key = Self::key(s.z.as_slice());
+        if self.states.insert(key.clone(), (s.clone(), u.to_vec())).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > REMEMBERED {
+                if let Some(old) = self.order.pop_front() {
+                    self.states.remove(&old);
+                }
+            }
+        }
+    }
+}
+
 struct StepperState {
-    sys: System,
+    stepper: Owned,
     /// the same step with sensitivities compiled, on first use
-    sensitive: Option<System>,
-    /// the last state stepped to: its warm start serves the next step
-    last: Option<DynState>,
-    /// the inputs of the last step, held for the next one unless it sets its own
-    last_u: Option<Vec<f64>>,
+    sensitive: Option<Owned>,
+    /// the trajectories this stepper continues
+    known: Trajectories,
 }
 
 /// One scheme with a fixed step: advances scheme states `z` (NumPy arrays).
 ///
-/// Stepping the array a step returned continues from that step's Newton
-/// solution, so a loop over `step` gives the states `simulate` records, to
-/// the bit. Another array starts from the last solution as its first guess.
+/// Stepping the array a step returned continues that step's trajectory, so
+/// a loop over `step` gives the states `simulate` records, to the bit, and
+/// trajectories interleaved on one stepper step as they would alone. An
+/// array the stepper did not produce starts a trajectory at step 0.
 #[pyclass(frozen, module = "hamel")]
 struct Stepper {
     inner: Arc<Inner>,
@@ -667,9 +852,23 @@ struct Stepper {
     state: Mutex<StepperState>,
 }
 
+/// What one call of a `Stepper` step method returns besides the state.
+enum Extra {
+    None,
+    Sensitivity(hamel_runtime::nalgebra::DMatrix<f64>),
+    Linearization(
+        hamel_runtime::nalgebra::DMatrix<f64>,
+        hamel_runtime::nalgebra::DMatrix<f64>,
+    ),
+}
+
 impl Stepper {
     fn lock(&self) -> std::sync::MutexGuard<'_, StepperState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn system(st: &StepperState) -> &System {
+        st.stepper.kernels()
     }
 
     /// Compiles the step with sensitivities on first use.
@@ -679,51 +878,86 @@ impl Stepper {
             for (n, x) in &self.params {
                 s.set_param(n, *x).map_err(PyValueError::new_err)?;
             }
-            st.sensitive = Some(s);
+            st.sensitive = Some(OwnedStepper::owning(s, self.h).map_err(step_err)?);
         }
         Ok(())
     }
 
-    /// This step's inputs (`None`: those of the last step, if any).
-    fn set_inputs(stepper: &mut DynStepper<'_, System>, last: Option<&[f64]>, u: Option<&[f64]>) -> PyResult<()> {
-        let err = |e: hamel_runtime::StepError| PyValueError::new_err(e.to_string());
-        if let Some(u) = u.or(last) {
-            stepper.set_inputs(u).map_err(err)?;
+    /// The inputs `u` as given: a sequence (one value per input, in order)
+    /// or a dict by name (inputs not named are zero, as in `simulate`).
+    fn inputs_of(&self, u: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+        let names = &self.inner.model.inputs;
+        let Ok(d) = u.cast::<PyDict>() else {
+            return vector("u", u);
+        };
+        let mut out = vec![0.0; names.len()];
+        for (k, v) in d.iter() {
+            let k: String = k.extract()?;
+            let i = names.iter().position(|n| n.name == k).ok_or_else(|| {
+                let known: Vec<&str> = names.iter().map(|n| n.name.as_str()).collect();
+                PyValueError::new_err(format!(
+                    "u: unknown input `{k}` (the model's inputs: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })?;
+            out[i] = v
+                .extract::<f64>()
+                .map_err(|_| PyValueError::new_err(format!("u: input `{k}`: expected a number")))?;
         }
-        Ok(())
+        Ok(out)
     }
 
-    /// The state to step from `z`: the last state if `z` is its `z`.
-    fn state_for(st: &StepperState, z: &[f64]) -> PyResult<DynState> {
-        let (nz, nx) = st.sys.dims();
-        if z.len() != nz.0 {
-            return Err(PyValueError::new_err(format!(
-                "z has {} components, the scheme's state has {}",
-                z.len(),
-                nz.0
-            )));
+    /// One step from `z` with inputs `u` (default: those its trajectory
+    /// holds), by the plain stepper or, for `extra`, the sensitive one.
+    fn advance(&self, z: Vec<f64>, u: Option<Vec<f64>>, linearize: Option<bool>) -> PyResult<(Vec<f64>, Extra)> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if linearize.is_some() {
+            self.ensure_sensitive(st)?;
         }
-        if let Some(last) = &st.last {
-            if last.z.as_slice() == z {
-                return Ok(last.clone());
+        let (mut s, held) = st.known.state_for(Self::system(st), &z)?;
+        let u = u.unwrap_or(held);
+        let stepper = match linearize {
+            Some(_) => st.sensitive.as_mut().expect("compiled above"),
+            None => &mut st.stepper,
+        };
+        stepper
+            .set_inputs(&u)
+            .map_err(|e| PyValueError::new_err(format!("u: {e}")))?;
+        let extra = match linearize {
+            None => {
+                stepper.step(&mut s).map_err(step_err)?;
+                Extra::None
             }
-        }
-        let mut s = DynState::zeros(nz, nx);
-        s.z.as_mut_slice().copy_from_slice(z);
-        if let Some(last) = &st.last {
-            s.warm.copy_from(&last.warm);
-            s.step = last.step;
-        } else {
-            // The first warm start of the model's first initial state (or zero).
-            let c = st.sys.compiled();
-            if let Some(n) = c.initials.first() {
-                if let Ok(init) = st.sys.initial(n) {
-                    s.warm = init.warm;
-                }
+            Some(false) => Extra::Sensitivity(
+                stepper
+                    .step_with_sensitivity(&mut s)
+                    .map_err(step_err)
+                    .map(|j| hamel_runtime::nalgebra::DMatrix::from_column_slice(j.nrows(), j.ncols(), j.as_slice()))?,
+            ),
+            Some(true) => {
+                let (a, b) = stepper.step_linearized(&mut s, true).map_err(step_err)?;
+                Extra::Linearization(
+                    hamel_runtime::nalgebra::DMatrix::from_column_slice(a.nrows(), a.ncols(), a.as_slice()),
+                    b,
+                )
             }
-        }
-        Ok(s)
+        };
+        st.known.remember(&s, &u);
+        Ok((s.z.as_slice().to_vec(), extra))
     }
+}
+
+/// A matrix as a NumPy array (nalgebra is column-major; NumPy rows are rows).
+fn matrix<'py>(py: Python<'py>, m: &hamel_runtime::nalgebra::DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
+    let rows: Vec<f64> = m.transpose().as_slice().to_vec();
+    Array2::from_shape_vec((m.nrows(), m.ncols()), rows)
+        .expect("a matrix's shape")
+        .into_pyarray(py)
 }
 
 #[pymethods]
@@ -737,7 +971,7 @@ impl Stepper {
     /// Names of the scheme state's components (entries of `z`).
     #[getter]
     fn state_names(&self) -> Vec<String> {
-        self.lock().sys.compiled().state.clone()
+        Self::system(&self.lock()).compiled().state.clone()
     }
 
     /// The scheme state `z` of an initial state: `init` (default: the file's
@@ -751,78 +985,52 @@ impl Stepper {
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let ov = overrides(state)?;
         let mut st = self.lock();
-        let (s, _) = hamel_load::initial(&st.sys, init.as_deref(), &ov).map_err(load_err)?;
+        let (s, _) = hamel_load::initial(Self::system(&st), init.as_deref(), &ov).map_err(load_err)?;
         let z = s.z.as_slice().to_vec();
-        st.last = Some(s);
+        let u = vec![0.0; self.inner.model.inputs.len()];
+        st.known.remember(&s, &u);
         Ok(PyArray1::from_vec(py, z))
     }
 
-    /// Advances `z` by one step and returns the new state; `u` sets the
-    /// control inputs of the step (default: those of the last step, or zero).
+    /// Advances `z` (a sequence or 1-D array of numbers) by one step and
+    /// returns the new state; `u` sets the control inputs of the step, as a
+    /// sequence or a dict by name (default: those of the step that produced
+    /// `z`, or zero).
     #[pyo3(signature = (z, u=None))]
     fn step<'py>(
         &self,
         py: Python<'py>,
-        z: PyReadonlyArray1<'py, f64>,
-        u: Option<Vec<f64>>,
+        z: &Bound<'py, PyAny>,
+        u: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let z = z.as_slice()?.to_vec();
-        let h = self.h;
-        let out = py.detach(|| {
-            let mut st = self.lock();
-            let mut s = Self::state_for(&st, &z)?;
-            let mut stepper = DynStepper::new(&st.sys, h).map_err(step_err)?;
-            Self::set_inputs(&mut stepper, st.last_u.as_deref(), u.as_deref())?;
-            stepper.step(&mut s).map_err(step_err)?;
-            let last_u = stepper.inputs().to_vec();
-            drop(stepper);
-            let z = s.z.as_slice().to_vec();
-            st.last = Some(s);
-            st.last_u = Some(last_u);
-            Ok::<_, PyErr>(z)
-        })?;
+        let z = vector("z", z)?;
+        let u = u.map(|u| self.inputs_of(u)).transpose()?;
+        let (out, _) = py.detach(|| guarded(|| self.advance(z, u, None)))?;
         Ok(PyArray1::from_vec(py, out))
     }
 
-    /// Advances `z` by one step with inputs `u` (default: those of the last
-    /// step, or zero); returns the new state and the step map's linearization
-    /// `A = ∂z'/∂z`, `B = ∂z'/∂u` (one column per input), compiled on first use.
+    /// Advances `z` by one step with inputs `u` (as in `step`); returns the
+    /// new state and the step map's linearization `A = ∂z'/∂z`, `B = ∂z'/∂u`
+    /// (one column per input), compiled on first use.
     #[pyo3(signature = (z, u=None))]
     #[allow(clippy::type_complexity)]
     fn step_linearized<'py>(
         &self,
         py: Python<'py>,
-        z: PyReadonlyArray1<'py, f64>,
-        u: Option<Vec<f64>>,
+        z: &Bound<'py, PyAny>,
+        u: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(
         Bound<'py, PyArray1<f64>>,
         Bound<'py, PyArray2<f64>>,
         Bound<'py, PyArray2<f64>>,
     )> {
-        let z = z.as_slice()?.to_vec();
-        let h = self.h;
-        let (znew, a, b, n, r) = py.detach(|| {
-            let mut st = self.lock();
-            self.ensure_sensitive(&mut st)?;
-            let mut s = Self::state_for(&st, &z)?;
-            let sys = st.sensitive.as_ref().expect("compiled above");
-            let mut stepper = DynStepper::new(sys, h).map_err(step_err)?;
-            Self::set_inputs(&mut stepper, st.last_u.as_deref(), u.as_deref())?;
-            let (a, b) = stepper.step_linearized(&mut s, true).map_err(step_err)?;
-            let last_u = stepper.inputs().to_vec();
-            drop(stepper);
-            let (n, r) = (a.nrows(), b.ncols());
-            // nalgebra is column-major; NumPy rows are rows.
-            let a: Vec<f64> = a.transpose().as_slice().to_vec();
-            let b: Vec<f64> = b.transpose().as_slice().to_vec();
-            let z = s.z.as_slice().to_vec();
-            st.last = Some(s);
-            st.last_u = Some(last_u);
-            Ok::<_, PyErr>((z, a, b, n, r))
-        })?;
-        let a = Array2::from_shape_vec((n, n), a).expect("square").into_pyarray(py);
-        let b = Array2::from_shape_vec((n, r), b).expect("n × r").into_pyarray(py);
-        Ok((PyArray1::from_vec(py, znew), a, b))
+        let z = vector("z", z)?;
+        let u = u.map(|u| self.inputs_of(u)).transpose()?;
+        let (out, extra) = py.detach(|| guarded(|| self.advance(z, u, Some(true))))?;
+        let Extra::Linearization(a, b) = extra else {
+            unreachable!("a linearized step returns A and B")
+        };
+        Ok((PyArray1::from_vec(py, out), matrix(py, &a), matrix(py, &b)))
     }
 
     /// Advances `z` by one step; returns the new state and `∂z'/∂z` (the
@@ -831,28 +1039,14 @@ impl Stepper {
     fn step_with_sensitivity<'py>(
         &self,
         py: Python<'py>,
-        z: PyReadonlyArray1<'py, f64>,
+        z: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>)> {
-        let z = z.as_slice()?.to_vec();
-        let h = self.h;
-        let (znew, jac, n) = py.detach(|| {
-            let mut st = self.lock();
-            self.ensure_sensitive(&mut st)?;
-            let mut s = Self::state_for(&st, &z)?;
-            let sys = st.sensitive.as_ref().expect("compiled above");
-            let mut stepper = DynStepper::new(sys, h).map_err(step_err)?;
-            Self::set_inputs(&mut stepper, st.last_u.as_deref(), None)?;
-            let j = stepper.step_with_sensitivity(&mut s).map_err(step_err)?;
-            drop(stepper);
-            let n = j.nrows();
-            // nalgebra is column-major; NumPy rows are rows.
-            let jac: Vec<f64> = j.transpose().as_slice().to_vec();
-            let z = s.z.as_slice().to_vec();
-            st.last = Some(s);
-            Ok::<_, PyErr>((z, jac, n))
-        })?;
-        let jac = Array2::from_shape_vec((n, n), jac).expect("square").into_pyarray(py);
-        Ok((PyArray1::from_vec(py, znew), jac))
+        let z = vector("z", z)?;
+        let (out, extra) = py.detach(|| guarded(|| self.advance(z, None, Some(false))))?;
+        let Extra::Sensitivity(j) = extra else {
+            unreachable!("a step with sensitivity returns its Jacobian")
+        };
+        Ok((PyArray1::from_vec(py, out), matrix(py, &j)))
     }
 
     /// The physical state `(q, v)` of a scheme state `z`.
@@ -864,10 +1058,11 @@ impl Stepper {
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
         let z = hamel_runtime::nalgebra::DVector::from_column_slice(z.as_slice()?);
         let st = self.lock();
-        if z.len() != st.sys.dims().0 .0 {
+        let sys = Self::system(&st);
+        if z.len() != sys.dims().0 .0 {
             return Err(PyValueError::new_err("z has the wrong number of components"));
         }
-        let (q, v) = st.sys.physical(&z, 0).map_err(step_err)?;
+        let (q, v) = sys.physical(&z, 0).map_err(step_err)?;
         Ok((PyArray1::from_vec(py, q), PyArray1::from_vec(py, v)))
     }
 
@@ -875,12 +1070,13 @@ impl Stepper {
     fn invariants<'py>(&self, py: Python<'py>, z: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyDict>> {
         let zv = hamel_runtime::nalgebra::DVector::from_column_slice(z.as_slice()?);
         let st = self.lock();
-        if zv.len() != st.sys.dims().0 .0 {
+        let sys = Self::system(&st);
+        if zv.len() != sys.dims().0 .0 {
             return Err(PyValueError::new_err("z has the wrong number of components"));
         }
-        let values = st.sys.invariants(&zv, 0).map_err(step_err)?;
+        let values = sys.invariants(&zv, 0).map_err(step_err)?;
         let d = PyDict::new(py);
-        for ((name, _), x) in st.sys.compiled().invariants.iter().zip(values) {
+        for ((name, _), x) in sys.compiled().invariants.iter().zip(values) {
             d.set_item(name, x)?;
         }
         Ok(d)

@@ -10,9 +10,12 @@
 //! docs/schemes.md §8): `A_r = TᵀAT`, `B_r = TᵀB`, feedback
 //! `u = u* − K Tᵀ (z − z*)`.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DefaultAllocator, Dim};
 
 use crate::error::StepError;
+use crate::kernels::{Alloc, Kernels};
+use crate::state::StateOf;
+use crate::system::StepperOf;
 
 /// An orthonormal basis of the null space of `rows` (one relation
 /// derivative per row), from the singular value decomposition; directions
@@ -107,6 +110,86 @@ pub fn dlqr(
         "dlqr: the Riccati iteration did not settle in {max_iterations} iterations (‖P‖ = {:.3e}); is (A, B) stabilizable? Design in the tangent space of the constraints (control::tangent_basis)",
         p.norm()
     )))
+}
+
+/// A discrete LQR designed at an equilibrium of a step map (see
+/// [`lqr_at_equilibrium`]): the linearization, the tangent basis, the
+/// reduced problem and its solution, and the feedback gain on the full state.
+#[derive(Clone, Debug)]
+pub struct EquilibriumLqr {
+    /// `A = ∂z'/∂z` at the equilibrium
+    pub a: DMatrix<f64>,
+    /// `B = ∂z'/∂u` at the equilibrium (one column per input)
+    pub b: DMatrix<f64>,
+    /// the orthonormal tangent basis `T` of the relations at `z*`
+    pub t: DMatrix<f64>,
+    /// `A_r = TᵀAT`
+    pub a_r: DMatrix<f64>,
+    /// `B_r = TᵀB`
+    pub b_r: DMatrix<f64>,
+    /// the design in the tangent space (gain `K`, Riccati solution, closed-loop radius)
+    pub lqr: Lqr,
+    /// the gain on the full state, `K Tᵀ`: the feedback is `u = u* − gain (z − z*)`
+    pub gain: DMatrix<f64>,
+    /// `max |Φ(z*, u*) − z*|`: how far the state given is from an equilibrium
+    pub residual: f64,
+}
+
+/// The discrete LQR at the equilibrium `z*` (`equilibrium`) with inputs
+/// `u*`: one step from `z*` gives `(A, B)`; the design runs in an
+/// orthonormal basis `T` of the null space of `relations` (one derivative
+/// of a relation the state satisfies per row, e.g. `2γ*ᵀ` for `‖γ‖ = 1`;
+/// none: the whole state) with weights `TᵀQT` and `R` (`q` on the full
+/// state), by [`dlqr`] with `tol` and `max_iterations`. The stepper must
+/// provide sensitivities ([`StepperOf::step_linearized`]); its inputs are
+/// left at `u*`.
+#[allow(clippy::too_many_arguments)]
+pub fn lqr_at_equilibrium<S, Z, X, R>(
+    stepper: &mut StepperOf<'_, S, Z, X, R>,
+    equilibrium: &StateOf<Z, X>,
+    u_star: &[f64],
+    relations: &DMatrix<f64>,
+    q: &DMatrix<f64>,
+    r: &DMatrix<f64>,
+    tol: f64,
+    max_iterations: usize,
+) -> Result<EquilibriumLqr, StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    R: std::ops::Deref<Target = S>,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    stepper.set_inputs(u_star)?;
+    let mut after = equilibrium.clone();
+    let (a, b) = stepper.step_linearized(&mut after, true)?;
+    let residual = (&after.z - &equilibrium.z).amax();
+    let n = a.nrows();
+    let a = DMatrix::from_column_slice(n, n, a.as_slice());
+    if relations.ncols() != n || q.shape() != (n, n) {
+        return Err(StepError::InvalidInput(format!(
+            "lqr_at_equilibrium: the state has {n} components; relations {:?}, Q {:?}",
+            relations.shape(),
+            q.shape()
+        )));
+    }
+    let t = tangent_basis(relations);
+    let a_r = t.transpose() * &a * &t;
+    let b_r = t.transpose() * &b;
+    let q_r = t.transpose() * q * &t;
+    let lqr = dlqr(&a_r, &b_r, &q_r, r, tol, max_iterations)?;
+    let gain = &lqr.k * t.transpose();
+    Ok(EquilibriumLqr {
+        a,
+        b,
+        t,
+        a_r,
+        b_r,
+        lqr,
+        gain,
+        residual,
+    })
 }
 
 #[cfg(test)]

@@ -20,9 +20,9 @@ pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
 pub use memory::NewtonMemory;
 pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
-pub use run::{simulate, simulate_controlled, simulate_with, RunSummary};
+pub use run::{drive, simulate, simulate_controlled, simulate_with, Ended, Host, RunSummary};
 pub use state::{DynState, State, StateOf};
-pub use system::{DynStepper, StepSystem, Stepper, StepperOf};
+pub use system::{DynStepper, OwnedStepper, StepSystem, Stepper, StepperOf};
 
 /// The evaluation core: register programs and their interpreter.
 pub use hamel_kernel as kernel;

@@ -89,16 +89,114 @@ where
     simulate_controlled(stepper, state, steps, |_, _| {}, visit)
 }
 
+/// Sets the last of a forced model's monitored `values` (see [`monitored`])
+/// to its energy balance `E − Σ W` (the energy is first among the
+/// invariants), `work` the discrete work of the forces so far; nothing for
+/// a free model.
+pub fn energy_balance(values: &mut [f64], forced: bool, work: f64) {
+    if forced {
+        let n = values.len();
+        values[n - 1] = values[0] - work;
+    }
+}
+
+/// What a host does around the run loop [`drive`]: sets each step's inputs,
+/// evaluates the monitored quantities of each state, and takes each state
+/// once monitored (records, sinks, progress, cancellation).
+pub trait Host<Z: Dim, X: Dim>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// Sets the inputs `u` of the step from `state` (they hold the previous
+    /// step's). Called at every state, the last included: its inputs are
+    /// those a next step would take, which hosts record with it.
+    fn control(&mut self, _state: &StateOf<Z, X>, _u: &mut [f64]) -> Result<(), StepError> {
+        Ok(())
+    }
+
+    /// Writes the model's invariants at `state` into `values` (in the order
+    /// of [`Kernels::invariant_info`]; a forced model's last slot, the energy
+    /// balance, is left to the loop).
+    fn evaluate(&mut self, state: &StateOf<Z, X>, values: &mut [f64]) -> Result<(), StepError>;
+
+    /// Takes `state` once `monitor` has observed it, with its monitored
+    /// values (in the order of [`monitored`]) and the inputs of the step from
+    /// it; the host may observe more (the metric's conditioning). Returning
+    /// `false` ends the run at this state (a host's cancellation).
+    fn visit(
+        &mut self,
+        state: &StateOf<Z, X>,
+        values: &[f64],
+        u: &[f64],
+        monitor: &mut Monitor,
+    ) -> Result<bool, StepError>;
+}
+
+/// How a run loop ended without a failed step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// every step asked for was taken
+    Finished,
+    /// the host stopped the run (see [`Host::visit`]) after this many steps
+    Stopped(u64),
+}
+
+/// The run loop of every host (the runtime's [`simulate_controlled`], the
+/// loader's runs, the CLI and Python on it): from `state`, `steps` steps,
+/// each state's inputs set by `host.control`, its invariants by
+/// `host.evaluate`, for a forced model the energy balance `E − Σ W` (in the
+/// last slot, see [`ENERGY_BALANCE`]) added here, once, then everything
+/// observed by `monitor` and handed to `host.visit`. `u` holds the inputs as
+/// the loop goes (the failed step's on error). On a failed step the error is
+/// returned and `state` holds the last good state.
+pub fn drive<S, Z, X, R>(
+    stepper: &mut StepperOf<'_, S, Z, X, R>,
+    state: &mut StateOf<Z, X>,
+    steps: u64,
+    monitor: &mut Monitor,
+    u: &mut [f64],
+    host: &mut impl Host<Z, X>,
+) -> Result<Ended, StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    R: std::ops::Deref<Target = S>,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let forced = stepper.kernels().forced();
+    let mut values = vec![0.0; stepper.kernels().invariant_info().len() + usize::from(forced)];
+    // Monitors `st` and hands it to the host; false: the host stops here.
+    let mut observe = |st: &StateOf<Z, X>, work: f64, u: &mut [f64], values: &mut [f64]| {
+        host.control(st, u)?;
+        host.evaluate(st, values)?;
+        energy_balance(values, forced, work);
+        monitor.observe(values);
+        host.visit(st, values, u, monitor)
+    };
+    if !observe(state, 0.0, u, &mut values)? {
+        return Ok(Ended::Stopped(0));
+    }
+    for k in 1..=steps {
+        stepper.step_with_inputs(state, u)?;
+        if !observe(state, stepper.work_done, u, &mut values)? && k < steps {
+            return Ok(Ended::Stopped(k));
+        }
+    }
+    Ok(Ended::Finished)
+}
+
 /// [`simulate_with`] for a model with control inputs: before each step,
 /// `control(state, u)` sets the inputs `u` of the step from `state` (they
 /// start at the stepper's current inputs): a schedule (`u` from
-/// `state.step`), an array, or feedback (`u` from `state.z`).
+/// `state.step`), an array, or feedback (`u` from `state.z`). It is called
+/// at the last state too (see [`Host::control`]).
 pub fn simulate_controlled<S, Z, X>(
     mut stepper: StepperOf<'_, S, Z, X>,
     state: &mut StateOf<Z, X>,
     steps: u64,
-    mut control: impl FnMut(&StateOf<Z, X>, &mut [f64]),
-    mut visit: impl FnMut(&StateOf<Z, X>),
+    control: impl FnMut(&StateOf<Z, X>, &mut [f64]),
+    visit: impl FnMut(&StateOf<Z, X>),
 ) -> Result<RunSummary, StepError>
 where
     S: Kernels<Z, X> + ?Sized,
@@ -106,31 +204,41 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
+    /// The closures of [`simulate_controlled`] as a [`Host`].
+    struct Closures<'s, S: ?Sized, C, V> {
+        sys: &'s S,
+        control: C,
+        visit: V,
+    }
+    impl<S, Z, X, C, V> Host<Z, X> for Closures<'_, S, C, V>
+    where
+        S: Kernels<Z, X> + ?Sized,
+        Z: Dim,
+        X: Dim,
+        DefaultAllocator: Alloc<Z, X>,
+        C: FnMut(&StateOf<Z, X>, &mut [f64]),
+        V: FnMut(&StateOf<Z, X>),
+    {
+        fn control(&mut self, state: &StateOf<Z, X>, u: &mut [f64]) -> Result<(), StepError> {
+            (self.control)(state, u);
+            Ok(())
+        }
+        fn evaluate(&mut self, st: &StateOf<Z, X>, values: &mut [f64]) -> Result<(), StepError> {
+            self.sys
+                .invariants_into(&st.z, values)
+                .map_err(|reason| StepError::Observation { step: st.step, reason })
+        }
+        fn visit(&mut self, state: &StateOf<Z, X>, _: &[f64], _: &[f64], _: &mut Monitor) -> Result<bool, StepError> {
+            (self.visit)(state);
+            Ok(true)
+        }
+    }
     let sys = stepper.system();
     let h = stepper.h();
-    let info = monitored(sys);
-    let forced = sys.forced();
-    let mut monitor = Monitor::new(&info);
-    let mut values = vec![0.0; info.len()];
-    let observe = |st: &StateOf<Z, X>, work: f64, values: &mut Vec<f64>, monitor: &mut Monitor| {
-        sys.invariants_into(&st.z, values)
-            .map_err(|reason| StepError::Observation { step: st.step, reason })?;
-        if forced {
-            let n = values.len();
-            values[n - 1] = values[0] - work;
-        }
-        monitor.observe(values);
-        Ok::<(), StepError>(())
-    };
-    observe(state, 0.0, &mut values, &mut monitor)?;
-    visit(state);
+    let mut monitor = Monitor::new(&monitored(sys));
     let mut u = stepper.inputs().to_vec();
-    for _ in 0..steps {
-        control(state, &mut u);
-        stepper.step_with_inputs(state, &u)?;
-        observe(state, stepper.work_done, &mut values, &mut monitor)?;
-        visit(state);
-    }
+    let mut host = Closures { sys, control, visit };
+    drive(&mut stepper, state, steps, &mut monitor, &mut u, &mut host)?;
     Ok(RunSummary {
         steps,
         h,

@@ -1,6 +1,9 @@
 //! The stepper that drives any [`Kernels`] with Newton's method, and the
 //! fixed-size name under which derived integrators are known.
 
+use std::marker::PhantomData;
+use std::ops::Deref;
+
 use hamel_kernel::Exogenous;
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix, OVector};
 
@@ -19,13 +22,25 @@ pub trait StepSystem<const NZ: usize, const NX: usize>: Kernels<Const<NZ>, Const
 
 impl<T: Kernels<Const<NZ>, Const<NX>> + ?Sized, const NZ: usize, const NX: usize> StepSystem<NZ, NX> for T {}
 
+/// What a stepper's type says of `'a` and `S` besides `R`: nothing about
+/// `Send` or `Sync` (a `fn` pointer is both), so an owning stepper of a
+/// system that is `Send` but not `Sync` can move to another thread.
+type Marker<'a, S> = PhantomData<(&'a (), fn() -> *const S)>;
+
 /// Drives a [`Kernels`] with a fixed step size. Use [`Stepper`] for derived
 /// integrators and [`DynStepper`] for models loaded at run time.
-pub struct StepperOf<'a, S: ?Sized, Z: Dim, X: Dim>
+///
+/// `R` is how the stepper holds its system: borrowed (`&'a S`, the default)
+/// or owned ([`OwnedStepper`], a `Box<S>`; or an `Arc<S>`), so that a host
+/// can keep one stepper as long as its trajectories live, without keeping
+/// the system's owner alive alongside it.
+pub struct StepperOf<'a, S: ?Sized, Z: Dim, X: Dim, R = &'a S>
 where
     DefaultAllocator: Alloc<Z, X>,
 {
-    system: &'a S,
+    system: R,
+    /// the borrow `R = &'a S` carries; unused by owning steppers
+    life: Marker<'a, S>,
     h: f64,
     /// Newton settings
     pub options: NewtonOptions,
@@ -50,7 +65,12 @@ pub type Stepper<'a, S, const NZ: usize, const NX: usize> = StepperOf<'a, S, Con
 /// The stepper of an integrator whose sizes are known at run time.
 pub type DynStepper<'a, S> = StepperOf<'a, S, Dyn, Dyn>;
 
-impl<S: ?Sized, Z: Dim, X: Dim> std::fmt::Debug for StepperOf<'_, S, Z, X>
+/// A stepper that owns its system (`Box<S>`; systems that are `Sync` may
+/// also be shared, `StepperOf::holding(Arc<S>, h)`): it borrows nothing, so
+/// a host (Python) can keep it as long as its trajectories live.
+pub type OwnedStepper<S, Z, X> = StepperOf<'static, S, Z, X, Box<S>>;
+
+impl<S: ?Sized, Z: Dim, X: Dim, R> std::fmt::Debug for StepperOf<'_, S, Z, X, R>
 where
     DefaultAllocator: Alloc<Z, X>,
 {
@@ -70,20 +90,51 @@ where
 {
     /// A stepper with step size `h` (finite, non-zero; negative runs backwards).
     pub fn new(system: &'a S, h: f64) -> Result<Self, StepError> {
+        Self::holding(system, h)
+    }
+
+    /// The system being stepped, borrowed for as long as the stepper's own borrow.
+    pub fn system(&self) -> &'a S {
+        self.system
+    }
+}
+
+impl<S: Kernels<Z, X>, Z: Dim, X: Dim> OwnedStepper<S, Z, X>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// A stepper owning `system`, with step size `h` (finite, non-zero;
+    /// negative runs backwards).
+    pub fn owning(system: S, h: f64) -> Result<Self, StepError> {
+        Self::holding(Box::new(system), h)
+    }
+}
+
+impl<'a, S: Kernels<Z, X> + ?Sized, Z: Dim, X: Dim, R: Deref<Target = S>> StepperOf<'a, S, Z, X, R>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    /// A stepper holding its system as `R` (a borrow or an `Arc`), with step
+    /// size `h` (finite, non-zero; negative runs backwards).
+    pub fn holding(system: R, h: f64) -> Result<Self, StepError> {
         if !h.is_finite() || h == 0.0 {
             return Err(StepError::BadStepSize(h));
         }
         let (z, x) = system.dims();
+        let band = system.jacobian_band();
+        let ops = system.kernel_ops();
+        let exo = system.exogenous_len();
         Ok(Self {
             system,
+            life: PhantomData,
             h,
             options: NewtonOptions::default(),
             stats: NewtonStats::default(),
             compensated: false,
             t0: 0.0,
-            work: Workspace::with_costs(z, x, system.jacobian_band(), system.kernel_ops()),
-            exo: vec![0.0; system.exogenous_len()],
-            before: (system.exogenous_len() > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
+            work: Workspace::with_costs(z, x, band, ops),
+            exo: vec![0.0; exo],
+            before: (exo > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
         })
     }
@@ -139,8 +190,8 @@ where
     }
 
     /// The system being stepped.
-    pub fn system(&self) -> &'a S {
-        self.system
+    pub fn kernels(&self) -> &S {
+        &self.system
     }
 
     /// The step size.
@@ -226,7 +277,7 @@ where
             b.copy_from(&state.z);
         }
         newton::advance(
-            self.system,
+            &*self.system,
             self.h,
             &self.exo,
             &self.options,

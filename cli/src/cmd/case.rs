@@ -10,34 +10,18 @@ use hamel_runtime::NewtonOptions;
 
 use crate::CaseArgs;
 
+/// The number of steps of `--steps N` or `--t-end T` with `--h H` (the
+/// rule of [`hamel_load::step_count`]), refused with the flags named.
 pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
-    if !case.h.is_finite() || case.h == 0.0 {
-        return Err(Error::Usage(format!(
-            "--h {}: the step size must be finite and non-zero",
-            case.h
-        )));
-    }
-    match (case.steps, case.t_end) {
-        (Some(n), _) => Ok(n),
-        (None, Some(t)) => {
-            let n = (t / case.h).round();
-            if n > hamel_load::run::MAX_STEPS as f64 {
-                return Err(Error::Usage(format!(
-                    "--t-end {t} with --h {}: {n:.1e} steps, more than any run can take (at most {:.0e})",
-                    case.h,
-                    hamel_load::run::MAX_STEPS as f64
-                )));
-            }
-            if !n.is_finite() || n < 0.0 {
-                return Err(Error::Usage(format!(
-                    "--t-end {t} with --h {}: not a number of steps",
-                    case.h
-                )));
-            }
-            Ok(n as u64)
-        }
-        (None, None) => Err(Error::Usage("give --steps N or --t-end T".into())),
-    }
+    use hamel_load::LengthError as L;
+    hamel_load::step_count(case.h, case.steps.map(i128::from), case.t_end).map_err(|e| {
+        Error::Usage(match (&e, case.t_end) {
+            (L::StepSize(_), _) => format!("--h {}: {e}", case.h),
+            (L::Neither | L::Both, _) => "give --steps N or --t-end T".into(),
+            (_, Some(t)) => format!("--t-end {t} with --h {}: {e}", case.h),
+            (_, None) => format!("--steps: {e}"),
+        })
+    })
 }
 
 /// The Newton options of `--newton-tol` and `--newton-max-iter` (the
@@ -86,7 +70,11 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
     let inputs = match (&case.inputs, case.input.is_empty()) {
         (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
-        (None, false) => Some(hamel_load::Schedule::from_assignments(&names, &case.input).map_err(Error::Usage)?),
+        (None, false) => Some(
+            hamel_load::Schedule::from_assignments(&names, &case.input)
+                // the library says `input …`; here it came from `--input`
+                .map_err(|e| Error::Usage(if e.starts_with("input `") { format!("--{e}") } else { e }))?,
+        ),
         (None, true) => None,
     };
     let opt = RunOptions {
@@ -117,7 +105,7 @@ pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBu
 pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Result<(Run, PathBuf), Error> {
     let p = prepare(case, scheme, case.every)?;
     // Refused before the output folder is touched.
-    hamel_load::run::check_run(&p.sys, &p.opt).map_err(|e| Error::Usage(e.to_string()))?;
+    hamel_load::run::check_run(&p.sys, &p.opt).map_err(|e| Error::Usage(hamel_cli::simulate::with_flags(e)))?;
     let dir = match dir {
         Some(d) => d.to_path_buf(),
         None => out_dir(case, &p.model, hamel_cli::scheme_name(scheme))?,

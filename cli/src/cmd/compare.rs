@@ -32,7 +32,10 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let model = load_model(&case.model, &sizes)?;
     let chosen: Vec<Scheme> = if schemes.is_empty() {
-        all_schemes().into_iter().filter(|s| s.derive(&model).is_ok()).collect()
+        all_schemes()
+            .into_iter()
+            .filter(|s| s.applies(&model).is_ok())
+            .collect()
     } else {
         schemes
             .iter()

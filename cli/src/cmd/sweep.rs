@@ -14,65 +14,11 @@ use hamel_load::Member;
 use super::case::{newton_of, out_dir, steps_of};
 use crate::CaseArgs;
 
-/// Reads the members: a header row naming columns, one member per row. A
-/// column is `init` (a named initial state), a parameter of the model, or a
-/// coordinate or velocity component (`th`, `x[1]`, `th'`); an empty cell
-/// keeps the default. `#` starts a comment line.
-pub fn read_members(path: &Path, params: &[&str], base: &Member) -> Result<Vec<Member>, Error> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| Error::Usage(format!("cannot read `{shown}`: {e}")))?;
-    if !meta.is_file() || meta.len() > 64 << 20 {
-        return Err(Error::Usage(format!("`{shown}`: not a regular file of at most 64 MiB")));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("cannot read `{shown}`: {e}")))?;
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim().trim_start_matches('\u{feff}')))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-    let (_, header) = lines
-        .next()
-        .ok_or_else(|| Error::Usage(format!("`{shown}`: no header row")))?;
-    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
-    let mut members = Vec::new();
-    for (line, row) in lines {
-        let cells: Vec<&str> = row.split(',').map(str::trim).collect();
-        if cells.len() != columns.len() {
-            return Err(Error::Usage(format!(
-                "{shown}:{line}: {} cell(s), the header has {}",
-                cells.len(),
-                columns.len()
-            )));
-        }
-        let mut m = base.clone();
-        for (col, cell) in columns.iter().zip(&cells) {
-            if cell.is_empty() {
-                continue;
-            }
-            if *col == "init" {
-                m.init = Some(cell.to_string());
-                continue;
-            }
-            let x: f64 = cell.parse().map_err(|e| {
-                Error::Usage(format!(
-                    "{shown}:{line}: column `{col}`: `{cell}` is not a number ({e})"
-                ))
-            })?;
-            if params.contains(col) {
-                m.params.push((col.to_string(), x));
-            } else {
-                m.state.push((col.to_string(), vec![x]));
-            }
-        }
-        members.push(m);
-    }
-    if members.is_empty() {
-        return Err(Error::Usage(format!("`{shown}`: no members (rows after the header)")));
-    }
-    Ok(members)
-}
-
 pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Option<usize>) -> Result<(), Error> {
+    if let Some(n) = threads {
+        // Refused before anything is compiled or started.
+        hamel_load::ensemble::check_threads(n).map_err(|e| Error::Usage(format!("--threads {e}")))?;
+    }
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
@@ -89,7 +35,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         params: Vec::new(),
     };
     let names: Vec<&str> = sys.compiled().params.iter().map(|(n, _)| n.as_str()).collect();
-    let members = read_members(members, &names, &base)?;
+    let members = hamel_load::ensemble::read_members(members, &names, &base)?;
     // Only the summaries are kept: record the first and the last state.
     let opt = RunOptions {
         h: case.h,
@@ -172,7 +118,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         c.scheme,
         case.h,
         steps,
-        threads.unwrap_or_else(rayon_threads)
+        threads.unwrap_or_else(hamel_load::ensemble::cores)
     );
     hamel_cli::out!(
         "{} ok, {flagged} flagged, {failed} failed; {wall:.2} s wall, {:.0} ns per member-step",
@@ -188,8 +134,4 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         )));
     }
     Ok(())
-}
-
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -38,16 +38,16 @@ impl Kinematics {
 }
 
 /// Splits velocity constraints into eliminated components and general rows.
-struct Constraints {
+pub(super) struct Constraints {
     /// velocity components kept as unknowns
-    kept: Vec<usize>,
+    pub(super) kept: Vec<usize>,
     /// general constraints: expressions `A_j(q) ξ` (model symbols)
     general: Vec<Id>,
     /// `A[j][a]` of the general constraints
     rows: Vec<Vec<Id>>,
 }
 
-fn classify(model: &mut Model) -> Constraints {
+pub(super) fn classify(model: &mut Model) -> Constraints {
     let q = model.q_syms();
     let v = model.v_syms();
     let g = &mut model.graph;
@@ -74,15 +74,24 @@ fn classify(model: &mut Model) -> Constraints {
     }
 }
 
+/// Refuses, before anything is derived, a model with holonomic constraints.
+pub(super) fn check_form(model: &Model) -> Result<(), SchemeError> {
+    if model.holonomic.is_empty() {
+        return Ok(());
+    }
+    Err(SchemeError(format!(
+        "the hamel scheme imposes velocity constraints only; {} has holonomic constraints (use rattle or energy_momentum, or coordinates in which they hold, such as directors with a frame)",
+        model.file
+    )))
+}
+
+/// Why hamel(midpoint) cannot take a Lagrangian (see [`derive`]).
+pub(super) const NOT_QUADRATIC: &str = "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta";
+
 /// Derives the discrete Hamel step for `model`.
 pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
-    if !model.holonomic.is_empty() {
-        return Err(SchemeError(format!(
-            "the hamel scheme imposes velocity constraints only; {} has holonomic constraints (use rattle or energy_momentum, or coordinates in which they hold, such as directors with a frame)",
-            model.file
-        )));
-    }
+    check_form(&model)?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
@@ -195,9 +204,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             let hess: Vec<Vec<Id>> = kept.iter().map(|&a| gradient(&mut g, mech.p[a], &v)).collect();
             for row in &hess {
                 if row.iter().any(|&e| g.depends_on(e, &v)) {
-                    return Err(SchemeError(
-                        "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta".into(),
-                    ));
+                    return Err(SchemeError(NOT_QUADRATIC.into()));
                 }
             }
             let zeros = vec![zero; m];

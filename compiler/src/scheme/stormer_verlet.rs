@@ -16,10 +16,9 @@ use super::mechanics::Mechanics;
 use super::step::{at, force_at, symbols, time_in_step, Draft, StepSystem};
 use super::{Frame, InvariantKind, SchemeError};
 
-/// Derives Störmer–Verlet for `model`: the index-reduced form if it has
-/// holonomic constraints, the general form otherwise.
-pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
-    let mut model = model.clone();
+/// Refuses, before anything is derived, a model with a frame or velocity
+/// constraints.
+pub(super) fn check_form(model: &Model) -> Result<(), SchemeError> {
     if model.frame.is_some() {
         return Err(SchemeError(format!(
             "stormer_verlet needs a model in generalized coordinates (no `frame` block); {} defines a Hamel frame",
@@ -32,6 +31,14 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
             model.file
         )));
     }
+    Ok(())
+}
+
+/// Derives Störmer–Verlet for `model`: the index-reduced form if it has
+/// holonomic constraints, the general form otherwise.
+pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
+    let mut model = model.clone();
+    check_form(&model)?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
     if model.holonomic.is_empty() {

@@ -1,0 +1,65 @@
+//! Whether a scheme applies to a model, decided from the model's form
+//! without deriving the step: hosts list the schemes of a model
+//! (`Model.schemes()`, `hamel compare`) at the cost of these checks instead
+//! of a full derivation per scheme. The checks are the ones each derivation
+//! makes before its symbolic work, called from the same functions, so they
+//! give the same answers with the same messages; `tests/applies.rs` checks
+//! that on every model of `models/`.
+
+use crate::model::Model;
+use crate::sym::gradient;
+
+use super::constrained::analyse;
+use super::hamel::{classify, Kinematics, NOT_QUADRATIC};
+use super::mechanics::Mechanics;
+use super::{Frame, Scheme, SchemeError};
+
+impl Scheme {
+    /// `Ok` where [`Scheme::derive`] succeeds for `model`, the error it
+    /// would give otherwise, without deriving the step: the form each scheme
+    /// needs (holonomic or velocity constraints, a frame and its rules, a
+    /// constant mass matrix and `L = ½ q̇ᵀMq̇ − V`, a Lagrangian quadratic in
+    /// the velocities for hamel(midpoint)).
+    pub fn applies(self, model: &Model) -> Result<(), SchemeError> {
+        let mut model = model.clone();
+        match self {
+            Scheme::Hamel(kin) => {
+                super::hamel::check_form(&model)?;
+                let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
+                if kin == Kinematics::Midpoint {
+                    // Node velocities come from the momenta: their Hessian in
+                    // the velocities must not depend on them.
+                    let mech = Mechanics::of(&mut model, &frame);
+                    let kept = classify(&mut model).kept;
+                    let v = model.v_syms();
+                    let g = &mut model.graph;
+                    for a in kept {
+                        let row = gradient(g, mech.p[a], &v);
+                        if row.iter().any(|&e| g.depends_on(e, &v)) {
+                            return Err(SchemeError(NOT_QUADRATIC.into()));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Scheme::StormerVerlet => {
+                super::stormer_verlet::check_form(&model)?;
+                Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+                if !model.holonomic.is_empty() {
+                    analyse(&mut model, "stormer_verlet (index-reduced)")?;
+                }
+                Ok(())
+            }
+            Scheme::Rattle => {
+                analyse(&mut model, "rattle")?;
+                Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+                Ok(())
+            }
+            Scheme::EnergyMomentum => {
+                analyse(&mut model, "energy_momentum")?;
+                Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
+                Ok(())
+            }
+        }
+    }
+}
