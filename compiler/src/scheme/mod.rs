@@ -1,6 +1,7 @@
 //! Schemes: each turns a [`Model`] into a
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
+pub mod compose;
 pub mod constrained;
 pub mod energy_momentum;
 pub mod frame;
