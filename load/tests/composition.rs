@@ -116,6 +116,11 @@ const T_CHAIN: f64 = 1.0;
 /// `T_CHAIN`: `M q̈ = f + Gᵀλ` with the multipliers from the twice
 /// differentiated constraints `|q₁|² = l₁²`, `|q₂ − q₁|² = l₂²`.
 fn chain_reference() -> Vec<f64> {
+    chain_reference_with(T_CHAIN, 40_000)
+}
+
+/// [`chain_reference`] at `t_end`, RK4 in `n` steps.
+fn chain_reference_with(t_end: f64, n: usize) -> Vec<f64> {
     let (m1, m2, g) = (2.0, 3.5, 9.81);
     let f = |_t: f64, y: &[f64]| {
         let (q1, q2, v1, v2) = (&y[0..3], &y[3..6], &y[6..9], &y[9..12]);
@@ -152,7 +157,7 @@ fn chain_reference() -> Vec<f64> {
     let vz1 = -(x1 * vx1 + y1 * vy1) / z1;
     let vz2 = vz1 - ((x2 - x1) * (vx2 - vx1) + (y2 - y1) * (vy2 - vy1)) / (z2 - z1);
     let y0 = [x1, y1, z1, x2, y2, z2, vx1, vy1, vz1, vx2, vy2, vz2];
-    rk4(&f, &y0, T_CHAIN, 40_000)[..6].to_vec()
+    rk4(&f, &y0, t_end, n)[..6].to_vec()
 }
 
 #[test]
@@ -522,4 +527,193 @@ fn linearization_of_the_composed_step_is_the_chain_rule_and_lqr_decays_as_design
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// One rung of an accuracy-per-cost ladder: a run of the double pendulum
+/// (Pattern I, `T_LADDER` seconds) at one order and step size.
+#[derive(Clone, Copy, Debug)]
+struct Rung {
+    order: u32,
+    h: f64,
+    /// largest bob-position error at `T_LADDER` against the RK4 reference
+    error: f64,
+    /// largest relative energy error over the run
+    energy: f64,
+    /// Newton iterations over the run (each a residual-and-Jacobian
+    /// evaluation and a factorization or solve: the cost that counts)
+    iterations: u64,
+    /// wall time of the stepping alone, best of three (seconds)
+    seconds: f64,
+}
+
+const T_LADDER: f64 = 5.0;
+
+/// Bob positions of the double spherical pendulum, Pattern I, at `t_end`
+/// (`chain_reference`'s equations, RK4 at 1e-4).
+fn chain_reference_at(t_end: f64) -> Vec<f64> {
+    chain_reference_with(t_end, (t_end / 1e-4).round() as usize)
+}
+
+/// The ladder of `hamel_midpoint` on the director double pendulum for
+/// `order`, at `rungs` halvings of `h0`.
+fn ladder(order: u32, h0: f64, rungs: usize, reference: &[f64], timed: bool) -> Vec<Rung> {
+    let director = read_model(&model_path("double_spherical_pendulum"), &[]).unwrap();
+    let sys = system(&director, "hamel_midpoint", Backend::Jit, order);
+    (0..rungs)
+        .map(|k| {
+            let h = h0 / f64::powi(2.0, k as i32);
+            let steps = (T_LADDER / h).round() as u64;
+            let opt = RunOptions {
+                h,
+                steps,
+                compensated: false,
+                record_every: steps,
+                inputs: None,
+                newton: Default::default(),
+            };
+            let r = run(&sys, sys.initial("pattern_I").unwrap(), None, &opt).unwrap();
+            let q = r.q.last().unwrap();
+            let mut x: Vec<f64> = q[..3].iter().map(|e| 4.0 * e).collect();
+            x.extend((0..3).map(|i| 4.0 * q[i] + 3.0 * q[3 + i]));
+            let seconds = if timed {
+                (0..3)
+                    .map(|_| {
+                        let mut st = sys.initial("pattern_I").unwrap();
+                        let mut s = DynStepper::new(&sys, h).unwrap();
+                        let t = std::time::Instant::now();
+                        for _ in 0..steps {
+                            s.step(&mut st).unwrap();
+                        }
+                        t.elapsed().as_secs_f64()
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            } else {
+                f64::NAN
+            };
+            Rung {
+                order,
+                h,
+                error: distance(&x, reference),
+                energy: r.monitor.get("energy").unwrap().max_rel_error,
+                iterations: r.newton.iterations,
+                seconds,
+            }
+        })
+        .collect()
+}
+
+/// The least cost (by `cost`) over the rungs that reach `target`.
+fn least(rungs: &[Rung], target: f64, cost: impl Fn(&Rung) -> f64) -> Option<f64> {
+    rungs.iter().filter(|r| r.error <= target).map(cost).reduce(f64::min)
+}
+
+/// The README's claim, asserted on a machine-independent cost (Newton
+/// iterations): on the double pendulum, order 4 reaches a 1e-6 position
+/// error with less work than order 2, and order 6 reaches 1e-9 with less
+/// work than order 4; at a loose 1e-2 order 2 is the cheapest.
+#[test]
+fn composed_orders_pay_at_tight_targets() {
+    let reference = chain_reference_at(T_LADDER);
+    let l2 = ladder(2, 0.01, 6, &reference, false);
+    let l4 = ladder(4, 0.04, 6, &reference, false);
+    let l6 = ladder(6, 0.04, 4, &reference, false);
+    for r in l2.iter().chain(&l4).chain(&l6) {
+        eprintln!("{r:?}");
+    }
+    let it = |r: &Rung| r.iterations as f64;
+    let inf = f64::INFINITY;
+    let at = |t: f64| [&l2, &l4, &l6].map(|l| least(l, t, it).unwrap_or(inf));
+    let (loose, mid, tight) = (at(1e-2), at(1e-6), at(1e-9));
+    eprintln!("Newton iterations to reach 1e-2: {loose:?}; 1e-6: {mid:?}; 1e-9: {tight:?}");
+    assert!(mid[1] < mid[0], "order 4 pays at 1e-6: {mid:?}");
+    assert!(tight[2] < tight[1], "order 6 pays at 1e-9: {tight:?}");
+}
+
+/// The figure of the README: error against wall time of the stepping for
+/// orders 2, 4, 6 on the double pendulum (Pattern I, 5 s), written to
+/// `target/orders/` as CSV and SVG. Run in release:
+/// `cargo test --release -p hamel-load --test composition -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn accuracy_per_second_figure() {
+    let reference = chain_reference_at(T_LADDER);
+    let all: Vec<Vec<Rung>> = vec![
+        ladder(2, 0.02, 9, &reference, true),
+        ladder(4, 0.04, 8, &reference, true),
+        ladder(6, 0.04, 7, &reference, true),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/orders");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("order,h,position_error,energy_error_rel,newton_iterations,seconds\n");
+    for r in all.iter().flatten() {
+        csv += &format!(
+            "{},{},{:e},{:e},{},{:e}\n",
+            r.order, r.h, r.error, r.energy, r.iterations, r.seconds
+        );
+        eprintln!(
+            "order {} h {:<9} error {:.2e} energy {:.2e} iterations {:>8} {:.3e} s",
+            r.order, r.h, r.error, r.energy, r.iterations, r.seconds
+        );
+    }
+    std::fs::write(dir.join("orders.csv"), csv).unwrap();
+    for target in [1e-3, 1e-6, 1e-9] {
+        let best: Vec<String> = all
+            .iter()
+            .map(|l| match least(l, target, |r| r.seconds) {
+                Some(s) => format!("order {}: {:.2e} s", l[0].order, s),
+                None => format!("order {}: not reached", l[0].order),
+            })
+            .collect();
+        eprintln!("position error {target:e}: {}", best.join(", "));
+    }
+    std::fs::write(dir.join("orders.svg"), svg(&all)).unwrap();
+    eprintln!("wrote {}", dir.display());
+}
+
+/// A log–log plot of error against seconds, one polyline per order.
+fn svg(all: &[Vec<Rung>]) -> String {
+    let (w, h, m) = (640.0, 420.0, 60.0);
+    let pts: Vec<&Rung> = all.iter().flatten().collect();
+    let lx = |r: &Rung| r.seconds.log10();
+    let ly = |r: &Rung| r.error.max(1e-16).log10();
+    let (x0, x1) = (
+        pts.iter().map(|r| lx(r)).fold(f64::INFINITY, f64::min).floor(),
+        pts.iter().map(|r| lx(r)).fold(f64::NEG_INFINITY, f64::max).ceil(),
+    );
+    let (y0, y1) = (
+        pts.iter().map(|r| ly(r)).fold(f64::INFINITY, f64::min).floor(),
+        pts.iter().map(|r| ly(r)).fold(f64::NEG_INFINITY, f64::max).ceil(),
+    );
+    let px = |v: f64| m + (v - x0) / (x1 - x0) * (w - 2.0 * m);
+    let py = |v: f64| h - m - (v - y0) / (y1 - y0) * (h - 2.0 * m);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    for e in (x0 as i32)..=(x1 as i32) {
+        let x = px(e as f64);
+        s += &format!("<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">1e{e}</text>\n", m, h - m, h - m + 16.0);
+    }
+    for e in (y0 as i32)..=(y1 as i32) {
+        let y = py(e as f64);
+        s += &format!("<line x1=\"{m}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">1e{e}</text>\n", w - m, m - 6.0, y + 4.0);
+    }
+    s += &format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">wall time of the stepping (s)</text>\n",
+        w / 2.0,
+        h - 16.0
+    );
+    s += &format!("<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">bob position error at t = 5 s</text>\n", h / 2.0, h / 2.0);
+    for (l, colour) in all.iter().zip(["#1f77b4", "#d62728", "#2ca02c"]) {
+        let line: Vec<String> = l.iter().map(|r| format!("{:.1},{:.1}", px(lx(r)), py(ly(r)))).collect();
+        s += &format!(
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>\n",
+            line.join(" ")
+        );
+        let last = &l[0];
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{colour}\">order {}</text>\n",
+            px(lx(last)) + 6.0,
+            py(ly(last)) - 6.0,
+            last.order
+        );
+    }
+    s + "</svg>\n"
 }

@@ -90,6 +90,13 @@ fn parse_scheme(name: &str) -> PyResult<Scheme> {
     Scheme::from_names(name, None).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// `sys` taking steps of order `order` (the keyword argument `order`).
+fn with_order(mut sys: System, order: u32) -> PyResult<System> {
+    sys.set_order(order)
+        .map_err(|e| PyValueError::new_err(format!("order={order}: {e}")))?;
+    Ok(sys)
+}
+
 fn parse_backend(name: &str) -> PyResult<Backend> {
     name.parse().map_err(load_err)
 }
@@ -334,10 +341,12 @@ impl Model {
     /// midpoint), or an array with one row per step (held past its end).
     /// `newton_tol` (a positive number; default machine epsilon) and
     /// `newton_max_iter` (at least 1; default 30) set Newton's relative
-    /// tolerance and iteration bound.
+    /// tolerance and iteration bound. `order` is the order of the step: 2,
+    /// the scheme itself, or 4 or 6, the scheme composed with itself
+    /// (symmetric schemes; inputs held over the whole composed step).
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
     /// holds the run up to there).
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None))]
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
         &self,
@@ -354,6 +363,7 @@ impl Model {
         inputs: Option<&Bound<'_, PyAny>>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
+        order: u32,
     ) -> PyResult<PyRun> {
         let scheme = parse_scheme(scheme)?;
         let steps = step_count(h, steps, t_end)?;
@@ -372,7 +382,7 @@ impl Model {
             inputs,
             newton,
         };
-        let sys = self.compiled(py, scheme, false)?;
+        let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let path = self.inner.path.clone();
         let result = py.detach(move || {
             let mut sys = sys;
@@ -394,8 +404,8 @@ impl Model {
     /// length. Returns a list in the order of the inputs, holding a `Run`
     /// per member or, for a member that failed, the exception it raised
     /// (not raised: the others' results are kept). `newton_tol` and
-    /// `newton_max_iter` as in `simulate`.
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None))]
+    /// `newton_max_iter` and `order` as in `simulate`.
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
         &self,
@@ -412,6 +422,7 @@ impl Model {
         threads: Option<usize>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
+        order: u32,
     ) -> PyResult<Bound<'py, PyList>> {
         let newton = newton_options(newton_tol, newton_max_iter)?;
         let scheme = parse_scheme(scheme)?;
@@ -464,7 +475,7 @@ impl Model {
             inputs: None,
             newton,
         };
-        let sys = self.compiled(py, scheme, false)?;
+        let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let results = py
             .detach(move || hamel_load::run_many(&sys, &members, &opt, threads))
             .map_err(load_err)?;
@@ -483,10 +494,21 @@ impl Model {
     }
 
     /// A stepper of `scheme` with step `h`: `step(z)`, `step_with_sensitivity(z)`.
-    #[pyo3(signature = (scheme="hamel", h=0.01, params=None))]
-    fn stepper(&self, py: Python<'_>, scheme: &str, h: f64, params: Option<&Bound<'_, PyDict>>) -> PyResult<Stepper> {
+    /// `order` as in `simulate`: with 4 or 6 each call of `step` takes the
+    /// whole composed step (its sub-steps' Newton guesses start afresh at
+    /// every call, so the states agree with `simulate`'s to Newton's
+    /// tolerance rather than to the bit).
+    #[pyo3(signature = (scheme="hamel", h=0.01, params=None, order=2))]
+    fn stepper(
+        &self,
+        py: Python<'_>,
+        scheme: &str,
+        h: f64,
+        params: Option<&Bound<'_, PyDict>>,
+        order: u32,
+    ) -> PyResult<Stepper> {
         let scheme = parse_scheme(scheme)?;
-        let mut sys = self.compiled(py, scheme, false)?;
+        let mut sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let params = param_pairs(params)?;
         for (n, x) in &params {
             sys.set_param(n, *x).map_err(PyValueError::new_err)?;
@@ -497,6 +519,7 @@ impl Model {
             scheme,
             h,
             params,
+            order,
             state: Mutex::new(StepperState {
                 sys,
                 sensitive: None,
@@ -663,6 +686,8 @@ struct Stepper {
     scheme: Scheme,
     h: f64,
     params: Vec<(String, f64)>,
+    /// the order of its steps (2, or the scheme composed to 4 or 6)
+    order: u32,
     state: Mutex<StepperState>,
 }
 
@@ -674,7 +699,7 @@ impl Stepper {
     /// Compiles the step with sensitivities on first use.
     fn ensure_sensitive(&self, st: &mut StepperState) -> PyResult<()> {
         if st.sensitive.is_none() {
-            let mut s = self.inner.system(self.scheme, true).map_err(load_err)?;
+            let mut s = with_order(self.inner.system(self.scheme, true).map_err(load_err)?, self.order)?;
             for (n, x) in &self.params {
                 s.set_param(n, *x).map_err(PyValueError::new_err)?;
             }
