@@ -415,7 +415,7 @@ fn composed_steps_keep_what_their_base_step_keeps() {
         }
         // energy: bounded, and at this h smaller by orders of magnitude
         // composed (the energy–momentum step keeps it to round-off anyway)
-        if scheme != "energy_momentum" && !(energy[1] < energy[0] / 10.0 && energy[2] < energy[1]) {
+        if scheme != "energy_momentum" && !(energy[1] < energy[0] / 100.0 && energy[2] < energy[1] / 1000.0) {
             failures.push(format!("{scheme}: energy errors for orders 2, 4, 6 {}", sci(&energy)));
         }
         if scheme.starts_with("hamel") && !(momentum[1] < momentum[0] / 10.0 && momentum[2] < momentum[1]) {
@@ -608,9 +608,10 @@ fn least(rungs: &[Rung], target: f64, cost: impl Fn(&Rung) -> f64) -> Option<f64
 }
 
 /// The README's claim, asserted on a machine-independent cost (Newton
-/// iterations): on the double pendulum, order 4 reaches a 1e-6 position
-/// error with less work than order 2, and order 6 reaches 1e-9 with less
-/// work than order 4; at a loose 1e-2 order 2 is the cheapest.
+/// iterations, which rank the rungs as the wall time does): on the double
+/// pendulum, at a loose 1e-2 position error order 2 is the cheapest; at
+/// 1e-6 order 4 beats it and order 6 beats order 4; at 1e-9 order 6 beats
+/// order 4 and order 2 does not get there on its ladder (h ≥ 3e-4).
 #[test]
 fn composed_orders_pay_at_tight_targets() {
     let reference = chain_reference_at(T_LADDER);
@@ -625,8 +626,18 @@ fn composed_orders_pay_at_tight_targets() {
     let at = |t: f64| [&l2, &l4, &l6].map(|l| least(l, t, it).unwrap_or(inf));
     let (loose, mid, tight) = (at(1e-2), at(1e-6), at(1e-9));
     eprintln!("Newton iterations to reach 1e-2: {loose:?}; 1e-6: {mid:?}; 1e-9: {tight:?}");
-    assert!(mid[1] < mid[0], "order 4 pays at 1e-6: {mid:?}");
-    assert!(tight[2] < tight[1], "order 6 pays at 1e-9: {tight:?}");
+    assert!(
+        loose[0] < loose[1] && loose[0] < loose[2],
+        "order 2 is the cheapest at 1e-2: {loose:?}"
+    );
+    assert!(
+        mid[1] < mid[0] && mid[2] < mid[1],
+        "orders 4 and 6 pay at 1e-6: {mid:?}"
+    );
+    assert!(
+        tight[2] < tight[1] && tight[0] == inf,
+        "order 6 pays at 1e-9, out of order 2's reach: {tight:?}"
+    );
 }
 
 /// The figure of the README: error against wall time of the stepping for
@@ -716,4 +727,74 @@ fn svg(all: &[Vec<Rung>]) -> String {
         );
     }
     s + "</svg>\n"
+}
+
+/// The composition with coefficients `gamma`, by hand (one stepper per
+/// sub-step size; the chain is unforced, so time labels do not matter):
+/// bob-position error at `T_CHAIN` with step `h`.
+fn composed_by_hand(sys: &System, gamma: &[f64], h: f64, reference: &[f64]) -> f64 {
+    let mut steppers: Vec<DynStepper<'_, System>> =
+        gamma.iter().map(|g| DynStepper::new(sys, g * h).unwrap()).collect();
+    let mut st = sys.initial("pattern_I").unwrap();
+    for _ in 0..(T_CHAIN / h).round() as u64 {
+        for s in &mut steppers {
+            s.step(&mut st).unwrap();
+        }
+    }
+    let (q, _) = sys.physical(&st.z, st.step).unwrap();
+    let mut x: Vec<f64> = q[..3].iter().map(|e| 4.0 * e).collect();
+    x.extend((0..3).map(|i| 4.0 * q[i] + 3.0 * q[3 + i]));
+    distance(&x, reference)
+}
+
+/// Why Kahan–Li's nine stages for order 6: at equal work (sub-steps per
+/// unit time) its error on the double pendulum is below Yoshida's seven
+/// stages' (2.2× measured) and far below the triple jump of the triple
+/// jump's (nine stages, 230×). For order 4, Suzuki's five stages beat the
+/// triple jump the same way (0.21× its error at equal work), recorded here
+/// for a later choice: order 4 is the triple jump as specified. The
+/// error constant `C = e / h⁶` is measured at a step in the asymptotic
+/// range; at equal work `s/h` the error is `C s⁶ / W⁶`, so `C s⁶` ranks them.
+#[test]
+fn kahan_li_has_the_smallest_sixth_order_error_at_equal_work() {
+    use hamel_runtime::compose::{KAHAN_LI_9, TRIPLE_JUMP, YOSHIDA_7};
+    let reference = chain_reference();
+    let director = read_model(&model_path("double_spherical_pendulum"), &[]).unwrap();
+    let sys = compile(&director, "hamel_midpoint".parse().unwrap(), Backend::Jit).unwrap();
+    let d1 = 1.0 / (2.0 - 2f64.powf(0.2));
+    let d2 = 1.0 - 2.0 * d1;
+    let tj2: Vec<f64> = [d1, d2, d1].iter().flat_map(|d| TRIPLE_JUMP.map(|g| d * g)).collect();
+    let cost = |g: &[f64], p: i32, h: f64| {
+        let e = composed_by_hand(&sys, g, h, &reference);
+        let e2 = composed_by_hand(&sys, g, h / 2.0, &reference);
+        let order = (e / e2).log2();
+        let c = e2 / (h / 2.0).powi(p) * (g.len() as f64).powi(p);
+        eprintln!(
+            "{} stages: errors {e:.2e}, {e2:.2e} (order {order:.2}); C s^{p} = {c:.3e}",
+            g.len()
+        );
+        assert!((order - p as f64).abs() < 0.2, "{order}");
+        c
+    };
+    let (kl, yoshida, tj) = (
+        cost(&KAHAN_LI_9, 6, 0.025),
+        cost(&YOSHIDA_7, 6, 0.025),
+        cost(&tj2, 6, 0.025),
+    );
+    eprintln!(
+        "order 6, equal-work error relative to Kahan–Li: Yoshida 7 {:.1}×, triple jump² {:.1}×",
+        yoshida / kl,
+        tj / kl
+    );
+    assert!(kl < yoshida / 1.5 && kl < tj / 50.0, "{kl:e} {yoshida:e} {tj:e}");
+    // Order 4, for the record: Suzuki's five stages against the triple jump.
+    let (triple, suzuki) = (
+        cost(&TRIPLE_JUMP, 4, 0.01),
+        cost(&hamel_runtime::compose::SUZUKI_5, 4, 0.01),
+    );
+    eprintln!(
+        "order 4, equal-work error of Suzuki 5 relative to the triple jump: {:.2}×",
+        suzuki / triple
+    );
+    assert!(suzuki < triple / 2.0, "{suzuki:e} {triple:e}");
 }
