@@ -798,3 +798,39 @@ fn kahan_li_has_the_smallest_sixth_order_error_at_equal_work() {
     );
     assert!(suzuki < triple / 2.0, "{suzuki:e} {triple:e}");
 }
+
+/// A composed step that fails (here: Newton allowed one iteration) leaves
+/// the state as it was, and the next step from it is the step a fresh
+/// stepper takes, to the bit; a composed stepper with a negative step runs
+/// the motion back to its start (the composition is symmetric).
+#[test]
+fn failed_composed_steps_change_nothing_and_negative_steps_run_back() {
+    let cart = read_model(&model_path("double_spherical_pendulum_cartesian"), &[]).unwrap();
+    for order in [4, 6] {
+        let sys = system(&cart, "rattle", Backend::Interpreter, order);
+        let start = sys.initial("pattern_I").unwrap();
+        let mut s = DynStepper::new(&sys, 0.05).unwrap();
+        s.options.max_iterations = 1;
+        let mut st = start.clone();
+        assert!(s.step(&mut st).is_err(), "one Newton iteration is not enough");
+        assert_eq!(st, start, "order {order}: a failed step changes nothing");
+        s.options.max_iterations = 30;
+        s.step(&mut st).unwrap();
+        let mut fresh = start.clone();
+        DynStepper::new(&sys, 0.05).unwrap().step(&mut fresh).unwrap();
+        assert_eq!(st.z, fresh.z, "order {order}");
+
+        let mut st = start.clone();
+        let mut forward = DynStepper::new(&sys, 0.01).unwrap();
+        for _ in 0..100 {
+            forward.step(&mut st).unwrap();
+        }
+        let mut back = DynStepper::new(&sys, -0.01).unwrap();
+        for _ in 0..100 {
+            back.step(&mut st).unwrap();
+        }
+        let off = (&st.z - &start.z).amax();
+        eprintln!("order {order}: 100 steps forward and back, |Δz| = {off:.1e}");
+        assert!(off < 1e-10, "order {order}: {off:e}");
+    }
+}

@@ -126,11 +126,17 @@ where
     warm: Vec<OVector<f64, X>>,
     /// what each sub-step's last solve tells its next
     memory: Vec<NewtonMemory<X>>,
-    /// the state the last composed step produced (the lanes continue only
-    /// from it)
-    produced: Option<(u64, OVector<f64, Z>)>,
+    /// the step count and state `z` the last composed step produced (the
+    /// lanes continue only from it; `None`: no step yet)
+    produced: Option<u64>,
+    produced_z: OVector<f64, Z>,
     /// the state before the sub-step (the sub-step's work needs it)
     before: OVector<f64, Z>,
+    /// copies of the state and the lanes before the step, restored if a
+    /// sub-step fails (allocated once, like Newton's workspace)
+    saved: StateOf<Z, X>,
+    saved_warm: Vec<OVector<f64, X>>,
+    saved_memory: Vec<NewtonMemory<X>>,
 }
 
 impl<Z: Dim, X: Dim> Composition<Z, X>
@@ -158,7 +164,11 @@ where
             warm: vec![OVector::zeros_generic(x, U1); gamma.len()],
             memory: (0..gamma.len()).map(|_| NewtonMemory::new(x)).collect(),
             produced: None,
+            produced_z: OVector::zeros_generic(z, U1),
             before: OVector::zeros_generic(z, U1),
+            saved: StateOf::zeros(z, x),
+            saved_warm: vec![OVector::zeros_generic(x, U1); gamma.len()],
+            saved_memory: (0..gamma.len()).map(|_| NewtonMemory::new(x)).collect(),
         }))
     }
 
@@ -170,10 +180,7 @@ where
     /// Starts the lanes from `state` unless it is the state this composition
     /// produced last.
     fn continue_from(&mut self, state: &StateOf<Z, X>) {
-        let continues = self
-            .produced
-            .as_ref()
-            .is_some_and(|(k, z)| *k == state.step && *z == state.z);
+        let continues = self.produced == Some(state.step) && self.produced_z == state.z;
         if !continues {
             for (w, m) in self.warm.iter_mut().zip(&mut self.memory) {
                 w.copy_from(&state.warm);
@@ -204,8 +211,11 @@ where
     let h = stepper.h;
     let t_k = stepper.t0 + k as f64 * h;
     let sys = stepper.system;
-    let original = state.clone();
-    let lanes_before = (comp.warm.clone(), comp.memory.clone());
+    copy_state(&mut comp.saved, state);
+    for i in 0..comp.stages() {
+        comp.saved_warm[i].copy_from(&comp.warm[i]);
+        comp.saved_memory[i].copy_from(&comp.memory[i]);
+    }
     let mut work = 0.0;
     let mut lin: Option<Linearization<Z>> = None;
     let mut run = |stepper: &mut StepperOf<'_, S, Z, X>, comp: &mut Composition<Z, X>| -> Result<(), StepError> {
@@ -255,15 +265,31 @@ where
         Ok(())
     };
     if let Err(e) = run(stepper, comp) {
-        *state = original;
-        (comp.warm, comp.memory) = lanes_before;
+        copy_state(state, &comp.saved);
+        for i in 0..comp.stages() {
+            comp.warm[i].copy_from(&comp.saved_warm[i]);
+            comp.memory[i].copy_from(&comp.saved_memory[i]);
+        }
         return Err(e);
     }
     stepper.work_done += work;
     state.warm.copy_from(&comp.warm[comp.stages() - 1]);
     state.step = k + 1;
-    comp.produced = Some((state.step, state.z.clone()));
+    comp.produced = Some(state.step);
+    comp.produced_z.copy_from(&state.z);
     Ok(lin)
+}
+
+/// Overwrites `to` with `from`, allocating nothing.
+fn copy_state<Z: Dim, X: Dim>(to: &mut StateOf<Z, X>, from: &StateOf<Z, X>)
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    to.z.copy_from(&from.z);
+    to.lo.copy_from(&from.lo);
+    to.warm.copy_from(&from.warm);
+    to.step = from.step;
+    to.newton.copy_from(&from.newton);
 }
 
 /// A fixed- or run-time-size square matrix as a dynamic one.
