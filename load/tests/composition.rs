@@ -834,3 +834,40 @@ fn failed_composed_steps_change_nothing_and_negative_steps_run_back() {
         assert!(off < 1e-10, "order {order}: {off:e}");
     }
 }
+
+/// Inputs are held over the whole composed step (zero-order hold): the same
+/// drive given as an input expression in `t` (sampled once per step, at its
+/// midpoint) limits the composed step to order 2, where the drive written in
+/// the model keeps order 4 (`forced_in_time_…`).
+#[test]
+fn inputs_held_over_the_composed_step_limit_it_to_order_two() {
+    let src = DUFFING.replace("force x     = f0 * cos(w * t)", "inputs { u }\n    force x     = u");
+    let model = load_source("duffing_input.hamel", &src, &[]).unwrap();
+    let sys = system(&model, "hamel_midpoint", Backend::Jit, 4);
+    let reference = duffing_reference();
+    let hs = [0.1, 0.05, 0.025];
+    let errors: Vec<f64> = hs
+        .iter()
+        .map(|&h| {
+            let steps = (T_FORCED / h).round() as u64;
+            let opt = RunOptions {
+                h,
+                steps,
+                compensated: false,
+                record_every: steps,
+                inputs: Some(
+                    hamel_load::Schedule::from_assignments(&["u"], &["u=0.8*cos(1.3*t)".to_string()]).unwrap(),
+                ),
+                newton: Default::default(),
+            };
+            let r = run(&sys, sys.initial("start").unwrap(), None, &opt).unwrap();
+            distance(r.q.last().unwrap(), &reference)
+        })
+        .collect();
+    let p: Vec<f64> = errors.windows(2).map(|e| (e[0] / e[1]).log2()).collect();
+    eprintln!(
+        "duffing, input expression, order 4 composed: errors {}, observed {p:.3?}",
+        sci(&errors)
+    );
+    assert!((p[1] - 2.0).abs() < 0.1, "{p:?}");
+}
