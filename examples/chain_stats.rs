@@ -29,6 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model_path: &path,
         sensitivity,
         simd: true,
+        order: 2,
     };
     let (tokens, stats) = emit(&sys, &target)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -115,6 +115,10 @@ struct CaseArgs {
     /// more fails, naming the step
     #[arg(long = "newton-max-iter", value_name = "N", allow_negative_numbers = true)]
     newton_max_iter: Option<i64>,
+    /// order of the step: 2, the scheme itself; 4 or 6, the scheme composed
+    /// with itself (triple jump; Kahan–Li, 9 sub-steps), for symmetric schemes
+    #[arg(long, value_name = "2|4|6", default_value_t = 2)]
+    order: u32,
 }
 
 #[derive(Subcommand)]

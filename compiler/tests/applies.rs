@@ -66,7 +66,7 @@ fn applies_agrees_with_derive_on_the_forms_schemes_refuse() {
         "model a { coordinates { th, ph } lagrangian = th'^2 + sin(th)^2 * ph'^2 holonomic th^2 + ph^2 = 1 }",
         // terms linear in the velocities
         "model y { coordinates { x: vec3 } lagrangian = 0.5 * dot(x', x') + x[0] * x'[1] holonomic norm2(x) = 1 }",
-        // a Lagrangian not quadratic in the velocities (hamel(midpoint) refuses it)
+        // a Lagrangian not quadratic in the velocities (hamel_midpoint refuses it)
         "model k { coordinates { q } lagrangian = q'^4 / 4 + q'^2 / 2 - q^2 / 2 }",
         // a velocity constraint (stormer_verlet, rattle, energy_momentum refuse it)
         "model c { coordinates { x, y, th } lagrangian = 0.5 * (x'^2 + y'^2 + th'^2)

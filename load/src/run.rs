@@ -134,7 +134,8 @@ fn check_size(sys: &System, steps: u64, every: u64) -> Result<(), RunError> {
 pub struct Run {
     /// model name
     pub model: String,
-    /// scheme label
+    /// scheme label (`rattle`, …; `rattle composed to order 4` for a
+    /// composed step, see `System::set_order`)
     pub scheme: String,
     /// what evaluated the kernels
     pub backend: Backend,
@@ -376,7 +377,10 @@ pub fn run_until(
         go_on,
         run: Run {
             model: c.model.clone(),
-            scheme: c.scheme.clone(),
+            scheme: match sys.step_order() {
+                2 => c.scheme.clone(),
+                order => format!("{} composed to order {order}", c.scheme),
+            },
             backend: sys.backend(),
             prepare_ms: sys.prepare_time().as_secs_f64() * 1e3,
             initial,

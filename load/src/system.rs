@@ -24,6 +24,8 @@ pub struct System {
     hot: Hot,
     /// time spent preparing the kernels (JIT: compiling them)
     prepared_in: std::time::Duration,
+    /// the order of the steps a stepper takes (2: the scheme's own; 4, 6: composed)
+    order: u32,
 }
 
 /// The functions Newton calls every iteration, looked up once.
@@ -69,6 +71,7 @@ impl System {
             kernels,
             hot,
             prepared_in,
+            order: 2,
         })
     }
 
@@ -76,6 +79,22 @@ impl System {
     /// compiling every function to native code).
     pub fn prepare_time(&self) -> std::time::Duration {
         self.prepared_in
+    }
+
+    /// Makes steppers of this system take steps of order `order`: 2, the
+    /// scheme's own step (the default), or 4 or 6, the scheme composed with
+    /// itself (`hamel_runtime::compose`). Orders 4 and 6 need a symmetric
+    /// scheme; the error names the argument `order`.
+    pub fn set_order(&mut self, order: u32) -> Result<(), LoadError> {
+        let constrained = self.step.invariants.iter().any(|(_, k)| k.is_residual());
+        hamel_compiler::scheme::compose::check_order(self.step.kind, order, constrained)?;
+        self.order = order;
+        Ok(())
+    }
+
+    /// The order of the steps steppers of this system take (see [`System::set_order`]).
+    pub fn step_order(&self) -> u32 {
+        self.order
     }
 
     /// The back-end evaluating the kernels.
@@ -379,6 +398,10 @@ impl Kernels<Dyn, Dyn> for System {
 
     fn scheme(&self) -> &str {
         &self.step.scheme
+    }
+
+    fn order(&self) -> u32 {
+        self.order
     }
 
     fn dims(&self) -> (Dyn, Dyn) {

@@ -64,7 +64,12 @@ fn the_runtime_loop_and_the_loaders_runs_agree_to_the_bit_on_a_driven_model() {
 
 #[test]
 fn a_stopped_run_keeps_its_states_up_to_the_stop() {
-    let sys = compile(&model("spherical_pendulum"), "hamel_averaged".parse().unwrap(), Backend::Jit).unwrap();
+    let sys = compile(
+        &model("spherical_pendulum"),
+        "hamel_averaged".parse().unwrap(),
+        Backend::Jit,
+    )
+    .unwrap();
     let opt = options(0.1, 10_000);
     let full = run(&sys, sys.initial("published").unwrap(), None, &opt).unwrap();
     assert!(!full.stopped);
@@ -102,7 +107,12 @@ fn member_tables_refuse_duplicate_columns_and_name_bad_cells() {
 
 #[test]
 fn thread_counts_are_bounded_and_a_panicking_member_fails_alone() {
-    let sys = compile(&model("spherical_pendulum"), "hamel_averaged".parse().unwrap(), Backend::Jit).unwrap();
+    let sys = compile(
+        &model("spherical_pendulum"),
+        "hamel_averaged".parse().unwrap(),
+        Backend::Jit,
+    )
+    .unwrap();
     let members = vec![Member::default(); 2];
     let stop = AtomicBool::new(false);
     let most = hamel_load::ensemble::THREADS_PER_CORE * hamel_load::ensemble::cores();

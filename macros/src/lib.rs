@@ -26,6 +26,9 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// `scheme`, or with `scheme = "hamel"`, the discrete Hamel scheme with
 /// midpoint (variational) kinematics is derived; `kinematics = "averaged"`
 /// (or `scheme = "hamel_averaged"`) gives the averaged form of ZLB12.
+/// `order = 4` or `order = 6` makes steppers take the scheme composed with
+/// itself (default 2; checked here: a scheme that cannot be composed to that
+/// order is a compile error on the attribute).
 #[proc_macro_derive(Integrator, attributes(hamel))]
 pub fn derive_integrator(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -120,6 +123,8 @@ struct Attr {
     /// instruction-set copies of the longer per-step kernels (default true;
     /// false: baseline only, and no `unsafe` in the emitted code)
     simd: bool,
+    /// `order = 4` or `6`: the scheme composed (default 2, the scheme itself)
+    order: Option<syn::LitInt>,
 }
 
 fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
@@ -129,6 +134,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
     let mut sizes = Vec::new();
     let mut sensitivity = false;
     let mut simd = true;
+    let mut order = None;
     let mut found = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("hamel")) {
         found = true;
@@ -141,6 +147,10 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
                 simd = meta.value()?.parse::<syn::LitBool>()?.value;
                 return Ok(());
             }
+            if meta.path.is_ident("order") {
+                order = Some(meta.value()?.parse::<syn::LitInt>()?);
+                return Ok(());
+            }
             let slot = if meta.path.is_ident("model") {
                 &mut model
             } else if meta.path.is_ident("scheme") {
@@ -151,7 +161,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
                 // Any other `NAME = <integer>` sets a size of the model (`size N = ...`).
                 let value = meta.value()?;
                 let lit: syn::LitInt = value.parse().map_err(|_| {
-                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, `sensitivity`, `simd`, or a model size such as `N = 8`)")
+                    meta.error("unknown hamel attribute (expected `model`, `scheme`, `kinematics`, `sensitivity`, `simd`, `order`, or a model size such as `N = 8`)")
                 })?;
                 sizes.push((name.to_string(), lit.base10_parse::<i64>()?));
                 return Ok(());
@@ -181,6 +191,7 @@ fn parse_attr(input: &DeriveInput) -> syn::Result<Attr> {
         sizes,
         sensitivity,
         simd,
+        order,
     })
 }
 
@@ -293,12 +304,28 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             e.to_string(),
         )
     })?;
+    let order = match &attr.order {
+        None => 2,
+        Some(lit) => {
+            let constrained = sys.invariants.iter().any(|i| i.kind.is_residual());
+            let order = lit.base10_parse::<u32>().map_err(|_| {
+                syn::Error::new(
+                    lit.span(),
+                    format!("order {lit} is not offered: order must be 2, 4 or 6"),
+                )
+            })?;
+            hamel_compiler::scheme::compose::check_order(sys.kind, order, constrained)
+                .map_err(|e| syn::Error::new(lit.span(), e.0))?;
+            order
+        }
+    };
     let abs = path.canonicalize().unwrap_or(path).display().to_string();
     let target = hamel_compiler::emit::integrator::Target {
         ident: &input.ident,
         model_path: &abs,
         sensitivity: attr.sensitivity,
         simd: attr.simd,
+        order,
     };
     let (tokens, _stats) =
         hamel_compiler::emit::integrator::emit(&sys, &target).map_err(|e| syn::Error::new(Span::call_site(), e))?;

@@ -79,6 +79,7 @@ class Model:
         inputs: Optional[InputValues] = None,
         newton_tol: Optional[float] = None,
         newton_max_iter: Optional[int] = None,
+        order: int = 2,
     ) -> Run: ...
     def simulate_many(
         self,
@@ -94,5 +95,8 @@ class Model:
         threads: Optional[int] = None,
         newton_tol: Optional[float] = None,
         newton_max_iter: Optional[int] = None,
+        order: int = 2,
     ) -> List[Union[Run, HamelError, ValueError]]: ...
-    def stepper(self, scheme: str = "hamel", h: float = 0.01, params: Optional[Mapping[str, float]] = None) -> Stepper: ...
+    def stepper(
+        self, scheme: str = "hamel", h: float = 0.01, params: Optional[Mapping[str, float]] = None, order: int = 2
+    ) -> Stepper: ...

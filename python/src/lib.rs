@@ -93,6 +93,13 @@ fn parse_scheme(name: &str) -> PyResult<Scheme> {
     Scheme::from_names(name, None).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// `sys` taking steps of order `order` (the keyword argument `order`).
+fn with_order(mut sys: System, order: u32) -> PyResult<System> {
+    sys.set_order(order)
+        .map_err(|e| PyValueError::new_err(format!("order={order}: {e}")))?;
+    Ok(sys)
+}
+
 fn parse_backend(name: &str) -> PyResult<Backend> {
     name.parse().map_err(load_err)
 }
@@ -428,11 +435,13 @@ impl Model {
     /// midpoint), or an array with one row per step (at least `steps` rows).
     /// `newton_tol` (a positive number; default machine epsilon) and
     /// `newton_max_iter` (at least 1; default 30) set Newton's relative
-    /// tolerance and iteration bound.
+    /// tolerance and iteration bound. `order` is the order of the step: 2,
+    /// the scheme itself, or 4 or 6, the scheme composed with itself
+    /// (symmetric schemes; inputs held over the whole composed step).
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
     /// holds the run up to there); Ctrl-C raises `KeyboardInterrupt` within
     /// about 0.1 s, its `run` attribute holding the run so far.
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None))]
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
         &self,
@@ -449,6 +458,7 @@ impl Model {
         inputs: Option<&Bound<'_, PyAny>>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
+        order: u32,
     ) -> PyResult<PyRun> {
         let scheme = parse_scheme(scheme)?;
         let steps = step_count(h, steps, t_end)?;
@@ -467,7 +477,7 @@ impl Model {
             inputs,
             newton,
         };
-        let sys = self.compiled(py, scheme, false)?;
+        let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let path = self.inner.path.clone();
         let mut interrupt = None;
         let result = py.detach(|| {
@@ -502,10 +512,10 @@ impl Model {
     /// length. Returns a list in the order of the inputs, holding a `Run`
     /// per member or, for a member that failed, the exception it raised
     /// (not raised: the others' results are kept). `threads`: 1 to 4 per
-    /// core. `newton_tol` and `newton_max_iter` as in `simulate`. Ctrl-C
+    /// core. `newton_tol`, `newton_max_iter` and `order` as in `simulate`. Ctrl-C
     /// raises `KeyboardInterrupt`, its `runs` attribute holding that list
     /// with every member's run so far.
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None))]
+    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
         &self,
@@ -522,6 +532,7 @@ impl Model {
         threads: Option<i64>,
         newton_tol: Option<f64>,
         newton_max_iter: Option<i64>,
+        order: u32,
     ) -> PyResult<Bound<'py, PyList>> {
         let newton = newton_options(newton_tol, newton_max_iter)?;
         let scheme = parse_scheme(scheme)?;
@@ -579,7 +590,7 @@ impl Model {
         if let Some(n) = threads {
             hamel_load::ensemble::check_threads(n).map_err(|e| PyValueError::new_err(format!("threads = {e}")))?;
         }
-        let sys = self.compiled(py, scheme, false)?;
+        let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let (results, interrupt) = py.detach(|| guarded(|| ensemble_watching_signals(sys, &members, &opt, threads)))?;
         let out = PyList::empty(py);
         for r in results {
@@ -602,12 +613,20 @@ impl Model {
     }
 
     /// A stepper of `scheme` with step `h` (positive): `step(z)`,
-    /// `step_linearized(z)`, `step_with_sensitivity(z)`.
-    #[pyo3(signature = (scheme="hamel", h=0.01, params=None))]
-    fn stepper(&self, py: Python<'_>, scheme: &str, h: f64, params: Option<&Bound<'_, PyDict>>) -> PyResult<Stepper> {
+    /// `step_linearized(z)`, `step_with_sensitivity(z)`. `order` as in
+    /// `simulate`: with 4 or 6 each call of `step` takes the whole composed step.
+    #[pyo3(signature = (scheme="hamel", h=0.01, params=None, order=2))]
+    fn stepper(
+        &self,
+        py: Python<'_>,
+        scheme: &str,
+        h: f64,
+        params: Option<&Bound<'_, PyDict>>,
+        order: u32,
+    ) -> PyResult<Stepper> {
         let scheme = parse_scheme(scheme)?;
         hamel_load::steps::check_step_size(h).map_err(|e| PyValueError::new_err(format!("h = {h}: {e}")))?;
-        let mut sys = self.compiled(py, scheme, false)?;
+        let mut sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let params = param_pairs(params)?;
         for (n, x) in &params {
             sys.set_param(n, *x).map_err(PyValueError::new_err)?;
@@ -618,6 +637,7 @@ impl Model {
             scheme,
             h,
             params,
+            order,
             state: Mutex::new(StepperState {
                 stepper,
                 sensitive: None,
@@ -849,6 +869,8 @@ struct Stepper {
     scheme: Scheme,
     h: f64,
     params: Vec<(String, f64)>,
+    /// the order of its steps (2, or the scheme composed to 4 or 6)
+    order: u32,
     state: Mutex<StepperState>,
 }
 
@@ -874,7 +896,7 @@ impl Stepper {
     /// Compiles the step with sensitivities on first use.
     fn ensure_sensitive(&self, st: &mut StepperState) -> PyResult<()> {
         if st.sensitive.is_none() {
-            let mut s = self.inner.system(self.scheme, true).map_err(load_err)?;
+            let mut s = with_order(self.inner.system(self.scheme, true).map_err(load_err)?, self.order)?;
             for (n, x) in &self.params {
                 s.set_param(n, *x).map_err(PyValueError::new_err)?;
             }

@@ -83,6 +83,13 @@ where
         None
     }
 
+    /// Order of the step a stepper takes: 2, the scheme's own step (the
+    /// default), or 4 or 6, the scheme composed with itself (see
+    /// [`crate::compose`]; only symmetric schemes may ask for it).
+    fn order(&self) -> u32 {
+        2
+    }
+
     /// Length of the step's exogenous data `e = (t_k, u_k)` (time at the
     /// start of the step, the inputs held over it): 0 for a model without
     /// forces or inputs, else `1 + r`.

@@ -3,10 +3,12 @@
 
 #![warn(missing_docs)]
 
+pub mod compose;
 pub mod control;
 pub mod error;
 pub mod isa;
 pub mod kernels;
+mod linearize;
 pub mod lu;
 pub mod memory;
 pub mod monitor;

@@ -7,9 +7,9 @@ use std::ops::Deref;
 use hamel_kernel::Exogenous;
 use nalgebra::{Const, DefaultAllocator, Dim, Dyn, OMatrix, OVector};
 
+use crate::compose::{self, Composition};
 use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
-use crate::lu::Lu;
 use crate::newton::{self, NewtonOptions, NewtonStats, Workspace};
 use crate::state::StateOf;
 
@@ -38,10 +38,10 @@ pub struct StepperOf<'a, S: ?Sized, Z: Dim, X: Dim, R = &'a S>
 where
     DefaultAllocator: Alloc<Z, X>,
 {
-    system: R,
+    pub(crate) system: R,
     /// the borrow `R = &'a S` carries; unused by owning steppers
     life: Marker<'a, S>,
-    h: f64,
+    pub(crate) h: f64,
     /// Newton settings
     pub options: NewtonOptions,
     /// accumulated Newton statistics
@@ -50,13 +50,15 @@ where
     pub compensated: bool,
     /// time of the state with step counter 0 (`t_k = t0 + k h`)
     pub t0: f64,
-    work: Workspace<Z, X>,
+    pub(crate) work: Workspace<Z, X>,
     /// the exogenous data of the next step: `(t_k, u_k)`
-    exo: Vec<f64>,
+    pub(crate) exo: Vec<f64>,
     /// the state before the step (forced models: the step's work needs it)
     before: Option<OVector<f64, Z>>,
     /// the discrete work of the external force summed over the steps taken
     pub work_done: f64,
+    /// the sub-steps of a composed step (order 4 or 6, [`Kernels::order`])
+    composition: Option<Box<Composition<Z, X>>>,
 }
 
 /// The stepper of a derived integrator.
@@ -88,7 +90,10 @@ impl<'a, S: Kernels<Z, X> + ?Sized, Z: Dim, X: Dim> StepperOf<'a, S, Z, X>
 where
     DefaultAllocator: Alloc<Z, X>,
 {
-    /// A stepper with step size `h` (finite, non-zero; negative runs backwards).
+    /// A stepper with step size `h` (finite, non-zero; negative runs
+    /// backwards), taking the scheme's own step or, where the system asks for
+    /// order 4 or 6 ([`Kernels::order`]), the scheme composed with itself
+    /// ([`crate::compose`]).
     pub fn new(system: &'a S, h: f64) -> Result<Self, StepError> {
         Self::holding(system, h)
     }
@@ -124,6 +129,7 @@ where
         let band = system.jacobian_band();
         let ops = system.kernel_ops();
         let exo = system.exogenous_len();
+        let composition = Composition::new(system.order(), z, x)?.map(Box::new);
         Ok(Self {
             system,
             life: PhantomData,
@@ -136,6 +142,7 @@ where
             exo: vec![0.0; exo],
             before: (exo > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
+            composition,
         })
     }
 
@@ -213,65 +220,35 @@ where
         state: &mut StateOf<Z, X>,
         with_inputs: bool,
     ) -> Result<Linearization<Z>, StepError> {
+        if let Some(mut comp) = self.composition.take() {
+            let done = compose::step(self, &mut comp, state, Some(with_inputs));
+            self.composition = Some(comp);
+            return done?.ok_or_else(|| StepError::InvalidInput("a composed step returned no linearization".into()));
+        }
         let before = state.clone();
         let e = self.exogenous(state.step).to_vec();
         self.step(state)?;
-        let x = &state.warm;
-        let Some((rz, uz, ux)) = self.system.sensitivity_parts(self.h, &e, &before.z, x) else {
-            let scheme = self.system.scheme().to_string();
-            *state = before;
-            return Err(StepError::InvalidInput(format!(
-                "{scheme} provides no step-map sensitivities (derive with `sensitivity = true`, or load with `compile_with_sensitivity`)"
-            )));
-        };
-        let (zd, xd) = self.system.dims();
-        let mut j = OMatrix::<f64, X, X>::zeros_generic(xd, xd);
-        self.system.jacobian(self.h, &e, &before.z, x, &mut j);
-        let lu = Lu::factor(&j).map_err(|_| {
-            let mut r = nalgebra::OVector::<f64, X>::zeros_generic(xd, nalgebra::U1);
-            self.system.residual(self.h, &e, &before.z, x, &mut r);
-            StepError::Singular {
-                step: state.step - 1,
-                iterations: 0,
-                residual: r.norm(),
-            }
-        })?;
-        // dx/dz = −J⁻¹ ∂R/∂z, column by column.
-        let mut dxdz = OMatrix::<f64, X, Z>::zeros_generic(xd, zd);
-        for c in 0..zd.value() {
-            let mut col = -rz.column(c);
-            lu.solve(&mut col);
-            dxdz.set_column(c, &col);
-        }
-        let a = OMatrix::<f64, Z, Z>::identity_generic(zd, zd) + uz + &ux * dxdz;
-        let r = self.input_count();
-        let mut b = nalgebra::DMatrix::<f64>::zeros(zd.value(), if with_inputs { r } else { 0 });
-        if with_inputs && r > 0 {
-            let Some((ru, uu)) = self.system.input_sensitivity_parts(self.h, &e, &before.z, x) else {
-                let scheme = self.system.scheme().to_string();
-                *state = before;
-                return Err(StepError::InvalidInput(format!(
-                    "{scheme} was compiled without input sensitivities"
-                )));
-            };
-            // dz'/du = ∂U/∂u − ∂U/∂x J⁻¹ ∂R/∂u
-            for c in 0..r {
-                let mut col = OVector::<f64, X>::zeros_generic(xd, nalgebra::U1);
-                for i in 0..xd.value() {
-                    col[i] = -ru[(i, c)];
-                }
-                lu.solve(&mut col);
-                let dz = &ux * col;
-                for i in 0..zd.value() {
-                    b[(i, c)] = uu[(i, c)] + dz[i];
-                }
-            }
-        }
-        Ok((a, b))
+        crate::linearize::solved(
+            &*self.system,
+            self.h,
+            &e,
+            &before.z,
+            &state.warm,
+            with_inputs,
+            before.step,
+        )
+        .inspect_err(|_| {
+            *state = before.clone();
+        })
     }
 
     /// Advances `state` by one step. On error `state` is unchanged.
     pub fn step(&mut self, state: &mut StateOf<Z, X>) -> Result<(), StepError> {
+        if let Some(mut comp) = self.composition.take() {
+            let done = compose::step(self, &mut comp, state, None);
+            self.composition = Some(comp);
+            return done.map(|_| ());
+        }
         self.exogenous(state.step);
         if let Some(b) = &mut self.before {
             b.copy_from(&state.z);

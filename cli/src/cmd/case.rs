@@ -49,6 +49,12 @@ pub fn newton_of(case: &CaseArgs) -> Result<NewtonOptions, Error> {
     Ok(newton)
 }
 
+/// `--order`: the order of the steps (2, or the scheme composed to 4 or 6).
+pub fn set_order(sys: &mut hamel_cli::System, order: u32) -> Result<(), Error> {
+    sys.set_order(order)
+        .map_err(|e| Error::Usage(format!("--order {order}: {e}")))
+}
+
 /// A case ready to run: its compiled system, initial state and options.
 pub struct Prepared {
     pub model: String,
@@ -65,7 +71,8 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let steps = steps_of(case)?;
     let newton = newton_of(case)?;
     let model = load_model(&case.model, &sizes)?;
-    let sys = case::system(&model, scheme, case.backend.into(), &params)?;
+    let mut sys = case::system(&model, scheme, case.backend.into(), &params)?;
+    set_order(&mut sys, case.order)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
     let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
     let inputs = match (&case.inputs, case.input.is_empty()) {

@@ -24,7 +24,8 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
     let steps = steps_of(case)?;
     let newton = newton_of(case)?;
     let model = load_model(&case.model, &sizes)?;
-    let sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
+    let mut sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
+    super::case::set_order(&mut sys, case.order)?;
     let base = Member {
         init: case.init.clone(),
         state: case

@@ -17,6 +17,8 @@ pub struct CompiledStep {
     pub model: String,
     /// scheme label, e.g. `hamel_averaged`
     pub scheme: String,
+    /// which scheme derived it (`None`: a step assembled by hand)
+    pub kind: Option<crate::scheme::Scheme>,
     /// parameter names (struct-field spelling) and defaults
     pub params: Vec<(String, f64)>,
     /// state component names
@@ -191,6 +193,7 @@ impl CompiledStep {
         Ok(CompiledStep {
             model: sys.model.clone(),
             scheme: sys.scheme.clone(),
+            kind: sys.kind,
             params: sys.params.iter().map(|(s, d)| (s.name.clone(), *d)).collect(),
             state: names(&sys.state),
             unknowns: names(&sys.unknowns),

@@ -20,6 +20,10 @@ pub struct Target<'a> {
     /// give the longer per-step kernels copies for AVX2 and AVX-512 chosen at
     /// run time ([`Role::Step`]); `false`: baseline only, no `unsafe` emitted
     pub simd: bool,
+    /// the order of the steps its steppers take: 2, the scheme's own, or 4
+    /// or 6, the scheme composed (checked by
+    /// [`crate::scheme::compose::check_order`] before emitting)
+    pub order: u32,
 }
 
 /// Totals over the emitted functions.
@@ -321,6 +325,14 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     };
     let model = &sys.model;
     let scheme = &sys.scheme;
+    let order_fn = match target.order {
+        2 => quote!(),
+        order => quote! {
+            fn order(&self) -> u32 {
+                #order
+            }
+        },
+    };
     let pnames: Vec<&str> = sys.params.iter().map(|(s, _)| s.name.as_str()).collect();
     let pfields: Vec<Ident> = pnames.iter().map(|n| format_ident!("{}", n)).collect();
     let pdefaults: Vec<f64> = sys.params.iter().map(|(_, d)| *d).collect();
@@ -499,6 +511,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 fn scheme(&self) -> &str {
                     #scheme
                 }
+
+                #order_fn
 
                 fn dims(&self) -> (__na::Const<#nz>, __na::Const<#nx>) {
                     (__na::Const, __na::Const)

@@ -19,7 +19,7 @@ impl Scheme {
     /// would give otherwise, without deriving the step: the form each scheme
     /// needs (holonomic or velocity constraints, a frame and its rules, a
     /// constant mass matrix and `L = ½ q̇ᵀMq̇ − V`, a Lagrangian quadratic in
-    /// the velocities for hamel(midpoint)).
+    /// the velocities for hamel_midpoint).
     pub fn applies(self, model: &Model) -> Result<(), SchemeError> {
         let mut model = model.clone();
         match self {

@@ -85,7 +85,7 @@ pub(super) fn check_form(model: &Model) -> Result<(), SchemeError> {
     )))
 }
 
-/// Why hamel(midpoint) cannot take a Lagrangian (see [`derive`]).
+/// Why hamel_midpoint cannot take a Lagrangian (see [`derive`]).
 pub(super) const NOT_QUADRATIC: &str = "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta";
 
 /// Derives the discrete Hamel step for `model`.

@@ -2,6 +2,7 @@
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
 mod applies;
+pub mod compose;
 pub mod constrained;
 pub mod energy_momentum;
 pub mod frame;
@@ -116,12 +117,14 @@ impl Scheme {
 
     /// Derives the step system of this scheme for `model`.
     pub fn derive(self, model: &Model) -> Result<StepSystem, SchemeError> {
-        match self {
+        let mut sys = match self {
             Scheme::Hamel(k) => hamel::derive(model, k),
             Scheme::StormerVerlet => stormer_verlet::derive(model),
             Scheme::Rattle => rattle::derive(model),
             Scheme::EnergyMomentum => energy_momentum::derive(model),
-        }
+        }?;
+        sys.kind = Some(self);
+        Ok(sys)
     }
 }
 

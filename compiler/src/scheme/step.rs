@@ -46,6 +46,9 @@ pub struct StepSystem {
     pub model: String,
     /// scheme label, e.g. `hamel_averaged`
     pub scheme: String,
+    /// which scheme derived it (set by [`super::Scheme::derive`]; `None` for
+    /// a step assembled by hand)
+    pub kind: Option<super::Scheme>,
     /// all expressions
     pub graph: Graph,
     /// parameters θ (named by their struct fields), with defaults
@@ -429,6 +432,7 @@ impl Draft {
         let sys = StepSystem {
             model: model.name.clone(),
             scheme: self.scheme,
+            kind: None,
             exogenous,
             work: self.work,
             input_sensitivity: None,
