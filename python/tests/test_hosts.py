@@ -64,7 +64,7 @@ def test_stepper_takes_lists_int_arrays_and_inputs_by_name():
 
 def test_bad_arguments_are_value_errors_naming_the_argument():
     m = hamel.Model(SPHERE)
-    with pytest.raises(ValueError, match=r"unknown scheme `hamel_midpont` \(available: hamel, hamel_midpoint"):
+    with pytest.raises(ValueError, match=r"unknown scheme `hamel_midpont` \(available: hamel \(= hamel_midpoint\), hamel_midpoint"):
         m.simulate("hamel_midpont", h=0.1, steps=1)
     with pytest.raises(ValueError, match=r"steps = -5: -5 is not a number of steps"):
         m.simulate(h=0.1, steps=-5)
