@@ -171,6 +171,9 @@ pub struct Run {
     pub newton: NewtonStats,
     /// mean wall time of one step (Newton solve and update; monitoring excluded)
     pub ns_per_step: f64,
+    /// mean wall time of one step of the whole loop: the step, its
+    /// monitoring, the health checks and the recording
+    pub loop_ns_per_step: f64,
     /// the host stopped the run before its end (see [`run_until`]);
     /// `options.steps` is the number of steps taken
     pub stopped: bool,
@@ -276,6 +279,7 @@ impl Run {
             "newton_tolerance": self.options.newton.tolerance,
             "newton_iteration_bound": self.options.newton.max_iterations,
             "ns_per_step": self.ns_per_step,
+            "loop_ns_per_step": self.loop_ns_per_step,
             "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
             "metric_condition_max": self.monitor.conditioning().map(|c| c.max),
             "metric_condition_max_step": self.monitor.conditioning().map(|c| c.max_at),
@@ -401,27 +405,32 @@ pub fn run_until(
             monitor: Monitor::new(&[] as &[(&str, InvariantKind)]),
             newton: NewtonStats::default(),
             ns_per_step: 0.0,
+            loop_ns_per_step: 0.0,
             stopped: false,
         },
         taken: 0,
-        qv: (Vec::new(), Vec::new()),
+        qv: (vec![0.0; c.coordinates.len()], vec![0.0; c.velocities.len()]),
         mark: Instant::now(),
         stepping: Duration::ZERO,
+        timed: 0,
+        conditioning_cost: Duration::ZERO,
+        energy_seen: 0.0,
     };
     let mut monitor = Monitor::new(&info);
     let mut u = vec![0.0; c.inputs.len()];
+    let started = Instant::now();
     let ended = drive(&mut stepper, &mut state, opt.steps, &mut monitor, &mut u, &mut host);
+    let looped = started.elapsed();
     let taken = host.taken.saturating_sub(1);
     let mut run = match ended {
         Ok(ended) => {
             let mut run = host.run;
             run.stopped = matches!(ended, Ended::Stopped(_));
             run.options.steps = taken;
-            run.ns_per_step = if taken > 0 {
-                host.stepping.as_nanos() as f64 / taken as f64
-            } else {
-                0.0
-            };
+            if taken > 0 {
+                run.ns_per_step = host.stepping.as_nanos() as f64 / host.timed.max(1) as f64;
+                run.loop_ns_per_step = looped.as_nanos() as f64 / taken as f64;
+            }
             run
         }
         Err(error) if host.taken == 0 => return Err(RunError::Start(error)),
@@ -473,13 +482,60 @@ struct Recorder<'r, 's, 'g> {
     qv: (Vec<f64>, Vec<f64>),
     /// when the last visit ended: the next step starts there
     mark: Instant,
-    /// wall time spent in steps (monitoring excluded)
+    /// wall time spent in the steps timed (monitoring excluded)
     stepping: Duration,
+    /// how many steps were timed
+    timed: u64,
+    /// what the last observation of the metric's conditioning took
+    conditioning_cost: Duration,
+    /// the energy error when the conditioning was last taken for its growth
+    energy_seen: f64,
 }
 
+/// An energy error above which each doubling has the metric's conditioning
+/// taken with it: a tenth of what makes a pass near a singularity
+/// unresolved (`Health::energy_near_singularity`), so the step where an
+/// unresolved pass makes the error jump is always among those observed.
+const ENERGY_WATCH: f64 = 1e-5;
+
+/// The share of the stepping time the sampled conditioning may take.
+const CONDITIONING_SHARE: f64 = 0.01;
+
 impl Recorder<'_, '_, '_> {
-    /// Observes the metric's conditioning at `st` and hands it to the sink
-    /// and to the run as asked.
+    /// Whether to take the metric's conditioning at step `step`: at the
+    /// first state; where it can change, whenever the energy error doubles
+    /// above [`ENERGY_WATCH`] (where a pass near a singularity shows),
+    /// and otherwise every so many steps that it costs at most
+    /// [`CONDITIONING_SHARE`] of the stepping (a dense factorization of the
+    /// metric grows as N³ while a chain's step grows as N).
+    fn conditioning_due(&mut self, step: u64, monitor: &Monitor) -> bool {
+        if step == 0 {
+            return true;
+        }
+        if !self.watch {
+            return false;
+        }
+        let energy = monitor
+            .reports()
+            .iter()
+            .filter(|r| r.kind == InvariantKind::Energy)
+            .map(|r| r.max_rel_error)
+            .fold(0.0f64, f64::max);
+        if energy > ENERGY_WATCH && energy > 2.0 * self.energy_seen {
+            self.energy_seen = energy;
+            return true;
+        }
+        if self.taken < 16 {
+            return true;
+        }
+        let per_step = self.stepping.as_secs_f64() / self.timed.max(1) as f64;
+        let every = (self.conditioning_cost.as_secs_f64() / (CONDITIONING_SHARE * per_step)).ceil();
+        step.is_multiple_of((every as u64).max(1))
+    }
+
+    /// Observes the metric's conditioning at `st` (see
+    /// [`Recorder::conditioning_due`]) and hands the state to the sink and to
+    /// the run as asked.
     fn take(
         &mut self,
         st: &DynState,
@@ -489,10 +545,13 @@ impl Recorder<'_, '_, '_> {
         to_sink: bool,
         to_run: bool,
     ) -> Result<(), StepError> {
-        let (q, v) = &self.qv;
-        if self.watch || st.step == 0 {
+        if self.conditioning_due(st.step, monitor) {
+            let started = Instant::now();
+            let (q, v) = &self.qv;
             monitor.observe_conditioning(st.step, self.sys.metric_condition(q, v));
+            self.conditioning_cost = started.elapsed();
         }
+        let (q, v) = &self.qv;
         if to_sink {
             if let Some(s) = self.sink.as_deref_mut() {
                 s.record(st.step, q, v, values, u).map_err(StepError::InvalidInput)?;
@@ -514,6 +573,7 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         if self.taken > 0 {
             // A step just ended: the time since the last visit is its own.
             self.stepping += self.mark.elapsed();
+            self.timed += 1;
         }
         match &self.opt.inputs {
             Some(s) if !u.is_empty() => s
@@ -524,10 +584,11 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
     }
 
     fn evaluate(&mut self, st: &DynState, values: &mut [f64]) -> Result<(), StepError> {
-        let (q, v) = self.sys.physical(&st.z, st.step)?;
-        let own = self.sys.invariants_at(&q, &v);
-        values[..own.len()].copy_from_slice(&own);
-        self.qv = (q, v);
+        // Into buffers kept across steps: this runs at every step.
+        let (q, v) = &mut self.qv;
+        self.sys.physical_into(&st.z, st.step, q, v)?;
+        let own = self.sys.compiled().invariants.len();
+        self.sys.invariants_of(q, v, &mut values[..own]);
         Ok(())
     }
 

@@ -161,14 +161,7 @@ impl System {
             .kernels
             .id(k)
             .unwrap_or_else(|| panic!("compiled step has no function `{k}`"));
-        let mut flat = vec![0.0; self.kernels.outputs(f)];
-        self.kernels.eval(f, args, &mut flat);
-        let mut k = 0;
-        for o in outs.iter_mut() {
-            let n = o.len();
-            o.copy_from_slice(&flat[k..k + n]);
-            k += n;
-        }
+        self.kernels.eval_split(f, args, outs);
     }
 
     /// Arguments of a hot kernel: parameters, step size, state and `slot`.
