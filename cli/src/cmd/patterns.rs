@@ -1,6 +1,8 @@
 //! `hamel patterns`: reduced coordinates, reduced period, critical rate, rotating views.
 
 use hamel_cli::case::pairs;
+use hamel_cli::patterns::Analysis;
+use hamel_cli::simulate::Run;
 use hamel_cli::{load_model, parse_scheme, Error};
 
 use super::case::{headline, out_dir, run_case_with};
@@ -8,10 +10,12 @@ use crate::CaseArgs;
 
 pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points: &[String]) -> Result<(), Error> {
     use hamel_cli::patterns;
+    check_arguments(case, rates, points)?;
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let model = load_model(&case.model, &sizes)?;
     let scheme = match scheme {
         Some(s) => parse_scheme(s, None)?,
+        // Those that keep the vertical momentum exactly first.
         None => [
             "energy_momentum",
             "hamel_averaged",
@@ -20,10 +24,63 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
             "stormer_verlet",
         ]
         .iter()
-        .map(|n| parse_scheme(n, None).expect("known scheme"))
-        .find(|s| s.derive(&model).is_ok())
+        .filter_map(|n| parse_scheme(n, None).ok())
+        .find(|s| s.applies(&model).is_ok())
         .ok_or_else(|| Error::Scheme(format!("no scheme applies to {}", case.model.display())))?,
     };
+    // The azimuth is unwrapped record by record: keep every step unless asked otherwise.
+    let every = if case.every > 0 { case.every } else { 1 };
+    let (run, sys) = run_case_with(case, scheme, every)?;
+    // The analysis assumes a symmetry about the vertical: its momentum must
+    // be monitored, or nothing checks that the rate means anything.
+    if run.momentum_indices().is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: model `{}` monitors no momentum, so the vertical symmetry `patterns` assumes cannot be checked; \
+             declare the vertical angular momentum, e.g. `invariant J = m * cross(x, v)[2]` (summed over the bobs)",
+            case.model.display(),
+            run.model
+        )));
+    }
+    let pts = patterns::points(sys.compiled(), points)?;
+    let pos = patterns::positions(&sys, &run, &pts);
+    let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
+    let mut a = patterns::analyse(&t, &pos);
+    a.divergence = patterns::divergence(&run, &sys, a.reduced_period)?;
+    let dir = out_dir(case, &run.model, "patterns")?;
+    hamel_cli::simulate::write_csv(&run, &dir)?;
+    let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
+    if !case.no_plots {
+        patterns::write_plots(&dir, &run, &a, &pos, &names, rates)?;
+    }
+    hamel_cli::output::write(&dir.join("reduced.csv"), reduced_csv(&t, &a))?;
+    let momentum = run
+        .momentum_indices()
+        .into_iter()
+        .map(|i| run.monitor.reports()[i].max_rel_error)
+        .reduce(f64::max);
+    // 1e-3: schemes that keep it only to O(h²) (the director Hamel chain)
+    // stay near 1e-5; a horizontal force changes it by O(1).
+    let symmetric = momentum.map(|e| e <= 1e-3);
+    let resonant = resonant_rates(&a);
+    let summary = summary(case, &run, &a, &names, symmetric, rates, &resonant);
+    hamel_cli::output::write(&dir.join("patterns.json"), format!("{summary:#}\n"))?;
+    hamel_cli::out!("{}; points {}", headline(&run), names.join(", "));
+    print_analysis(&run, &a, symmetric.zip(momentum), &resonant)?;
+    hamel_cli::out!("wrote {}", dir.display());
+    if case.summary.is_some() {
+        hamel_cli::out!("{summary}");
+    }
+    if let (Some(false), Some(e)) = (symmetric, momentum) {
+        return Err(Error::Untrustworthy(format!(
+            "{}: the vertical angular momentum changed by {e:.1e} (relative), so the model lacks the vertical symmetry `patterns` assumes; its rate is not a critical rate",
+            case.model.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses, before anything runs, arguments that would give a meaningless analysis.
+fn check_arguments(case: &CaseArgs, rates: &[f64], points: &[String]) -> Result<(), Error> {
     if let Some(bad) = rates.iter().find(|r| !r.is_finite()) {
         return Err(Error::Usage(format!("--rates: {bad} is not a finite rate")));
     }
@@ -42,40 +99,11 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
             "--steps 0: a pattern needs a run; give at least a few reduced periods (e.g. --t-end 100)".into(),
         ));
     }
-    // The azimuth is unwrapped record by record: keep every step unless asked otherwise.
-    let every = if case.every > 0 { case.every } else { 1 };
-    let (run, sys) = run_case_with(case, scheme, every)?;
-    let pts = patterns::points(sys.compiled(), points)?;
-    let pos = patterns::positions(&sys, &run, &pts);
-    let t: Vec<f64> = (0..run.steps.len()).map(|k| run.time(k)).collect();
-    // The analysis assumes a symmetry about the vertical: its momentum must
-    // be monitored, or nothing checks that the rate means anything.
-    if run.momentum_indices().is_empty() {
-        return Err(Error::Usage(format!(
-            "{}: model `{}` monitors no momentum, so the vertical symmetry `patterns` assumes cannot be checked; \
-             declare the vertical angular momentum, e.g. `invariant J = m * cross(x, v)[2]` (summed over the bobs)",
-            case.model.display(),
-            run.model
-        )));
-    }
-    let mut a = patterns::analyse(&t, &pos);
-    a.divergence = patterns::divergence(&run, &sys, a.reduced_period)?;
-    let dir = out_dir(case, &run.model, "patterns")?;
-    hamel_cli::simulate::write_csv(&run, &dir)?;
-    let names: Vec<&str> = pts.iter().map(|(n, _)| n.as_str()).collect();
-    let resonant: Vec<serde_json::Value> = match a.reduced_period {
-        Some(p) => [(1i32, 1i32), (-1, 1), (1, 2), (-1, 2), (1, 3), (-1, 3)]
-            .iter()
-            .map(|&(k, n)| {
-                serde_json::json!({"k": k, "n": n, "rate": a.critical_rate + 2.0 * std::f64::consts::PI * k as f64 / (n as f64 * p)})
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    if !case.no_plots {
-        hamel_cli::patterns::write_plots(&dir, &run, &a, &pos, &names, rates)?;
-    }
-    // reduced coordinates as CSV
+    Ok(())
+}
+
+/// The reduced coordinates and the azimuth, one row per record.
+fn reduced_csv(t: &[f64], a: &Analysis) -> String {
     let mut csv = String::from("t,azimuth");
     for (n, _) in &a.reduced {
         csv.push(',');
@@ -89,16 +117,49 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         }
         csv.push('\n');
     }
-    hamel_cli::output::write(&dir.join("reduced.csv"), csv)?;
-    let momentum = run
-        .momentum_indices()
-        .into_iter()
-        .map(|i| run.monitor.reports()[i].max_rel_error)
-        .reduce(f64::max);
-    // 1e-3: schemes that keep it only to O(h²) (the director Hamel chain)
-    // stay near 1e-5; a horizontal force changes it by O(1).
-    let symmetric = momentum.map(|e| e <= 1e-3);
-    let summary = serde_json::json!({
+    csv
+}
+
+/// Ω_c + 2πk/(nT) for the low resonances (none without a reduced period).
+fn resonant_rates(a: &Analysis) -> Vec<serde_json::Value> {
+    match a.reduced_period {
+        Some(p) => [(1i32, 1i32), (-1, 1), (1, 2), (-1, 2), (1, 3), (-1, 3)]
+            .iter()
+            .map(|&(k, n)| {
+                serde_json::json!({"k": k, "n": n, "rate": a.critical_rate + 2.0 * std::f64::consts::PI * k as f64 / (n as f64 * p)})
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The verdict on the pattern, most serious first.
+fn verdict(a: &Analysis, symmetric: Option<bool>) -> String {
+    match a.divergence {
+        _ if symmetric == Some(false) => "no vertical symmetry: the rate is not a critical rate".to_string(),
+        Some(d) if a.unstable() => format!(
+            "unstable: a tiny perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s); the pattern does not last",
+            1.0 / d.rate,
+            d.rate
+        ),
+        _ if a.reduced_period.is_none() => "no reduced period: relative equilibrium or too short a run".to_string(),
+        _ if !a.converged() => "not converged".to_string(),
+        _ if a.ill_conditioned() => "converged, ill-conditioned azimuth".to_string(),
+        _ => "converged".to_string(),
+    }
+}
+
+/// `patterns.json`.
+fn summary(
+    case: &CaseArgs,
+    run: &Run,
+    a: &Analysis,
+    names: &[&str],
+    symmetric: Option<bool>,
+    rates: &[f64],
+    resonant: &[serde_json::Value],
+) -> serde_json::Value {
+    serde_json::json!({
         "model": run.model,
         "file": case.model.display().to_string(),
         "scheme": run.scheme,
@@ -119,24 +180,20 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         "perturbation_growth": a.divergence.map(|d| d.growth),
         "divergence_rate": a.divergence.map(|d| d.rate),
         "divergence_segment": a.divergence.map(|d| d.segment),
-        "verdict": match a.divergence {
-            _ if symmetric == Some(false) => "no vertical symmetry: the rate is not a critical rate".to_string(),
-            Some(d) if a.unstable() => format!(
-                "unstable: a tiny perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s); the pattern does not last",
-                1.0 / d.rate,
-                d.rate
-            ),
-            _ if a.reduced_period.is_none() => "no reduced period: relative equilibrium or too short a run".to_string(),
-            _ if !a.converged() => "not converged".to_string(),
-            _ if a.ill_conditioned() => "converged, ill-conditioned azimuth".to_string(),
-            _ => "converged".to_string(),
-        },
+        "verdict": verdict(a, symmetric),
         "rates": rates,
         "resonant_rates": resonant,
         "max_energy_error_rel": run.monitor.reports()[0].max_rel_error,
-    });
-    hamel_cli::output::write(&dir.join("patterns.json"), format!("{summary:#}\n"))?;
-    hamel_cli::out!("{}; points {}", headline(&run), names.join(", "));
+    })
+}
+
+/// The analysis as text; `symmetry`: whether the vertical momentum was kept, and its error.
+fn print_analysis(
+    run: &Run,
+    a: &Analysis,
+    symmetry: Option<(bool, f64)>,
+    resonant: &[serde_json::Value],
+) -> Result<(), Error> {
     for (n, v) in &a.reduced {
         let (lo, hi) = v
             .iter()
@@ -166,7 +223,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
             }
         );
     }
-    if let (Some(false), Some(e)) = (symmetric, momentum) {
+    if let Some((false, e)) = symmetry {
         hamel_cli::out!(
             "  warning: the vertical angular momentum changed by {e:.1e} (relative): the model may lack the vertical symmetry this analysis assumes, and Ω_c is then not meaningful"
         );
@@ -190,23 +247,13 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
         ),
         None => hamel_cli::out!("  stability not measured: the run is shorter than 20 steps"),
     }
-    for r in &resonant {
+    for r in resonant {
         hamel_cli::out!(
             "  resonant rate k = {:>2}, n = {}: {:.6} rad/s",
             r["k"],
             r["n"],
             r["rate"].as_f64().unwrap_or(f64::NAN)
         );
-    }
-    hamel_cli::out!("wrote {}", dir.display());
-    if case.summary.is_some() {
-        hamel_cli::out!("{summary}");
-    }
-    if let (Some(false), Some(e)) = (symmetric, momentum) {
-        return Err(Error::Untrustworthy(format!(
-            "{}: the vertical angular momentum changed by {e:.1e} (relative), so the model lacks the vertical symmetry `patterns` assumes; its rate is not a critical rate",
-            case.model.display()
-        )));
     }
     Ok(())
 }
