@@ -521,7 +521,7 @@ pub fn write_plots(
 /// An analysis with the bob positions it was made from (`[record][point]`) and the points' names.
 pub type Study = (Analysis, Vec<Vec<[f64; 3]>>, Vec<String>);
 
-/// Relative size of the perturbation of [`twin`].
+/// Relative size of the perturbation of the twin runs of [`divergence`].
 pub const TWIN_EPS: f64 = 1e-9;
 
 /// Growth over the second half of a run above which the motion is called
@@ -566,7 +566,8 @@ fn twin(sys: &System, q: &[f64], v: &[f64]) -> Result<hamel_runtime::DynState, E
 }
 
 /// How a perturbation grows along `run`'s case (Benettin's method): the
-/// run is stepped again next to a twin ([`twin`]), cut into segments of five
+/// run is stepped again next to a twin (velocities scaled by `1 + TWIN_EPS`; at
+/// rest, tilted by `TWIN_EPS`), cut into segments of five
 /// reduced periods (`period`; two halves of the run without one); at the end
 /// of each segment the growth of the difference of scheme states is recorded
 /// and the difference is scaled back to its starting size, along the
