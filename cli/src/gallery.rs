@@ -128,8 +128,10 @@ pub const MODELS: &[(&str, &str)] = &[
 
 /// Every scheme.
 const ALL: &[&str] = &["hamel", "hamel_midpoint", "stormer_verlet", "rattle", "energy_momentum"];
-/// The schemes in generalized coordinates with any regular Lagrangian (no frame).
-const GENERAL: &[&str] = &["hamel", "hamel_midpoint", "stormer_verlet"];
+/// The schemes in generalized coordinates with any regular Lagrangian (no
+/// frame): a mass matrix that depends on the coordinates, or terms linear in
+/// the velocities (RATTLE in its general form, HLW VII (1.26)).
+const GENERAL: &[&str] = &["hamel", "hamel_midpoint", "stormer_verlet", "rattle"];
 /// The Hamel schemes (frames, velocity constraints).
 const HAMEL: &[&str] = &["hamel", "hamel_midpoint"];
 /// The schemes that take holonomic constraints.
@@ -652,6 +654,44 @@ pub fn checks() -> Vec<Check> {
             run: |c| {
                 let r = simulate(c, "released", 0.005, 2000)?;
                 value(drift(&r, "L")?)
+            },
+        },
+        Check {
+            model: "foucault_pendulum",
+            schemes: &["rattle"],
+            what: "RK4 of ẍ = −2Ω × ẋ − Ω × (Ω × x) − g ẑ − (λ/m) x, λ from (|x|²)'' = 0, at t = 4, h = 0.005: max |error|, order",
+            bound: 1e-3,
+            run: |c| {
+                let (g, w, lat) = (p(c, "g"), p(c, "W"), p(c, "lat"));
+                let l = p(c, "l");
+                let om = [w * lat.cos(), 0.0, w * lat.sin()];
+                let want = rk4(
+                    |_, y| {
+                        let (x, v) = ([y[0], y[1], y[2]], [y[3], y[4], y[5]]);
+                        let cor = cross(om, v);
+                        let cen = cross(om, cross(om, x));
+                        let a0: Vec<f64> = (0..3).map(|i| -2.0 * cor[i] - cen[i] - if i == 2 { g } else { 0.0 }).collect();
+                        let xx = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+                        let lam = (x[0] * a0[0] + x[1] * a0[1] + x[2] * a0[2] + v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) / xx;
+                        let mut d = v.to_vec();
+                        d.extend((0..3).map(|i| a0[i] - lam * x[i]));
+                        d
+                    },
+                    &[l * 0.2f64.sin(), 0.0, -l * 0.2f64.cos(), 0.0, 0.0, 0.0],
+                    4.0,
+                    40_000,
+                );
+                converges(c, "released", 4.0, 0.01, move |q, _, _| max_diff(q, &want[..3]))
+            },
+        },
+        Check {
+            model: "foucault_pendulum",
+            schemes: &["rattle"],
+            what: "rod length |x|² = l² and its velocity level x·ẋ = 0, 1000 steps of 0.005: largest residual",
+            bound: 1e-12,
+            run: |c| {
+                let r = simulate(c, "released", 0.005, 1000)?;
+                value(drift(&r, "holonomic 1")?.max(drift(&r, "holonomic 1 (velocity)")?))
             },
         },
         Check {
