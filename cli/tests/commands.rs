@@ -256,6 +256,11 @@ fn report_writes_an_index_whose_images_exist() {
         .map(|s| s.split('"').next().unwrap())
         .collect();
     assert!(imgs.len() >= 20, "{} images", imgs.len());
+    // Section 7, the gallery: one row per check and scheme, every model named.
+    assert!(md.contains("7. Gallery"), "no gallery section");
+    for (name, _) in hamel_cli::gallery::MODELS {
+        assert!(md.contains(&format!("`{name}`")), "the gallery section lacks {name}");
+    }
     for i in &imgs {
         assert!(is_png(&dir.join(i)), "{i} is not a PNG");
         assert!(md.contains(i));
