@@ -26,12 +26,11 @@ use initial::*;
 use lowerer::*;
 use unroll::*;
 
-/// Parses and lowers a model file's text.
-
 /// Why time may not appear in the Lagrangian, a constraint, the frame or
 /// an invariant (a rheonomic system), what is missing, and what to write.
 const RHEONOMIC: &str = "depends on time `t` (a rheonomic system), which hamel does not integrate yet: the steps could sample it at their stage times, but the recovery of velocities from a scheme's state, the invariants (the energy ⟨p, q'⟩ − L), the constraint residuals and the energy balance (which needs the power −∂L/∂t) are evaluated without time. Write the model in the moving frame, where it is autonomous (a bead on a hoop turning at a constant rate ω, in the hoop's angle: `lagrangian = 0.5 * m * R^2 * (th'^2 + omega^2 * sin(th)^2) + m * g * R * cos(th)`, models/gallery/rotating_hoop.hamel), or give the prescribed motion's effect as a `force`, which may use `t`";
 
+/// Parses and lowers a model file's text.
 pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
     load_with_sizes(file, src, &[])
 }
