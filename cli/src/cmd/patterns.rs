@@ -61,9 +61,16 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     hamel_cli::output::write(&dir.join("reduced.csv"), csv)?;
     // The analysis assumes a symmetry about the vertical: its momentum must
     // be monitored (an invariant named `J…`) and conserved.
+    // A quantity named `J…` that the compiler found not conserved by the
+    // free motion (kind `monitored`, not `momentum`) says the same: the
+    // model lacks the symmetry.
     let momentum = run
         .momentum_indices()
         .into_iter()
+        .chain((0..run.invariants.len()).filter(|&i| {
+            let (name, kind) = &run.invariants[i];
+            name.starts_with('J') && *kind == hamel_runtime::InvariantKind::Monitored
+        }))
         .map(|i| run.monitor.reports()[i].max_rel_error)
         .reduce(f64::max);
     // 1e-3: schemes that keep it only to O(h²) (the director Hamel chain)
