@@ -10,6 +10,7 @@
 pub mod case;
 pub mod doc;
 pub mod figures;
+pub mod gallery;
 pub mod output;
 pub mod patterns;
 pub mod plot;

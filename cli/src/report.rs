@@ -555,6 +555,8 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
 
     // 6. Forces and control.
     crate::report_forces::section(&mut doc, out, log.backend, &load, &mut |s| log.say(s))?;
+    // 7. The gallery.
+    crate::gallery::section(&mut doc, log.backend, &mut |s| log.say(s))?;
     doc.push(Block::Heading(2, "How to reproduce one case".into()));
     doc.push(Block::Code(
         "cargo run --release -p hamel-cli -- simulate models/spherical_pendulum.hamel --h 0.2 --steps 10000 --summary json\n\

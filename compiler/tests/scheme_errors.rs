@@ -30,7 +30,7 @@ fn rattle_and_stormer_verlet_need_generalized_coordinates() {
 }
 
 #[test]
-fn rattle_and_energy_momentum_take_free_models_and_need_a_constant_mass_matrix() {
+fn rattle_and_energy_momentum_take_free_models_and_energy_momentum_needs_a_constant_mass_matrix() {
     // Without constraints they are velocity Verlet and a discrete-gradient
     // method: explicit for a linear force.
     let model = hamel_compiler::load("models/x.hamel", FREE).unwrap();
@@ -38,13 +38,27 @@ fn rattle_and_energy_momentum_take_free_models_and_need_a_constant_mass_matrix()
         let sys = Scheme::from_names(s, None).unwrap().derive(&model).unwrap();
         assert_eq!((sys.state.len(), sys.unknowns.len()), (6, 0), "{s}");
     }
-    let e = derive_err("rattle", None, ANGLES_WITH_CONSTRAINT);
+    let e = derive_err("energy_momentum", None, ANGLES_WITH_CONSTRAINT);
     assert!(
-        e.contains("rattle needs a constant mass matrix; the mass matrix of models/x.hamel depends on the coordinates"),
+        e.contains("energy_momentum needs a constant mass matrix; the mass matrix of models/x.hamel depends on the coordinates"),
         "{e}"
     );
-    let e = derive_err("rattle", None, GYRO);
+    let e = derive_err("energy_momentum", None, GYRO);
     assert!(e.contains("linear in the velocities"), "{e}");
+}
+
+#[test]
+fn rattle_takes_any_regular_lagrangian_with_holonomic_constraints() {
+    // A mass matrix that depends on the coordinates, or a term linear in the
+    // velocities (once refused: "rattle needs L = ½ q̇ᵀ M q̇ − V(q)"), takes
+    // RATTLE's general form: stage velocities, both multipliers and the end
+    // velocity are unknowns (5n + 2c), the state is (q, p).
+    for (src, n) in [(ANGLES_WITH_CONSTRAINT, 2), (GYRO, 3)] {
+        let model = hamel_compiler::load("models/x.hamel", src).unwrap();
+        let sys = Scheme::from_names("rattle", None).unwrap().derive(&model).unwrap();
+        assert_eq!(sys.state.len(), 2 * n, "{src}");
+        assert!(!sys.unknowns.is_empty() && sys.unknowns.len() <= 5 * n + 2, "{src}");
+    }
 }
 
 #[test]

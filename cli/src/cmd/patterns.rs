@@ -32,11 +32,14 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     let every = if case.every > 0 { case.every } else { 1 };
     let (run, sys) = run_case_with(case, scheme, every)?;
     // The analysis assumes a symmetry about the vertical: its momentum must
-    // be monitored, or nothing checks that the rate means anything.
+    // be monitored, or nothing checks that the rate means anything. (A
+    // quantity linear in the velocities that the free motion does not
+    // conserve is not a momentum: the compiler checks it.)
     if run.momentum_indices().is_empty() {
         return Err(Error::Usage(format!(
-            "{}: model `{}` monitors no momentum, so the vertical symmetry `patterns` assumes cannot be checked; \
-             declare the vertical angular momentum, e.g. `invariant J = m * cross(x, v)[2]` (summed over the bobs)",
+            "{}: model `{}` monitors no conserved momentum, so it lacks the vertical symmetry `patterns` assumes \
+             or does not say so; declare the vertical angular momentum, e.g. `invariant J = m * cross(x, v)[2]` \
+             (summed over the bobs), of a model symmetric about the vertical",
             case.model.display(),
             run.model
         )));

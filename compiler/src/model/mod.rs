@@ -26,6 +26,10 @@ use initial::*;
 use lowerer::*;
 use unroll::*;
 
+/// Why time may not appear in the Lagrangian, a constraint, the frame or
+/// an invariant (a rheonomic system), what is missing, and what to write.
+const RHEONOMIC: &str = "depends on time `t` (a rheonomic system), which hamel does not integrate yet: the steps could sample it at their stage times, but the recovery of velocities from a scheme's state, the invariants (the energy ⟨p, q'⟩ − L), the constraint residuals and the energy balance (which needs the power −∂L/∂t) are evaluated without time. Write the model in the moving frame, where it is autonomous (a bead on a hoop turning at a constant rate ω, in the hoop's angle: `lagrangian = 0.5 * m * R^2 * (th'^2 + omega^2 * sin(th)^2) + m * g * R * cos(th)`, models/gallery/rotating_hoop.hamel), or give the prescribed motion's effect as a `force`, which may use `t`";
+
 /// Parses and lowers a model file's text.
 pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
     load_with_sizes(file, src, &[])
@@ -236,13 +240,17 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
     // the free motion, which the schemes treat as time-independent.
     let exogenous: Vec<Id> = inputs.iter().map(|s: &Scalar| s.sym).chain([time]).collect();
     let free_of_inputs = |lw: &mut Lowerer, e: Id, span: Span, what: &str| -> bool {
-        if lw.g.depends_on(e, &exogenous) {
+        if lw.g.depends_on(e, &exogenous[..exogenous.len() - 1]) {
             lw.error(
                 span,
                 format!(
                     "{what} may not depend on the inputs or on time `t`; they may drive `force` and `dissipation` only"
                 ),
             );
+            return false;
+        }
+        if lw.g.depends_on(e, &[time]) {
+            lw.error(span, format!("{what} {RHEONOMIC}"));
             return false;
         }
         true

@@ -51,7 +51,9 @@ impl Scheme {
                 Ok(())
             }
             Scheme::Rattle => {
-                analyse(&mut model, "rattle")?;
+                if !super::rattle::takes_general_form(&model) {
+                    analyse(&mut model, "rattle")?;
+                }
                 Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
                 Ok(())
             }

@@ -41,39 +41,18 @@ pub fn analyse(model: &mut Model, name: &str) -> Result<ConstantMass, SchemeErro
             "{name} does not handle velocity constraints; {file} has some"
         )));
     }
+    if let Some(why) = not_constant_mass(model) {
+        return Err(SchemeError(format!("{name} {why}")));
+    }
     let q = model.q_syms();
     let v = model.v_syms();
     let l = model.lagrangian;
     let g = &mut model.graph;
     let p = gradient(g, l, &v);
     let m = jacobian(g, &p, &v);
-    let moving: Vec<Id> = q.iter().chain(&v).copied().collect();
-    for (i, row) in m.iter().enumerate() {
-        for (j, &e) in row.iter().enumerate() {
-            if g.depends_on(e, &moving) {
-                let dep = if g.depends_on(e, &v) {
-                    "the velocities"
-                } else {
-                    "the coordinates"
-                };
-                return Err(SchemeError(format!(
-                    "{name} needs a constant mass matrix; the mass matrix of {file} depends on {dep} (entry [{i}][{j}] = {})",
-                    g.display(e)
-                )));
-            }
-        }
-    }
     let zero = g.constant(0.0);
     let zeros = vec![zero; v.len()];
     let map: crate::sym::SubstMap = v.iter().copied().zip(zeros.iter().copied()).collect();
-    for &pa in &p {
-        let b = g.substitute(pa, &map);
-        if !g.is_const(b, 0.0) {
-            return Err(SchemeError(format!(
-                "{name} needs L = ½ q̇ᵀ M q̇ − V(q); the Lagrangian of {file} has terms linear in the velocities"
-            )));
-        }
-    }
     let l0 = g.substitute(l, &map);
     let pot = g.neg(l0);
     let grad_v = gradient(g, pot, &q);
@@ -96,6 +75,47 @@ pub fn analyse(model: &mut Model, name: &str) -> Result<ConstantMass, SchemeErro
         gq,
         hess_g,
     })
+}
+
+/// Why the Lagrangian of `model` (in generalized coordinates) is not
+/// `½ q̇ᵀ M q̇ − V(q)` with a constant `M`, as a phrase after the scheme's
+/// name (`needs a constant mass matrix; …`), or `None` when it is.
+pub fn not_constant_mass(model: &mut Model) -> Option<String> {
+    let file = model.file.clone();
+    let q = model.q_syms();
+    let v = model.v_syms();
+    let l = model.lagrangian;
+    let g = &mut model.graph;
+    let p = gradient(g, l, &v);
+    let m = jacobian(g, &p, &v);
+    let moving: Vec<Id> = q.iter().chain(&v).copied().collect();
+    for (i, row) in m.iter().enumerate() {
+        for (j, &e) in row.iter().enumerate() {
+            if g.depends_on(e, &moving) {
+                let dep = if g.depends_on(e, &v) {
+                    "the velocities"
+                } else {
+                    "the coordinates"
+                };
+                return Some(format!(
+                    "needs a constant mass matrix; the mass matrix of {file} depends on {dep} (entry [{i}][{j}] = {})",
+                    g.display(e)
+                ));
+            }
+        }
+    }
+    let zero = g.constant(0.0);
+    let zeros = vec![zero; v.len()];
+    let map: crate::sym::SubstMap = v.iter().copied().zip(zeros.iter().copied()).collect();
+    for &pa in &p {
+        let b = g.substitute(pa, &map);
+        if !g.is_const(b, 0.0) {
+            return Some(format!(
+                "needs L = ½ q̇ᵀ M q̇ − V(q); the Lagrangian of {file} has terms linear in the velocities"
+            ));
+        }
+    }
+    None
 }
 
 /// The scheme-specific parts of a step on the state `(q, p)` of a

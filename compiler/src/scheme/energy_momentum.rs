@@ -15,11 +15,17 @@
 //! correction vanishes identically and is not generated (the midpoint
 //! gradient; momenta of linear symmetries are then kept too). Otherwise the
 //! correction's direction `Δq` carries a torque about a symmetry axis, so
-//! momenta are kept to O(h²) only. At `Δq = 0` the correction is `0/0`: its
-//! denominator gets `1e-300`, which leaves it 0 there and changes nothing
-//! elsewhere; where `‖Δq‖` is near round-off (a state within 1e-8 of rest)
-//! its derivative in the Newton Jacobian is inaccurate, which slows Newton
-//! but not the converged step.
+//! momenta are kept to O(h²) only. At and near `Δq = 0` the correction is
+//! `0/0`, and `f(q_{n+1}) − f(q_n)` is all cancellation: its round-off,
+//! divided by `‖Δq‖²`, made the Newton Jacobian of a step from rest (whose
+//! predictor has `Δq = 0`) non-finite (a pendulum released from rest failed
+//! at step 0) or so large that Newton stopped at `Δq ≈ 1e-132` (a bead on a
+//! rotating hoop stayed at rest): `models/gallery/planar_pendulum.hamel`,
+//! `rotating_hoop.hamel`. The denominator is therefore `‖Δq‖² + δ²` with
+//! `δ² = 1e-18 (1 + ‖q̄‖²)`: the correction vanishes at rest, its Jacobian
+//! stays within round-off of the rest of the matrix, and on a step of the
+//! usual size (`‖Δq‖ ≳ 1e-4`) it changes the correction by a relative
+//! 1e-10 of a term that is itself O(‖Δq‖²): far below the energy's round-off.
 
 use crate::model::Model;
 use crate::sym::vector::{axpy, dot, matvec, matvec_t, midpoint};
@@ -78,8 +84,11 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         let (nf0, ns) = (g.neg(f0), g.neg(slope));
         let defect = g.add(&[f1, nf0, ns]);
         let norm2 = dot(g, &dq, &dq);
-        let tiny = g.constant(1e-300);
-        let den = g.add2(norm2, tiny);
+        let qq = dot(g, &qbar, &qbar);
+        let one = g.constant(1.0);
+        let scale = g.add2(one, qq);
+        let delta2 = g.scale(1e-18, scale);
+        let den = g.add2(norm2, delta2);
         let c = g.div(defect, den);
         axpy(g, &mid, c, &dq)
     };

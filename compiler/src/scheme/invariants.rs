@@ -1,8 +1,11 @@
 //! What a user invariant is, decided from its expression (never its name):
-//! a momentum is linear in the velocities; a geometric invariant depends on
-//! the positions alone and is kept by the kinematics and the constraints (its
-//! rate `∇I · q'` vanishes on every velocity the constraints allow); anything
-//! else is monitored.
+//! a momentum is linear in the velocities and conserved by the free motion
+//! (its rate along the constrained Hamel equations vanishes: Noether's
+//! momenta, not a frame component such as the Chaplygin sleigh's angular
+//! velocity, which is linear in the velocities and changes); a geometric
+//! invariant depends on the positions alone and is kept by the kinematics
+//! and the constraints (its rate `∇I · q'` vanishes on every velocity the
+//! constraints allow); anything else is monitored.
 //!
 //! The geometric test is numerical, at a few pseudo-random points: the rate
 //! is linear in `ξ`, so "kept" means its row `∂(∇I · q')/∂ξ` lies in the span
@@ -30,7 +33,8 @@ pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
             .iter()
             .enumerate()
             .map(|(i, &d)| {
-                let qdot = model.frame.as_ref().map_or(v[i], |f| f[i]);
+                // Lazily: a frame may move more coordinates than there are velocities.
+                let qdot = model.frame.as_ref().map_or_else(|| v[i], |f| f[i]);
                 g.mul2(d, qdot)
             })
             .collect();
@@ -54,7 +58,11 @@ pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
             let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
             if g.depends_on(inv.expr, &v) {
                 if dv.iter().all(|&d| velocity_free(&g, d)) {
-                    InvariantKind::Momentum
+                    if conserved(model, &g, inv.expr) {
+                        InvariantKind::Momentum
+                    } else {
+                        InvariantKind::Monitored
+                    }
                 } else {
                     InvariantKind::Monitored
                 }
@@ -69,6 +77,193 @@ pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
             }
         })
         .collect()
+}
+
+/// Whether the quantity `j` (linear in the velocities) is conserved by the
+/// free constrained motion, tested at a few pseudo-random points: the
+/// velocities are projected onto the constraints, the accelerations solved
+/// from the Hamel equations `M ξ' + (∂p/∂q) Ψ ξ = F + Cᵀλ`,
+/// `C ξ' + (∂(Cξ)/∂q) Ψ ξ = 0` (`F = Ψᵀ∂l/∂q + [ξ, p]*`, docs/schemes.md §1;
+/// external forces left out: a momentum is a property of the free motion),
+/// and the rate `∂j/∂q Ψ ξ + ∂j/∂ξ ξ'` compared with the size of its terms.
+/// Holonomic constraints enter by their rates, so positions need not lie on
+/// them: the motion then keeps another level set of the same constraints.
+/// When no point can be evaluated (the frame fits no rule, the metric is
+/// singular everywhere tried) the quantity keeps its linear form's kind.
+fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
+    let mut m = model.clone();
+    m.graph = graph.clone();
+    let Ok(frame) = super::Frame::of(&mut m) else {
+        return true;
+    };
+    let mech = super::mechanics::Mechanics::of(&mut m, &frame);
+    let (q, v) = (m.q_syms(), m.v_syms());
+    let (nq, nv) = (q.len(), v.len());
+    let g = &mut m.graph;
+    // Constraint functions c(q, ξ), each linear in ξ.
+    let mut cons: Vec<Id> = model.velocity_constraints.iter().map(|c| c.expr).collect();
+    for c in &model.holonomic {
+        let grad = gradient(g, c.expr, &q);
+        let terms: Vec<Id> = (0..nq)
+            .map(|i| {
+                let qdot: Vec<Id> = (0..nv).map(|a| g.mul2(frame.psi[i][a], v[a])).collect();
+                let qdot = g.add(&qdot);
+                g.mul2(grad[i], qdot)
+            })
+            .collect();
+        cons.push(g.add(&terms));
+    }
+    let c_rows: Vec<Vec<Id>> = cons.iter().map(|&c| gradient(g, c, &v)).collect();
+    let c_q: Vec<Vec<Id>> = cons.iter().map(|&c| gradient(g, c, &q)).collect();
+    let mass: Vec<Vec<Id>> = mech.p.iter().map(|&p| gradient(g, p, &v)).collect();
+    let p_q: Vec<Vec<Id>> = mech.p.iter().map(|&p| gradient(g, p, &q)).collect();
+    let (j_q, j_v) = (gradient(g, j, &q), gradient(g, j, &v));
+    let g = &m.graph;
+    let index_of = |id: Id| match g.node(id) {
+        Node::Sym(s) => Some(*s),
+        _ => None,
+    };
+    let params: Vec<(u32, f64)> = m
+        .params
+        .iter()
+        .filter_map(|p| index_of(p.sym).map(|s| (s, p.default)))
+        .collect();
+    let (qs, vs): (Vec<u32>, Vec<u32>) = (
+        q.iter().filter_map(|&s| index_of(s)).collect(),
+        v.iter().filter_map(|&s| index_of(s)).collect(),
+    );
+    if qs.len() != nq || vs.len() != nv {
+        return true;
+    }
+    let mut next = sample_points(0x2545_f491_4f6c_dd1d, 0.3);
+    let mut checked = 0;
+    for _ in 0..12 {
+        let qv: Vec<f64> = (0..nq).map(|_| next()).collect();
+        let mut xi: Vec<f64> = (0..nv).map(|_| next()).collect();
+        let value = |xi: &[f64]| {
+            let (qs, vs, params, qv) = (&qs, &vs, &params, &qv);
+            let xi = xi.to_vec();
+            move |s: u32| {
+                if let Some(i) = qs.iter().position(|&k| k == s) {
+                    return qv[i];
+                }
+                if let Some(a) = vs.iter().position(|&k| k == s) {
+                    return xi[a];
+                }
+                params.iter().find(|(k, _)| *k == s).map_or(0.5, |(_, x)| *x)
+            }
+        };
+        let ev = |e: Id, xi: &[f64]| g.eval(e, &value(xi));
+        // Project ξ onto the null space of the constraint rows (they depend on q only).
+        let rows: Vec<Vec<f64>> = c_rows.iter().map(|r| r.iter().map(|&e| ev(e, &xi)).collect()).collect();
+        let ortho = orthonormal(&rows);
+        for o in &ortho {
+            let c: f64 = o.iter().zip(&xi).map(|(a, b)| a * b).sum();
+            xi.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
+        }
+        let psi_xi: Vec<f64> = (0..nq)
+            .map(|i| (0..nv).map(|a| ev(frame.psi[i][a], &xi) * xi[a]).sum())
+            .collect();
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        let evr = |r: &[Id]| -> Vec<f64> { r.iter().map(|&e| ev(e, &xi)).collect() };
+        // KKT system [[M, Cᵀ], [C, 0]] (ξ', λ) = (F − P_q Ψξ, −C_q Ψξ), rows of
+        // the independent constraints only.
+        let nc = rows.len();
+        let n = nv + nc;
+        let mut a = vec![vec![0.0; n + 1]; n];
+        for r in 0..nv {
+            let mr = evr(&mass[r]);
+            a[r][..nv].copy_from_slice(&mr);
+            for (k, row) in rows.iter().enumerate() {
+                a[r][nv + k] = row[r];
+            }
+            a[r][n] = ev(mech.force[r], &xi) - dot(&evr(&p_q[r]), &psi_xi);
+        }
+        for k in 0..nc {
+            a[nv + k][..nv].copy_from_slice(&rows[k]);
+            a[nv + k][n] = -dot(&evr(&c_q[k]), &psi_xi);
+        }
+        let (jq, jv) = (evr(&j_q), evr(&j_v));
+        if a.iter().flatten().chain(&jq).chain(&jv).any(|x| !x.is_finite()) {
+            continue;
+        }
+        let Some(sol) = solve_least_squares(a, nv) else {
+            continue;
+        };
+        let (t1, t2) = (dot(&jq, &psi_xi), dot(&jv, &sol[..nv]));
+        let scale = jq.iter().zip(&psi_xi).map(|(x, y)| (x * y).abs()).sum::<f64>()
+            + jv.iter().zip(&sol[..nv]).map(|(x, y)| (x * y).abs()).sum::<f64>();
+        if (t1 + t2).abs() > 1e-8 * scale.max(1e-300) && (t1 + t2).abs() > 1e-12 {
+            return false;
+        }
+        checked += 1;
+        if checked == 3 {
+            return true;
+        }
+    }
+    true
+}
+
+/// An orthonormal basis of the span of `rows` (Gram–Schmidt twice; rows
+/// dependent on earlier ones to 1e-10 are dropped).
+fn orthonormal(rows: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let scale = rows.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
+    let mut ortho: Vec<Vec<f64>> = vec![];
+    for b in rows {
+        let mut b = b.clone();
+        for _ in 0..2 {
+            for o in &ortho {
+                let c = dot(&b, o);
+                b.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
+            }
+        }
+        let n = dot(&b, &b).sqrt();
+        if n > 1e-10 * scale {
+            ortho.push(b.iter().map(|x| x / n).collect());
+        }
+    }
+    ortho
+}
+
+/// Solves the augmented system `a` (rows `[A | b]`) for the accelerations
+/// (its first `nv` unknowns) by Gaussian elimination with partial pivoting;
+/// rows that repeat others (dependent constraints) are dropped. `None` when
+/// the velocity block is singular.
+fn solve_least_squares(mut a: Vec<Vec<f64>>, nv: usize) -> Option<Vec<f64>> {
+    let n = a.len();
+    let top = a.iter().flat_map(|r| r[..n].iter()).fold(0.0f64, |m, x| m.max(x.abs()));
+    let mut pivots = vec![];
+    let mut row = 0;
+    for col in 0..n {
+        let (p, best) = (row..n)
+            .map(|r| (r, a[r][col].abs()))
+            .fold((row, 0.0), |b, x| if x.1 > b.1 { x } else { b });
+        if row >= n || best <= 1e-12 * top {
+            if col < nv {
+                return None;
+            }
+            continue;
+        }
+        a.swap(row, p);
+        for r in 0..n {
+            if r != row {
+                let f = a[r][col] / a[row][col];
+                if f != 0.0 {
+                    for k in col..=n {
+                        a[r][k] -= f * a[row][k];
+                    }
+                }
+            }
+        }
+        pivots.push((row, col));
+        row += 1;
+    }
+    let mut x = vec![0.0; n];
+    for (r, c) in pivots {
+        x[c] = a[r][n] / a[r][c];
+    }
+    Some(x)
 }
 
 /// Whether `row` lies in the span of `rows` at every one of a few
@@ -226,6 +421,56 @@ mod tests {
                 InvariantKind::Momentum
             ]
         );
+    }
+
+    /// The kinds of the named invariants of a model file of `models/`.
+    fn kinds_of(src: &str, names: &[&str]) -> Vec<InvariantKind> {
+        let k = kinds(src);
+        names
+            .iter()
+            .map(|n| k.iter().find(|(m, _)| m == n).map(|(_, k)| *k).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_momentum_is_conserved_not_merely_linear_in_the_velocities() {
+        use InvariantKind::*;
+        // The sleigh's angular velocity is linear in the velocities and
+        // changes (v' = a ω², ω' = −m a v ω/(I + m a²)): monitored, in the
+        // body frame and in Bloch's coordinates alike.
+        let sleigh = include_str!("../../../models/chaplygin_sleigh.hamel");
+        assert_eq!(kinds_of(sleigh, &["spin"]), [Monitored]);
+        let bloch = include_str!("../../../models/gallery/chaplygin_sleigh_bloch.hamel");
+        assert_eq!(kinds_of(bloch, &["spin"]), [Monitored]);
+        // The knife edge's spin is conserved (the constraint does not involve φ').
+        let knife = include_str!("../../../models/gallery/knife_edge_incline.hamel");
+        assert_eq!(kinds_of(knife, &["spin"]), [Momentum]);
+        // Euler–Poisson: the vertical angular momentum, and Ω₃ for I1 = I2 …
+        let top = include_str!("../../../models/gallery/heavy_top.hamel");
+        assert_eq!(kinds_of(top, &["vertical_momentum", "spin"]), [Momentum, Momentum]);
+        // … but not for I1 ≠ I2.
+        let asym = top.replace("I2 = 1.0", "I2 = 1.5");
+        assert_eq!(kinds_of(&asym, &["spin"]), [Monitored]);
+        // Rotation matrix with nine coordinates and three velocities (a frame
+        // that moves more coordinates than it has velocities; it once indexed
+        // the velocities by coordinate and panicked). |e3| is kept only where
+        // the columns are orthonormal, not for every 3×3 matrix: monitored.
+        let matrix = include_str!("../../../models/gallery/lagrange_top_matrix.hamel");
+        assert_eq!(
+            kinds_of(matrix, &["vertical_momentum", "spin", "unit"]),
+            [Momentum, Momentum, Monitored]
+        );
+        // A cart with a pendulum (affine frame, a multiplier constraint).
+        let cart = include_str!("../../../models/gallery/cart_spherical_pendulum.hamel");
+        assert_eq!(kinds_of(cart, &["px", "py", "Jz"]), [Momentum, Momentum, Momentum]);
+        // Holonomic constraints: the angular momenta of a particle on a sphere;
+        // Kepler's L; the canonical angular momentum with a magnetic field.
+        let sphere = include_str!("../../../models/gallery/particle_on_sphere.hamel");
+        assert_eq!(kinds_of(sphere, &["Jx", "Jy", "Jz"]), [Momentum, Momentum, Momentum]);
+        let charged = include_str!("../../../models/gallery/charged_particle.hamel");
+        assert_eq!(kinds_of(charged, &["Lz", "pz"]), [Momentum, Momentum]);
+        let planar = include_str!("../../../models/gallery/planar_body.hamel");
+        assert_eq!(kinds_of(planar, &["spin", "horizontal_momentum"]), [Momentum, Momentum]);
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn half_h(g: &mut Graph, h: Id) -> Id {
 }
 
 /// Observation for `L` quadratic in q̇: `M(q) v = p − b(q)`.
-fn legendre_observation(
+pub(crate) fn legendre_observation(
     g: &mut Graph,
     model: &Model,
     mech: &Mechanics,
@@ -168,7 +168,7 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
 }
 
 /// `⟨F⁻ + F⁺, (q_{n+1} − q_n)/h⟩` with `F∓ = (h/2) F_e`: `½⟨F_a + F_b, q_{n+1} − q_n⟩`.
-fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1: &[Id]) -> Option<Id> {
+pub(crate) fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1: &[Id]) -> Option<Id> {
     let (fa, fb) = (fa?, fb?);
     let sum: Vec<Id> = fa.iter().zip(fb).map(|(&a, &b)| g.add2(a, b)).collect();
     let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
