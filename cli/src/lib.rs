@@ -115,7 +115,12 @@ impl Error {
 
 /// Reads and validates a model file, with sizes of indexed families overridden.
 pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> {
-    Ok(hamel_load::read_model(path, sizes)?)
+    let (model, estimate) = hamel_load::read_model_estimated(path, sizes)?;
+    // A long derivation says so before it starts.
+    if let Some(e) = estimate.filter(|e| e.seconds > 5.0) {
+        eprintln!("note: deriving `{}` takes {e}, per scheme", model.name);
+    }
+    Ok(model)
 }
 
 /// Parses a scheme as written on the command line: `hamel`, `hamel_midpoint`

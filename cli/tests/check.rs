@@ -218,3 +218,19 @@ fn a_model_no_scheme_applies_to_fails() {
         assert!(out.contains(why), "expected `{why}` in\n{out}");
     }
 }
+
+#[test]
+fn a_size_too_large_to_derive_is_refused_at_once_with_its_estimate() {
+    // The director chain at N = 200 once compiled for more than 25 minutes
+    // in silence; now two small derivations (N = 8, 16) measure its growth.
+    let started = std::time::Instant::now();
+    let (ok, _, err) = hamel(&["check", "models/spherical_chain.hamel", "--size", "N=200"]);
+    assert!(!ok);
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    assert!(
+        err.contains("deriving the model would take about")
+            && err.contains("at N = 200")
+            && err.contains("HAMEL_MAX_DERIVE_SECONDS"),
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cost;
 pub mod diagnostic;
 pub mod dsl;
 pub mod emit;

@@ -129,19 +129,40 @@ impl From<hamel_compiler::scheme::SchemeError> for LoadError {
 
 /// Reads and validates a model file, with sizes of indexed families overridden.
 pub fn read_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
+    read_model_estimated(path, sizes).map(|(m, _)| m)
+}
+
+/// [`read_model`], with the estimated derivation time of a size large
+/// enough to be measured (`hamel_compiler::cost`), for a host to announce.
+pub fn read_model_estimated(
+    path: &Path,
+    sizes: &[(String, i64)],
+) -> Result<(Model, Option<hamel_compiler::cost::Estimate>), LoadError> {
     let shown = path.display().to_string();
     let read = |reason: String| LoadError::Read {
         path: shown.clone(),
         reason,
     };
     let src = table::read_text(path, MAX_MODEL_BYTES).map_err(read)?;
-    load_source(&shown, &src, sizes)
+    load_source_estimated(&shown, &src, sizes)
 }
 
-/// Validates model source text; `name` is how errors refer to it.
+/// Validates model source text; `name` is how errors refer to it. Sizes
+/// whose derivation is estimated beyond the limit
+/// (`hamel_compiler::cost::check`) are refused here, at once.
 pub fn load_source(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
-    hamel_compiler::model::load_with_sizes(name, src, sizes)
-        .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))
+    load_source_estimated(name, src, sizes).map(|(m, _)| m)
+}
+
+fn load_source_estimated(
+    name: &str,
+    src: &str,
+    sizes: &[(String, i64)],
+) -> Result<(Model, Option<hamel_compiler::cost::Estimate>), LoadError> {
+    let model = hamel_compiler::model::load_with_sizes(name, src, sizes)
+        .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))?;
+    let estimate = hamel_compiler::cost::check(name, src, sizes).map_err(LoadError::Usage)?;
+    Ok((model, estimate))
 }
 
 /// Derives `scheme` for `model` and prepares it for `backend`.

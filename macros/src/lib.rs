@@ -243,6 +243,9 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
         all.expect("a failed load reports at least one error")
     })?;
+    // A size the machine cannot derive in reasonable time is refused now,
+    // with the estimate, instead of compiling for hours.
+    hamel_compiler::cost::check(&rel, &src, &attr.sizes).map_err(|e| syn::Error::new(attr.model.span(), e))?;
 
     // Fields ↔ parameters, every mismatch reported.
     let mut errors: Option<syn::Error> = None;

@@ -7,7 +7,7 @@
 //! depends on the coordinates, terms linear in the velocities (a Coriolis or
 //! magnetic term: the Foucault pendulum in Cartesian coordinates) — takes
 //! the general form of (1.26), HLW's RATTLE for a non-separable `H`, written
-//! in velocities as the generalized Störmer–Verlet step is (see [`general`]).
+//! in velocities as the generalized Störmer–Verlet step is (see `general` below).
 
 use crate::model::Model;
 use crate::sym::vector::{axpy, matvec, matvec_t};
