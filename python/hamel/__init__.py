@@ -21,6 +21,8 @@ from ._hamel import (
     StepError,
     Stepper,
     __version__,
+    dlqr,
+    tangent_basis,
 )
 
 __all__ = [
@@ -32,4 +34,6 @@ __all__ = [
     "StepError",
     "Stepper",
     "__version__",
+    "dlqr",
+    "tangent_basis",
 ]

@@ -100,3 +100,13 @@ class Model:
     def stepper(
         self, scheme: str = "hamel", h: float = 0.01, params: Optional[Mapping[str, float]] = None, order: int = 2
     ) -> Stepper: ...
+
+def tangent_basis(rows: "npt.ArrayLike") -> "npt.NDArray[np.float64]": ...
+def dlqr(
+    a: "npt.ArrayLike",
+    b: "npt.ArrayLike",
+    q: "npt.ArrayLike",
+    r: "npt.ArrayLike",
+    tol: float = 1e-12,
+    max_iterations: int = 100_000,
+) -> Tuple["npt.NDArray[np.float64]", "npt.NDArray[np.float64]", float, int]: ...

@@ -18,7 +18,7 @@ use hamel_load::{Backend, LoadError, Member, Run, RunError, RunOptions, Scheme, 
 use hamel_runtime::nalgebra::Dyn;
 use hamel_runtime::{DynState, Kernels, NewtonOptions, OwnedStepper};
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -1106,12 +1106,72 @@ impl Stepper {
 }
 
 /// The native module, imported by the `hamel` package.
+/// A float matrix argument as nalgebra's; the error names the argument.
+fn dmatrix(name: &str, a: &Bound<'_, PyAny>) -> PyResult<hamel_runtime::nalgebra::DMatrix<f64>> {
+    let np = a.py().import("numpy")?;
+    let arr = np
+        .call_method1("asarray", (a, "float64"))
+        .map_err(|e| PyValueError::new_err(format!("{name}: not a matrix of numbers ({e})")))?;
+    let arr: PyReadonlyArray2<'_, f64> = arr
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("{name}: expected a two-dimensional array")))?;
+    let v = arr.as_array();
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(PyValueError::new_err(format!("{name}: has a value that is not finite")));
+    }
+    Ok(hamel_runtime::nalgebra::DMatrix::from_fn(
+        v.nrows(),
+        v.ncols(),
+        |i, j| v[[i, j]],
+    ))
+}
+
+/// An orthonormal basis (its columns) of the null space of `rows`: the
+/// tangent space of the constraints whose rows (e.g. the constraint
+/// Jacobian at an equilibrium) are given. Design LQR there: the redundant
+/// directions of a scheme's state have eigenvalues that no input reaches.
+#[pyfunction]
+fn tangent_basis<'py>(py: Python<'py>, rows: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let rows = dmatrix("rows", rows)?;
+    Ok(matrix(py, &hamel_runtime::control::tangent_basis(&rows)))
+}
+
+/// Discrete LQR by Riccati iteration: the gain `K` of `u = −K x` minimizing
+/// `Σ xᵀQx + uᵀRu` for `x' = A x + B u`. Returns `(K, P, spectral_radius,
+/// iterations)`: the gain, the Riccati solution, the closed loop's spectral
+/// radius and the iterations taken. Raises `ValueError` on inconsistent
+/// sizes or when the iteration does not settle (not stabilizable).
+#[pyfunction]
+#[pyo3(signature = (a, b, q, r, tol=1e-12, max_iterations=100_000))]
+#[allow(clippy::type_complexity)]
+fn dlqr<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    q: &Bound<'py, PyAny>,
+    r: &Bound<'py, PyAny>,
+    tol: f64,
+    max_iterations: usize,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, f64, usize)> {
+    if !(tol > 0.0 && tol.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "tol = {tol}: must be positive and finite"
+        )));
+    }
+    let (a, b, q, r) = (dmatrix("a", a)?, dmatrix("b", b)?, dmatrix("q", q)?, dmatrix("r", r)?);
+    let l = hamel_runtime::control::dlqr(&a, &b, &q, &r, tol, max_iterations)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((matrix(py, &l.k), matrix(py, &l.p), l.spectral_radius, l.iterations))
+}
+
 #[pymodule]
 fn _hamel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Model>()?;
     m.add_class::<PyRun>()?;
     m.add_class::<Stepper>()?;
+    m.add_function(wrap_pyfunction!(tangent_basis, m)?)?;
+    m.add_function(wrap_pyfunction!(dlqr, m)?)?;
     m.add("HamelError", py.get_type::<HamelError>())?;
     m.add("ModelError", py.get_type::<ModelError>())?;
     m.add("SchemeError", py.get_type::<SchemeError>())?;
