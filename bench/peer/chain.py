@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""Peer benchmark: the N-link spherical chain in hamel and in MuJoCo.
+
+The same chain in both tools: N point masses m = 1 on massless links of
+length l = 1 joined by ball joints, pivot at the origin, gravity 9.81 along
+-z, no damping, no contacts, no limits, started in the model files' `tilted`
+state. The script
+
+1. verifies that both tools simulate the same system: energy at t = 0 equal
+   to round-off, bob positions after 1 s equal at small steps;
+2. times one step (medians of repetitions, side by side in one run) for
+   N = 4 ... 128 under MuJoCo's Euler, implicitfast and RK4 integrators and
+   hamel's RATTLE and energy-momentum (maximal coordinates,
+   models/spherical_chain_cartesian.hamel) and discrete Hamel (directors,
+   models/spherical_chain.hamel, while its derivation fits a budget);
+3. measures the time each tool and scheme needs to reach a target accuracy
+   over 10 s of motion (relative energy error, max over the run; bob
+   positions at t = 10 s against a converged reference) on a ladder of step
+   sizes;
+4. writes bench/peer/results.json and prints the Markdown tables that the
+   README shows between its `peer-benchmark` markers
+   (python/tests/test_peer_benchmark.py checks that they agree).
+
+Requirements: Python >= 3.9, `pip install mujoco numpy` (MuJoCo is needed for
+measuring only: `--render` and the README test use results.json alone), and
+the `hamel` command (`--hamel PATH`, else $HAMEL, else target/release/hamel,
+else `hamel` on PATH).
+
+    python3 bench/peer/chain.py --quick          # about 3 minutes, N <= 32
+    python3 bench/peer/chain.py                  # the committed results
+    python3 bench/peer/chain.py --full           # adds N = 64 to time-to-accuracy
+    python3 bench/peer/chain.py --render --write-readme   # tables from results.json
+
+How "point mass on a massless link" is realized in MuJoCo: body i has its
+frame at bob i, its ball joint at (0, 0, 1) in its frame (the previous bob,
+or the pivot), and an `inertial` element at its origin with mass 1 and
+diaginertia (I, I, I), I = 1e-10 (MuJoCo needs a positive definite mass
+matrix: a zero inertia would leave each link's spin about its own axis
+without inertia). The body's rotational energy is then at most
+I |w|^2 / 2 per link, about 1e-12 of the chain's energy; the verification
+reports how far the bobs move when I changes from 1e-10 to 1e-12.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parent / "results.json"
+README = ROOT / "README.md"
+CARTESIAN = ROOT / "models" / "spherical_chain_cartesian.hamel"
+DIRECTOR = ROOT / "models" / "spherical_chain.hamel"
+BEGIN = "<!-- peer-benchmark:begin (bench/peer/chain.py renders this from bench/peer/results.json) -->"
+END = "<!-- peer-benchmark:end -->"
+
+G = 9.81
+INERTIA = 1e-10
+MJ_INTEGRATORS = ("euler", "implicitfast", "rk4")
+# (label, model, scheme) of the hamel runs.
+HAMEL_SCHEMES = (
+    ("rattle", CARTESIAN, "rattle"),
+    ("energy_momentum", CARTESIAN, "energy_momentum"),
+    ("hamel", DIRECTOR, "hamel"),
+)
+# HOOK (issue 28 item 1): composed schemes of order 4 and 6. When the `hamel`
+# binary accepts `--order`, add rows such as ("rattle_o4", CARTESIAN,
+# "rattle", 4): `hamel_args` passes the order on, and the tables name the
+# row by its label. Detected at run time by `hamel_supports_order`.
+ORDERS = (4, 6)
+ENERGY_TARGETS = (1e-3, 1e-6, 1e-9)
+POSITION_TARGETS = (1e-3, 1e-6)
+T_ACCURACY = 10.0
+
+# ---------------------------------------------------------------- the chain
+
+
+def tilted(n):
+    """Angles a_i, link directions e_i and angular velocities w_i of `tilted`."""
+    import numpy as np
+
+    i = np.arange(1, n + 1)
+    a = 0.3 + 0.1 * i
+    e = np.stack([np.sin(a), 0 * a, -np.cos(a)], axis=1)
+    w = np.stack([0.2 * np.cos(a), 0.8 - 0.1 * i, 0.2 * np.sin(a)], axis=1)
+    return a, e, w
+
+
+def point_mass_energy(x, v):
+    """Energy of unit point masses at positions x with velocities v (rows)."""
+    import numpy as np
+
+    return 0.5 * float(np.sum(v * v)) + G * float(np.sum(x[:, 2]))
+
+
+def mjcf(n, inertia=INERTIA):
+    """MJCF text of the N-link chain (see the module docstring)."""
+    opened = "".join(
+        f'<body name="b{i}" pos="0 0 -1">'
+        f'<joint name="j{i}" type="ball" pos="0 0 1" damping="0"/>'
+        f'<inertial pos="0 0 0" mass="1" diaginertia="{inertia} {inertia} {inertia}"/>'
+        for i in range(1, n + 1)
+    )
+    return (
+        f'<mujoco model="chain{n}">'
+        f'<option gravity="0 0 -{G}" timestep="0.001">'
+        '<flag contact="disable" constraint="disable" energy="enable"/></option>'
+        f"<worldbody>{opened}{'</body>' * n}</worldbody></mujoco>"
+    )
+
+
+def mj_model(n, integrator, dt, inertia=INERTIA):
+    """Compiled MuJoCo model and data of the chain, in the `tilted` state."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_string(mjcf(n, inertia))
+    m.opt.timestep = dt
+    m.opt.integrator = {
+        "euler": mujoco.mjtIntegrator.mjINT_EULER,
+        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+        "rk4": mujoco.mjtIntegrator.mjINT_RK4,
+    }[integrator]
+    d = mujoco.MjData(m)
+    set_tilted(m, d, n)
+    return m, d
+
+
+def set_tilted(m, d, n):
+    """Ball-joint quaternions and angular velocities of the `tilted` state.
+
+    Body i's world rotation R_i is the rotation by -a_i about y, which takes
+    the hanging direction (0, 0, -1) to e_i. A ball joint's qpos is the
+    rotation relative to the parent, R_{i-1}^T R_i (by -(a_i - a_{i-1})
+    about y), and its qvel the angular velocity relative to the parent in
+    the child's frame, R_i^T (w_i - w_{i-1}).
+    """
+    import mujoco
+    import numpy as np
+
+    a, _, w = tilted(n)
+    a_prev, w_prev = 0.0, np.zeros(3)
+    for k in range(n):
+        half = -(a[k] - a_prev) / 2
+        d.qpos[4 * k : 4 * k + 4] = (math.cos(half), 0.0, math.sin(half), 0.0)
+        c, s = math.cos(-a[k]), math.sin(-a[k])
+        r = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+        d.qvel[3 * k : 3 * k + 3] = r.T @ (w[k] - w_prev)
+        a_prev, w_prev = a[k], w[k]
+    mujoco.mj_forward(m, d)
+
+
+def mj_bobs(m, d, n):
+    """Bob positions and velocities (world frame) after mj_forward."""
+    import mujoco
+    import numpy as np
+
+    x = d.xpos[1 : n + 1].copy()
+    v = np.zeros((n, 3))
+    res = np.zeros(6)
+    for k in range(n):
+        mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, k + 1, res, 0)
+        v[k] = res[3:]
+    return x, v
+
+
+def mj_diverged(d):
+    """True if MuJoCo flagged an unstable acceleration (it then resets)."""
+    import mujoco
+
+    return d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+
+
+def mj_run(n, integrator, dt, t_end, samples=4000, inertia=INERTIA):
+    """Run MuJoCo for t_end; return stepping time, energy error, final bobs.
+
+    Only the mj_step calls (in C, `nstep` steps at a time) are timed. The
+    energy (MuJoCo's own, with mjENBL_ENERGY) is evaluated by mj_forward
+    between chunks, at most `samples` times; the max relative error is taken
+    over those samples and the final state.
+    """
+    import mujoco
+
+    steps = int(round(t_end / dt))
+    build = time.perf_counter()
+    m, d = mj_model(n, integrator, dt, inertia)
+    build = time.perf_counter() - build
+    e0 = float(d.energy[0] + d.energy[1])
+    chunk = max(1, steps // samples)
+    stepping, done, err = 0.0, 0, 0.0
+    while done < steps:
+        k = min(chunk, steps - done)
+        t0 = time.perf_counter()
+        mujoco.mj_step(m, d, nstep=k)
+        stepping += time.perf_counter() - t0
+        done += k
+        mujoco.mj_forward(m, d)
+        e = float(d.energy[0] + d.energy[1])
+        if not math.isfinite(e) or mj_diverged(d):
+            return {"diverged": True, "stepping_s": stepping, "build_s": build}
+        err = max(err, abs(e - e0) / abs(e0))
+    x, _ = mj_bobs(m, d, n)
+    return {
+        "diverged": False,
+        "stepping_s": stepping,
+        "build_s": build,
+        "energy_error": err,
+        "x": x,
+    }
+
+
+def mj_step_time(n, integrator, dt, steps, reps):
+    """Median seconds per step of `steps` steps in one mj_step call."""
+    import mujoco
+
+    times = []
+    for _ in range(reps):
+        m, d = mj_model(n, integrator, dt)
+        t0 = time.perf_counter()
+        mujoco.mj_step(m, d, nstep=steps)
+        times.append((time.perf_counter() - t0) / steps)
+        diverged = mj_diverged(d)
+    return statistics.median(times), diverged
+
+
+# ---------------------------------------------------------------- hamel
+
+
+def find_hamel(explicit):
+    """Path of the hamel command."""
+    for cand in (explicit, os.environ.get("HAMEL"), ROOT / "target" / "release" / "hamel"):
+        if cand and Path(cand).is_file():
+            return str(cand)
+    found = shutil.which("hamel")
+    if not found:
+        sys.exit("no hamel command: pass --hamel PATH or set HAMEL")
+    return found
+
+
+def hamel_version(exe):
+    """`hamel --version`, one line."""
+    return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def hamel_supports_order(exe):
+    """True if `hamel simulate` accepts `--order` (the hook of ORDERS)."""
+    out = subprocess.run([exe, "simulate", "--help"], capture_output=True, text=True).stdout
+    return "--order" in out
+
+
+def hamel_args(exe, model, scheme, n, h, t_end, out, order=None):
+    """Command line of one `hamel simulate` run recording only t = 0 and t_end."""
+    steps = int(round(t_end / h))
+    args = [exe, "simulate", str(model), "--scheme", scheme, "--h", repr(h)]
+    args += ["--t-end", repr(t_end), "--size", f"N={n}", "--init", "tilted"]
+    args += ["--summary", "json", "--no-plots", "--every", str(steps), "--force"]
+    args += ["--out", str(out)]
+    if order:
+        args += ["--order", str(order)]
+    return args
+
+
+def hamel_bobs(row, header, n):
+    """Bob positions from a trajectory.csv row of either chain model."""
+    import numpy as np
+
+    col = {name: k for k, name in enumerate(header)}
+    if "x[1][0]" in col:
+        return np.array([[float(row[col[f"x[{i}][{c}]"]]) for c in range(3)] for i in range(1, n + 1)])
+    e = np.array([[float(row[col[f"e[{i}][{c}]"]]) for c in range(3)] for i in range(1, n + 1)])
+    return np.cumsum(e, axis=0)
+
+
+def hamel_run(exe, model, scheme, n, h, t_end, timeout=None, order=None):
+    """Run `hamel simulate`; return its summary, wall time and final bobs.
+
+    Returns {"timeout": True} when the command exceeds `timeout` seconds and
+    {"failed": message} when it exits with an error (a step that failed).
+    """
+    with tempfile.TemporaryDirectory(prefix="peer-") as out:
+        args = hamel_args(exe, model, scheme, n, h, t_end, out, order)
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"timeout": True, "wall_s": time.perf_counter() - t0}
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            return {"failed": (p.stderr or p.stdout).strip().splitlines()[-1:], "wall_s": wall}
+        summary = json.loads(p.stdout.strip().splitlines()[-1])
+        lines = (Path(out) / "trajectory.csv").read_text().splitlines()
+        header, last = lines[0].split(","), lines[-1].split(",")
+        steps = summary["steps"]
+        return {
+            "wall_s": wall,
+            "stepping_s": summary["ns_per_step"] * 1e-9 * steps,
+            "ns_per_step": summary["ns_per_step"],
+            "energy_initial": summary["energy_initial"],
+            "energy_error": summary["max_energy_error_rel"],
+            "t_last": float(last[1]),
+            "x": hamel_bobs(last, header, n),
+            "x0": hamel_bobs(lines[1].split(","), header, n),
+        }
+
+
+# ---------------------------------------------------------------- the study
+
+
+def verify(exe, n, h):
+    """Equality of the two chains: energy at t = 0 and bobs after 1 s."""
+    import numpy as np
+
+    _, e, w = tilted(n)
+    m, d = mj_model(n, "rk4", h)
+    x, v = mj_bobs(m, d, n)
+    v_exact = np.cumsum(np.cross(w, e), axis=0)
+    e_mj = point_mass_energy(x, v)
+    e_mj_own = float(d.energy[0] + d.energy[1])
+    mj = mj_run(n, "rk4", h, 1.0)
+    mj_small_inertia = mj_run(n, "rk4", h, 1.0, inertia=1e-12)
+    row = {"N": n, "h": h}
+    for label, model, scheme in HAMEL_SCHEMES[:1] + HAMEL_SCHEMES[2:]:
+        if model == DIRECTOR and n > 16:
+            continue
+        r = hamel_run(exe, model, scheme, n, h, 1.0)
+        row[label] = {
+            "energy_initial": r["energy_initial"],
+            "energy_t0_rel_diff": abs(r["energy_initial"] - e_mj) / abs(e_mj),
+            "bobs_t0_max_diff": float(np.max(np.abs(r["x0"] - x))),
+            "bobs_t1_max_diff": float(np.max(np.abs(r["x"] - mj["x"]))),
+        }
+    row["mujoco"] = {
+        "energy_initial_point_masses": e_mj,
+        "energy_initial_mujoco": e_mj_own,
+        "velocity_t0_max_diff": float(np.max(np.abs(v - v_exact))),
+        "bobs_t1_inertia_1e-12_vs_1e-10": float(np.max(np.abs(mj_small_inertia["x"] - mj["x"]))),
+    }
+    return row
+
+
+def per_step(exe, sizes, reps, steps, h, derive_budget, orders):
+    """Per-step times of every tool and scheme at each N (one interleaved run)."""
+    rows = []
+    director_ok = True
+    for n in sizes:
+        row = {"N": n, "h": h, "steps": steps}
+        for integ in MJ_INTEGRATORS:
+            t, diverged = mj_step_time(n, integ, h, steps, reps)
+            row[f"mujoco_{integ}"] = {"us_per_step": t * 1e6, "diverged": diverged}
+        for label, model, scheme, order in hamel_rows(orders):
+            if model == DIRECTOR and not director_ok:
+                row[label] = {"skipped": f"derivation > {derive_budget:g} s at a smaller N"}
+                continue
+            row[label] = hamel_timing(exe, model, scheme, n, h, steps, reps, derive_budget, order)
+            if "skipped" in row[label] and model == DIRECTOR:
+                director_ok = False
+        rows.append(row)
+        print(f"  N = {n}: " + ", ".join(f"{k} {fmt_cell_step(v)}" for k, v in row.items() if isinstance(v, dict)), flush=True)
+    return rows
+
+
+def hamel_rows(orders):
+    """(label, model, scheme, order) of every hamel row, composed orders included."""
+    rows = [(label, model, scheme, None) for label, model, scheme in HAMEL_SCHEMES]
+    for order in orders:
+        rows += [(f"{label}_o{order}", model, scheme, order) for label, model, scheme in HAMEL_SCHEMES[:1]]
+    return rows
+
+
+def hamel_timing(exe, model, scheme, n, h, steps, reps, budget, order):
+    """Median ns/step and wall time of `hamel simulate` over up to `reps` runs.
+
+    A run longer than 30 s is not repeated; one longer than `budget` is
+    stopped and the size reported as skipped.
+    """
+    runs = []
+    for _ in range(reps):
+        r = hamel_run(exe, model, scheme, n, h, steps * h, timeout=budget, order=order)
+        if r.get("timeout"):
+            return {"skipped": f"derivation > {budget:g} s"}
+        if r.get("failed"):
+            return {"failed": r["failed"]}
+        runs.append(r)
+        if r["wall_s"] > 30:
+            break
+    ns = statistics.median(r["ns_per_step"] for r in runs)
+    wall = statistics.median(r["wall_s"] for r in runs)
+    return {
+        "us_per_step": ns / 1e3,
+        "wall_s": wall,
+        "setup_s": wall - ns * 1e-9 * steps,
+        "runs": len(runs),
+    }
+
+
+def reference(n, dt):
+    """Bob positions at t = 10 s from MuJoCo RK4 at dt, checked against 2 dt."""
+    import numpy as np
+
+    fine = mj_run(n, "rk4", dt, T_ACCURACY, samples=10)
+    coarse = mj_run(n, "rk4", 2 * dt, T_ACCURACY, samples=10)
+    diff = float(np.max(np.abs(fine["x"] - coarse["x"])))
+    return fine["x"], {"dt": dt, "diff_vs_2dt": diff, "error_estimate": diff / 15, "energy_error": fine["energy_error"], "stepping_s": fine["stepping_s"]}
+
+
+def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
+    """Accuracy and time of MuJoCo `integ` at every dt of the ladder."""
+    import numpy as np
+
+    rungs, last = [], None
+    for dt in ladder:
+        if last is not None and last * 2.05 > run_budget:
+            rungs.append({"h": dt, "skipped": "over the run budget"})
+            continue
+        r = mj_run(n, integ, dt, T_ACCURACY)
+        last = r["stepping_s"] + r["build_s"] * 2
+        rung = {"h": dt, "stepping_s": r["stepping_s"], "wall_s": r["stepping_s"] + r["build_s"]}
+        if r["diverged"]:
+            rung["diverged"] = True
+        else:
+            rung["energy_error"] = r["energy_error"]
+            rung["position_error"] = float(np.max(np.abs(r["x"] - x_ref)))
+        rungs.append(rung)
+        if all_met(rungs):
+            break
+    return rungs
+
+
+def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, order=None):
+    """Accuracy and time of `hamel simulate` at every h of the ladder."""
+    import numpy as np
+
+    rungs, last = [], None
+    for h in ladder:
+        if last is not None and last * 2.05 > run_budget:
+            rungs.append({"h": h, "skipped": "over the run budget"})
+            continue
+        r = hamel_run(exe, model, scheme, n, h, T_ACCURACY, timeout=run_budget * 1.5, order=order)
+        if r.get("timeout"):
+            rungs.append({"h": h, "skipped": "over the run budget"})
+            last = math.inf
+            continue
+        last = r["wall_s"]
+        rung = {"h": h, "wall_s": r["wall_s"]}
+        if r.get("failed"):
+            rung["failed"] = r["failed"]
+        else:
+            rung["stepping_s"] = r["stepping_s"]
+            rung["energy_error"] = r["energy_error"]
+            rung["position_error"] = float(np.max(np.abs(r["x"] - x_ref)))
+        rungs.append(rung)
+        if all_met(rungs):
+            break
+    return rungs
+
+
+def all_met(rungs):
+    """True once some rung meets the tightest energy and position targets."""
+    ok = [r for r in rungs if "energy_error" in r]
+    return any(r["energy_error"] <= min(ENERGY_TARGETS) for r in ok) and any(
+        r["position_error"] <= min(POSITION_TARGETS) for r in ok
+    )
+
+
+def accuracy(exe, sizes, ladder, ref_dt, run_budget, derive_budget, orders):
+    """Time-to-accuracy ladders of every tool and scheme at each N."""
+    out = []
+    for n in sizes:
+        t0 = time.perf_counter()
+        x_ref, ref = reference(n, ref_dt)
+        entry = {"N": n, "reference": ref, "ladders": {}}
+        for integ in MJ_INTEGRATORS:
+            entry["ladders"][f"mujoco_{integ}"] = ladder_mujoco(n, integ, ladder, x_ref, run_budget)
+        for label, model, scheme, order in hamel_rows(orders):
+            if model == DIRECTOR:
+                probe = hamel_run(exe, model, scheme, n, 1e-3, 1e-3, timeout=derive_budget)
+                if probe.get("timeout"):
+                    entry["ladders"][label] = [{"skipped": f"derivation > {derive_budget:g} s"}]
+                    continue
+            entry["ladders"][label] = ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, order)
+        # Cross-check of the reference: RATTLE's two finest rungs, Richardson
+        # extrapolated (RATTLE is symmetric: its error is even in h).
+        entry["reference"]["rattle_richardson_diff"] = richardson_check(exe, n, entry, x_ref, run_budget)
+        entry["seconds"] = time.perf_counter() - t0
+        out.append(entry)
+        print(f"  N = {n}: {entry['seconds']:.0f} s, reference {ref}", flush=True)
+    return out
+
+
+def richardson_check(exe, n, entry, x_ref, run_budget):
+    """max |(4 x_{h/2} - x_h)/3 - x_ref| over RATTLE's two finest run rungs."""
+    import numpy as np
+
+    done = [r for r in entry["ladders"]["rattle"] if "position_error" in r]
+    if not done:
+        return None
+    h = done[-1]["h"]
+    coarse = hamel_run(exe, CARTESIAN, "rattle", n, h, T_ACCURACY)
+    fine = hamel_run(exe, CARTESIAN, "rattle", n, h / 2, T_ACCURACY)
+    if "x" not in coarse or "x" not in fine:
+        return None
+    extrapolated = (4 * fine["x"] - coarse["x"]) / 3
+    return {"h": h, "diff": float(np.max(np.abs(extrapolated - x_ref))), "rattle_h_over_2_error": float(np.max(np.abs(fine["x"] - x_ref)))}
+
+
+# ---------------------------------------------------------------- tables
+
+
+def fmt(x, digits=2):
+    """A number in a table cell: 3 significant digits, thousands separated."""
+    if x >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}" if x < 10 else f"{x:.3g}"
+
+
+def fmt_cell_step(cell):
+    """Per-step table cell: µs per step (and the whole command for hamel)."""
+    if "skipped" in cell:
+        return "skipped: " + cell["skipped"]
+    if "failed" in cell:
+        return "failed"
+    s = fmt(cell["us_per_step"], 3)
+    if cell.get("diverged"):
+        s += " (diverges)"
+    if "wall_s" in cell:
+        s += f" ({cell['wall_s']:.2f} s)"
+    return s
+
+
+def best_time(rungs, key, target, clock):
+    """Least `clock` time over the rungs meeting `key` <= target, as a cell."""
+    met = [r for r in rungs if key in r and r[key] <= target]
+    if met:
+        r = min(met, key=lambda r: r[clock])
+        return f"{fmt(r[clock], 2)} s (h = {r['h']:g})"
+    errs = [r for r in rungs if key in r]
+    if not errs:
+        why = next((r.get("skipped") for r in rungs if "skipped" in r), "no run")
+        return "—" if why is None else why.replace("over the run budget", "—")
+    r = min(errs, key=lambda r: r[key])
+    return f"not reached ({fmt(r[key], 2)} at h = {r['h']:g})"
+
+
+def table_per_step(results):
+    """Markdown table of the per-step measurements."""
+    rows = results["per_step"]
+    labels = [k for k in rows[0] if isinstance(rows[0][k], dict)]
+    head = "| N | " + " | ".join(column_name(k) for k in labels) + " |"
+    lines = [head, "|" + "---|" * (len(labels) + 1)]
+    for row in rows:
+        lines.append(f"| {row['N']} | " + " | ".join(fmt_cell_step(row[k]) for k in labels) + " |")
+    return "\n".join(lines)
+
+
+def column_name(label):
+    """Human name of a tool/scheme label."""
+    names = {
+        "mujoco_euler": "MuJoCo Euler",
+        "mujoco_implicitfast": "MuJoCo implicitfast",
+        "mujoco_rk4": "MuJoCo RK4",
+        "rattle": "hamel `rattle`",
+        "energy_momentum": "hamel `energy_momentum`",
+        "hamel": "hamel director `hamel`",
+    }
+    if "_o" in label and label.split("_o")[0] in names:
+        base, order = label.rsplit("_o", 1)
+        return f"{names[base]} order {order}"
+    return names.get(label, label)
+
+
+def table_accuracy(results, clock):
+    """Markdown table of the time to each target (`clock`: wall_s or stepping_s)."""
+    entries = results["accuracy"]
+    labels = list(entries[0]["ladders"])
+    lines = ["| N | target | " + " | ".join(column_name(k) for k in labels) + " |"]
+    lines.append("|" + "---|" * (len(labels) + 2))
+    targets = [("energy_error", t, f"energy {t:g}") for t in ENERGY_TARGETS]
+    targets += [("position_error", t, f"position {t:g} at t = 10") for t in POSITION_TARGETS]
+    for entry in entries:
+        for key, target, name in targets:
+            cells = [best_time(entry["ladders"][k], key, target, clock) for k in labels]
+            lines.append(f"| {entry['N']} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table_verify(results):
+    """Markdown table of the equality checks."""
+    lines = ["| N | h | energy at t = 0, rel. diff. (RATTLE / director) | bobs at t = 1 s, max diff. vs MuJoCo RK4 (RATTLE / director) | MuJoCo bobs, I = 1e-10 vs 1e-12 |", "|---|---|---|---|---|"]
+    for row in results["verify"]:
+        r, dch = row["rattle"], row.get("hamel")
+        e = fmt(r["energy_t0_rel_diff"]) + (" / " + fmt(dch["energy_t0_rel_diff"]) if dch else "")
+        x = fmt(r["bobs_t1_max_diff"]) + (" / " + fmt(dch["bobs_t1_max_diff"]) if dch else "")
+        lines.append(f"| {row['N']} | {row['h']:g} | {e} | {x} | {fmt(row['mujoco']['bobs_t1_inertia_1e-12_vs_1e-10'])} |")
+    return "\n".join(lines)
+
+
+def render(results):
+    """The Markdown the README shows between its markers."""
+    meta = results["meta"]
+    parts = [
+        f"Measured {meta['date']} on {meta['machine']} (load average {meta['load_average']}), "
+        f"MuJoCo {meta['mujoco']}, {meta['hamel']}, Python {meta['python']}; "
+        f"mode `{meta['mode']}`, script run {meta['minutes']:.1f} min.",
+        "",
+        "Equality of the two chains (MuJoCo RK4 and hamel at the same small step):",
+        "",
+        table_verify(results),
+        "",
+        f"µs per step (h = dt = {results['per_step'][0]['h']:g}, {results['per_step'][0]['steps']} steps, "
+        "medians; hamel's `ns_per_step` of stepping, and in parentheses the whole "
+        "`hamel simulate` command's wall time: start, derivation, JIT, run, output):",
+        "",
+        table_per_step(results),
+    ]
+    if results.get("accuracy"):
+        ref = "; ".join(
+            f"N = {e['N']}: MuJoCo RK4 dt = {e['reference']['dt']:g}, "
+            f"{fmt(e['reference']['error_estimate'])} estimated error, RATTLE "
+            f"Richardson-extrapolated {richardson_text(e['reference'].get('rattle_richardson_diff'))}"
+            for e in results["accuracy"]
+        )
+        parts += [
+            "",
+            "Time to accuracy over 10 s, whole run (hamel: the `hamel simulate` command's wall "
+            "time; MuJoCo: model compile and stepping, not Python's start or `import mujoco`); "
+            "in parentheses the step size that achieves it. Reference positions: " + ref + ".",
+            "",
+            table_accuracy(results, "wall_s"),
+            "",
+            "The same, stepping only:",
+            "",
+            table_accuracy(results, "stepping_s"),
+        ]
+    return "\n".join(parts)
+
+
+def richardson_text(r):
+    """Words for the RATTLE cross-check of the reference."""
+    if not r:
+        return "not run"
+    return f"from h = {r['h']:g} and h/2 within {fmt(r['diff'])} of it"
+
+
+def readme_section(text):
+    """The README text between the peer-benchmark markers."""
+    start = text.index(BEGIN) + len(BEGIN)
+    return text[start : text.index(END)].strip("\n")
+
+
+def write_readme(results):
+    """Replace the README's section between the markers by `render(results)`."""
+    text = README.read_text()
+    start = text.index(BEGIN) + len(BEGIN)
+    end = text.index(END)
+    README.write_text(text[:start] + "\n" + render(results) + "\n" + text[end:])
+
+
+# ---------------------------------------------------------------- main
+
+
+def meta(exe, mode, orders):
+    """Machine, date and versions of the run."""
+    import mujoco
+
+    cpu = "unknown CPU"
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()}",
+        "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "mujoco": mujoco.__version__,
+        "hamel": hamel_version(exe),
+        "python": platform.python_version(),
+        "mode": mode,
+        "orders": list(orders),
+    }
+
+
+def parse():
+    """Command-line options."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="N <= 32, fewer repetitions, N = 16 accuracy only (~3 min)")
+    p.add_argument("--full", action="store_true", help="time to accuracy at N = 16, 32, 64 and a finer ladder (~1 h)")
+    p.add_argument("--hamel", help="path of the hamel command")
+    p.add_argument("--reps", type=int, help="repetitions of each per-step timing")
+    p.add_argument("--derive-budget", type=float, default=120.0, help="seconds a director-chain run may take (derivation)")
+    p.add_argument("--run-budget", type=float, help="seconds one ladder run may take")
+    p.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)")
+    p.add_argument("--render", action="store_true", help="print the tables of --out; measure nothing")
+    p.add_argument("--write-readme", action="store_true", help="put the tables into README.md")
+    return p.parse_args()
+
+
+def plan(args):
+    """Sizes, ladders and budgets of the chosen mode."""
+    if args.quick:
+        return dict(mode="quick", verify=[4], sizes=[4, 8, 16, 32], reps=args.reps or 3, acc=[16],
+                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4], ref_dt=5e-5, run_budget=args.run_budget or 10)
+    if args.full:
+        return dict(mode="full", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32, 64],
+                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5], ref_dt=2.5e-5,
+                    run_budget=args.run_budget or 300)
+    return dict(mode="default", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32],
+                ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4], ref_dt=5e-5, run_budget=args.run_budget or 40)
+
+
+def main():
+    """Measure (or only render) and print the tables."""
+    args = parse()
+    if args.render:
+        results = json.loads(args.out.read_text())
+    else:
+        results = measure(args)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(render(results))
+    if args.write_readme:
+        write_readme(results)
+
+
+def measure(args):
+    """Every measurement of the chosen mode, as the results dictionary."""
+    import numpy as np  # noqa: F401  (fail early without numpy)
+
+    exe = find_hamel(args.hamel)
+    cfg = plan(args)
+    orders = ORDERS if hamel_supports_order(exe) else ()
+    t0 = time.perf_counter()
+    results = {"meta": meta(exe, cfg["mode"], orders), "plan": {k: v for k, v in cfg.items()}}
+    print("verify", flush=True)
+    results["verify"] = [verify(exe, n, 1e-4) for n in cfg["verify"]]
+    print("per step", flush=True)
+    results["per_step"] = per_step(exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders)
+    print("time to accuracy", flush=True)
+    results["accuracy"] = accuracy(exe, cfg["acc"], cfg["ladder"], cfg["ref_dt"], cfg["run_budget"], args.derive_budget, orders)
+    results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
+    return results
+
+
+if __name__ == "__main__":
+    main()
