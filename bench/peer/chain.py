@@ -415,13 +415,13 @@ def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
     """Accuracy and time of MuJoCo `integ` at every dt of the ladder."""
     import numpy as np
 
-    rungs, last = [], None
+    rungs, predicted = [], 0.0
     for dt in ladder:
-        if last is not None and last * 2.05 > run_budget:
+        if predicted > run_budget:
             rungs.append({"h": dt, "skipped": "over the run budget"})
             continue
         r = mj_run(n, integ, dt, T_ACCURACY)
-        last = r["stepping_s"] + r["build_s"] * 2
+        predicted = 2 * r["stepping_s"] + r["build_s"]
         rung = {"h": dt, "stepping_s": r["stepping_s"], "wall_s": r["stepping_s"] + r["build_s"]}
         if r["diverged"]:
             rung["diverged"] = True
@@ -434,21 +434,25 @@ def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
     return rungs
 
 
-def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, order=None):
-    """Accuracy and time of `hamel simulate` at every h of the ladder."""
+def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=None):
+    """Accuracy and time of `hamel simulate` at every h of the ladder.
+
+    A rung is skipped when the previous one predicts (its cost beyond
+    `setup`, the command's fixed cost, doubled) that it exceeds the budget.
+    """
     import numpy as np
 
-    rungs, last = [], None
+    rungs, predicted = [], 0.0
     for h in ladder:
-        if last is not None and last * 2.05 > run_budget:
+        if predicted > run_budget:
             rungs.append({"h": h, "skipped": "over the run budget"})
             continue
-        r = hamel_run(exe, model, scheme, n, h, T_ACCURACY, timeout=run_budget * 1.5, order=order)
+        r = hamel_run(exe, model, scheme, n, h, T_ACCURACY, timeout=max(run_budget * 1.5, setup * 2), order=order)
         if r.get("timeout"):
             rungs.append({"h": h, "skipped": "over the run budget"})
-            last = math.inf
+            predicted = math.inf
             continue
-        last = r["wall_s"]
+        predicted = setup + 2 * max(r["wall_s"] - setup, 0.0)
         rung = {"h": h, "wall_s": r["wall_s"]}
         if r.get("failed"):
             rung["failed"] = r["failed"]
@@ -470,9 +474,14 @@ def all_met(rungs):
     )
 
 
-def accuracy(exe, sizes, ladder, ref_dt, run_budget, derive_budget, orders):
-    """Time-to-accuracy ladders of every tool and scheme at each N."""
+def accuracy(exe, sizes, ladder, ref_dt, run_budget, per_step_rows, orders):
+    """Time-to-accuracy ladders of every tool and scheme at each N.
+
+    The per-step rows give each hamel command's fixed cost (derivation, JIT)
+    and which sizes the director chain's derivation budget admits.
+    """
     out = []
+    costs = {row["N"]: row for row in per_step_rows}
     for n in sizes:
         t0 = time.perf_counter()
         x_ref, ref = reference(n, ref_dt)
@@ -480,12 +489,11 @@ def accuracy(exe, sizes, ladder, ref_dt, run_budget, derive_budget, orders):
         for integ in MJ_INTEGRATORS:
             entry["ladders"][f"mujoco_{integ}"] = ladder_mujoco(n, integ, ladder, x_ref, run_budget)
         for label, model, scheme, order in hamel_rows(orders):
-            if model == DIRECTOR:
-                probe = hamel_run(exe, model, scheme, n, 1e-3, 1e-3, timeout=derive_budget)
-                if probe.get("timeout"):
-                    entry["ladders"][label] = [{"skipped": f"derivation > {derive_budget:g} s"}]
-                    continue
-            entry["ladders"][label] = ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, order)
+            cost = costs.get(n, {}).get(label, {"setup_s": 0.0})
+            if "setup_s" not in cost:
+                entry["ladders"][label] = [{"skipped": cost.get("skipped", "failed in the per-step run")}]
+                continue
+            entry["ladders"][label] = ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order)
         # Cross-check of the reference: RATTLE's two finest rungs, Richardson
         # extrapolated (RATTLE is symmetric: its error is even in h).
         entry["reference"]["rattle_richardson_diff"] = richardson_check(exe, n, entry, x_ref, run_budget)
@@ -540,13 +548,13 @@ def best_time(rungs, key, target, clock):
     met = [r for r in rungs if key in r and r[key] <= target]
     if met:
         r = min(met, key=lambda r: r[clock])
-        return f"{fmt(r[clock], 2)} s (h = {r['h']:g})"
+        return f"{fmt(r[clock], 2)} s (h {r['h']:g})"
     errs = [r for r in rungs if key in r]
     if not errs:
         why = next((r.get("skipped") for r in rungs if "skipped" in r), "no run")
         return "—" if why is None else why.replace("over the run budget", "—")
     r = min(errs, key=lambda r: r[key])
-    return f"not reached ({fmt(r[key], 2)} at h = {r['h']:g})"
+    return f"not reached ({fmt(r[key], 2)} at h {r['h']:g})"
 
 
 def table_per_step(results):
@@ -696,6 +704,8 @@ def parse():
     p.add_argument("--reps", type=int, help="repetitions of each per-step timing")
     p.add_argument("--derive-budget", type=float, default=120.0, help="seconds a director-chain run may take (derivation)")
     p.add_argument("--run-budget", type=float, help="seconds one ladder run may take")
+    p.add_argument("--sizes", type=int, nargs="+", help="override the per-step sizes N")
+    p.add_argument("--acc-sizes", type=int, nargs="+", help="override the time-to-accuracy sizes N")
     p.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)")
     p.add_argument("--render", action="store_true", help="print the tables of --out; measure nothing")
     p.add_argument("--write-readme", action="store_true", help="put the tables into README.md")
@@ -703,14 +713,24 @@ def parse():
 
 
 def plan(args):
-    """Sizes, ladders and budgets of the chosen mode."""
+    """Sizes, ladders and budgets of the chosen mode, with the overrides."""
+    cfg = mode_plan(args)
+    if args.sizes:
+        cfg["sizes"] = args.sizes
+    if args.acc_sizes:
+        cfg["acc"] = args.acc_sizes
+    return cfg
+
+
+def mode_plan(args):
+    """Sizes, ladders and budgets of --quick, the default and --full."""
     if args.quick:
         return dict(mode="quick", verify=[4], sizes=[4, 8, 16, 32], reps=args.reps or 3, acc=[16],
                     ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4], ref_dt=5e-5, run_budget=args.run_budget or 10)
     if args.full:
         return dict(mode="full", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32, 64],
-                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5], ref_dt=2.5e-5,
-                    run_budget=args.run_budget or 300)
+                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5], ref_dt=5e-5,
+                    run_budget=args.run_budget or 200)
     return dict(mode="default", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32],
                 ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4], ref_dt=5e-5, run_budget=args.run_budget or 40)
 
@@ -742,7 +762,7 @@ def measure(args):
     print("per step", flush=True)
     results["per_step"] = per_step(exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders)
     print("time to accuracy", flush=True)
-    results["accuracy"] = accuracy(exe, cfg["acc"], cfg["ladder"], cfg["ref_dt"], cfg["run_budget"], args.derive_budget, orders)
+    results["accuracy"] = accuracy(exe, cfg["acc"], cfg["ladder"], cfg["ref_dt"], cfg["run_budget"], results["per_step"], orders)
     results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
     return results
 
