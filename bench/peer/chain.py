@@ -543,11 +543,16 @@ def fmt_cell_step(cell):
     return s
 
 
+def best_rung(rungs, key, target, clock):
+    """The rung of least `clock` time meeting `key` <= target, or None."""
+    met = [r for r in rungs if key in r and r[key] <= target]
+    return min(met, key=lambda r: r[clock]) if met else None
+
+
 def best_time(rungs, key, target, clock):
     """Least `clock` time over the rungs meeting `key` <= target, as a cell."""
-    met = [r for r in rungs if key in r and r[key] <= target]
-    if met:
-        r = min(met, key=lambda r: r[clock])
+    r = best_rung(rungs, key, target, clock)
+    if r:
         return f"{fmt(r[clock], 2)} s (h {r['h']:g})"
     errs = [r for r in rungs if key in r]
     if not errs:
@@ -584,17 +589,37 @@ def column_name(label):
     return names.get(label, label)
 
 
+def winner(ladders, key, target, clock):
+    """Which tool reaches the target first, and by what factor over the other."""
+    best = {}
+    for label, rungs in ladders.items():
+        if key == "energy_error" and label.startswith("energy_momentum"):
+            continue  # conserves energy by construction: no accuracy measure
+        tool = "MuJoCo" if label.startswith("mujoco") else "hamel"
+        r = best_rung(rungs, key, target, clock)
+        if r and (tool not in best or r[clock] < best[tool][1]):
+            best[tool] = (label, r[clock])
+    if not best:
+        return "neither"
+    tool, (label, t) = min(best.items(), key=lambda kv: kv[1][1])
+    other = "hamel" if tool == "MuJoCo" else "MuJoCo"
+    if other not in best:
+        return f"{column_name(label)} ({other}: not reached)"
+    return f"{column_name(label)}, {best[other][1] / t:.1f}× ahead of {other}"
+
+
 def table_accuracy(results, clock):
     """Markdown table of the time to each target (`clock`: wall_s or stepping_s)."""
     entries = results["accuracy"]
     labels = list(entries[0]["ladders"])
-    lines = ["| N | target | " + " | ".join(column_name(k) for k in labels) + " |"]
-    lines.append("|" + "---|" * (len(labels) + 2))
+    lines = ["| N | target | " + " | ".join(column_name(k) for k in labels) + " | first there (energy: not counting `energy_momentum`) |"]
+    lines.append("|" + "---|" * (len(labels) + 3))
     targets = [("energy_error", t, f"energy {t:g}") for t in ENERGY_TARGETS]
     targets += [("position_error", t, f"position {t:g} at t = 10") for t in POSITION_TARGETS]
     for entry in entries:
         for key, target, name in targets:
             cells = [best_time(entry["ladders"][k], key, target, clock) for k in labels]
+            cells.append(winner(entry["ladders"], key, target, clock))
             lines.append(f"| {entry['N']} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -608,6 +633,30 @@ def table_verify(results):
         x = fmt(r["bobs_t1_max_diff"]) + (" / " + fmt(dch["bobs_t1_max_diff"]) if dch else "")
         lines.append(f"| {row['N']} | {row['h']:g} | {e} | {x} | {fmt(row['mujoco']['bobs_t1_inertia_1e-12_vs_1e-10'])} |")
     return "\n".join(lines)
+
+
+def ratios(results, num, den):
+    """Per-step time ratios num / den over the sizes where both ran, by N."""
+    out = {}
+    for row in results["per_step"]:
+        a, b = row.get(num, {}), row.get(den, {})
+        if "us_per_step" in a and "us_per_step" in b:
+            out[row["N"]] = a["us_per_step"] / b["us_per_step"]
+    return out
+
+
+def ratio_text(r):
+    """'2.1× (N = 4) … 5.3× (N = 128)' of a ratio dictionary."""
+    return ", ".join(f"{v:.1f}× (N = {n})" for n, v in r.items())
+
+
+def render_summary(results):
+    """Generated sentences saying where each tool is faster per step."""
+    return (
+        "Per step, MuJoCo Euler / hamel RATTLE: " + ratio_text(ratios(results, "mujoco_euler", "rattle"))
+        + ". MuJoCo RK4 / hamel RATTLE: " + ratio_text(ratios(results, "mujoco_rk4", "rattle"))
+        + ". hamel director / MuJoCo Euler: " + ratio_text(ratios(results, "hamel", "mujoco_euler")) + "."
+    )
 
 
 def render(results):
@@ -627,6 +676,8 @@ def render(results):
         "`hamel simulate` command's wall time: start, derivation, JIT, run, output):",
         "",
         table_per_step(results),
+        "",
+        render_summary(results),
     ]
     if results.get("accuracy"):
         ref = "; ".join(
@@ -638,7 +689,9 @@ def render(results):
         parts += [
             "",
             "Time to accuracy over 10 s, whole run (hamel: the `hamel simulate` command's wall "
-            "time; MuJoCo: model compile and stepping, not Python's start or `import mujoco`); "
+            "time; MuJoCo: model compile and stepping, not Python's start and `import mujoco`"
+            + (f", {results['meta']['mujoco_import_s']:.2f} s" if "mujoco_import_s" in results["meta"] else "")
+            + "); "
             "in parentheses the step size that achieves it. Reference positions: " + ref + ".",
             "",
             table_accuracy(results, "wall_s"),
@@ -690,9 +743,17 @@ def meta(exe, mode, orders):
         "mujoco": mujoco.__version__,
         "hamel": hamel_version(exe),
         "python": platform.python_version(),
+        "mujoco_import_s": import_time(),
         "mode": mode,
         "orders": list(orders),
     }
+
+
+def import_time():
+    """Wall seconds of a fresh Python that imports mujoco (not in MuJoCo's times)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mujoco"], check=True)
+    return time.perf_counter() - t0
 
 
 def parse():
