@@ -34,11 +34,14 @@ else `hamel` on PATH).
 How "point mass on a massless link" is realized in MuJoCo: body i has its
 frame at bob i, its ball joint at (0, 0, 1) in its frame (the previous bob,
 or the pivot), and an `inertial` element at its origin with mass 1 and
-diaginertia (I, I, I), I = 1e-10 (MuJoCo needs a positive definite mass
-matrix: a zero inertia would leave each link's spin about its own axis
-without inertia). The body's rotational energy is then at most
-I |w|^2 / 2 per link, about 1e-12 of the chain's energy; the verification
-reports how far the bobs move when I changes from 1e-10 to 1e-12.
+diaginertia (I, I, I) with a tiny I(N): 1e-10 up to N = 16, 1e-9 at 32,
+1e-7 at 64, 1e-6 beyond (MuJoCo needs a positive definite mass matrix: a
+zero inertia would leave each link's spin about its own axis without
+inertia, and below these values round-off in its factorization shows). The
+bodies' rotational energy, I |w|^2 / 2 per link, is then below 1e-9 of the
+chain's energy; the verification reports how far the bobs move at t = 1 s
+when I grows tenfold (the model's distance from point masses is about a
+ninth of that).
 """
 
 import argparse
@@ -64,7 +67,11 @@ BEGIN = "<!-- peer-benchmark:begin (bench/peer/chain.py renders this from bench/
 END = "<!-- peer-benchmark:end -->"
 
 G = 9.81
-INERTIA = 1e-10
+# MuJoCo's link inertia I(N), smallest first: (largest N, I). Below these,
+# round-off in MuJoCo's factorization of the mass matrix shows (measured on
+# RK4 over 1 s: the energy error and the bobs stop depending linearly on I;
+# N = 32 diverges at 1e-11, N = 64 needs 1e-7, N = 128 1e-6).
+INERTIA = ((16, 1e-10), (32, 1e-9), (64, 1e-7), (math.inf, 1e-6))
 MJ_INTEGRATORS = ("euler", "implicitfast", "rk4")
 # (label, model, scheme) of the hamel runs.
 HAMEL_SCHEMES = (
@@ -102,7 +109,12 @@ def point_mass_energy(x, v):
     return 0.5 * float(np.sum(v * v)) + G * float(np.sum(x[:, 2]))
 
 
-def mjcf(n, inertia=INERTIA):
+def link_inertia(n):
+    """MuJoCo's isotropic link inertia I(N) (see INERTIA)."""
+    return next(value for largest, value in INERTIA if n <= largest)
+
+
+def mjcf(n, inertia):
     """MJCF text of the N-link chain (see the module docstring)."""
     opened = "".join(
         f'<body name="b{i}" pos="0 0 -1">'
@@ -118,11 +130,11 @@ def mjcf(n, inertia=INERTIA):
     )
 
 
-def mj_model(n, integrator, dt, inertia=INERTIA):
+def mj_model(n, integrator, dt, inertia=None):
     """Compiled MuJoCo model and data of the chain, in the `tilted` state."""
     import mujoco
 
-    m = mujoco.MjModel.from_xml_string(mjcf(n, inertia))
+    m = mujoco.MjModel.from_xml_string(mjcf(n, inertia or link_inertia(n)))
     m.opt.timestep = dt
     m.opt.integrator = {
         "euler": mujoco.mjtIntegrator.mjINT_EULER,
@@ -179,7 +191,7 @@ def mj_diverged(d):
     return d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
 
 
-def mj_run(n, integrator, dt, t_end, samples=4000, inertia=INERTIA):
+def mj_run(n, integrator, dt, t_end, samples=4000, inertia=None):
     """Run MuJoCo for t_end; return stepping time, energy error, final bobs.
 
     Only the mj_step calls (in C, `nstep` steps at a time) are timed. The
@@ -218,17 +230,24 @@ def mj_run(n, integrator, dt, t_end, samples=4000, inertia=INERTIA):
 
 
 def mj_step_time(n, integrator, dt, steps, reps):
-    """Median seconds per step of `steps` steps in one mj_step call."""
+    """Median seconds per step of `steps` steps in one mj_step call.
+
+    Also returns whether MuJoCo flagged a divergence, and the relative
+    energy error at the end (infinite after a divergence: MuJoCo resets).
+    """
     import mujoco
 
     times = []
     for _ in range(reps):
         m, d = mj_model(n, integrator, dt)
+        e0 = float(d.energy[0] + d.energy[1])
         t0 = time.perf_counter()
         mujoco.mj_step(m, d, nstep=steps)
         times.append((time.perf_counter() - t0) / steps)
         diverged = mj_diverged(d)
-    return statistics.median(times), diverged
+        mujoco.mj_forward(m, d)
+        err = math.inf if diverged else abs(float(d.energy[0] + d.energy[1]) - e0) / abs(e0)
+    return statistics.median(times), diverged, err
 
 
 # ---------------------------------------------------------------- hamel
@@ -298,6 +317,8 @@ def hamel_run(exe, model, scheme, n, h, t_end, timeout=None, order=None):
         summary = json.loads(p.stdout.strip().splitlines()[-1])
         lines = (Path(out) / "trajectory.csv").read_text().splitlines()
         header, last = lines[0].split(","), lines[-1].split(",")
+        diag = (Path(out) / "diagnostics.csv").read_text().splitlines()
+        energy_end = float(diag[-1].split(",")[diag[0].split(",").index("energy_error_rel")])
         steps = summary["steps"]
         return {
             "wall_s": wall,
@@ -305,6 +326,7 @@ def hamel_run(exe, model, scheme, n, h, t_end, timeout=None, order=None):
             "ns_per_step": summary["ns_per_step"],
             "energy_initial": summary["energy_initial"],
             "energy_error": summary["max_energy_error_rel"],
+            "energy_error_end": energy_end,
             "t_last": float(last[1]),
             "x": hamel_bobs(last, header, n),
             "x0": hamel_bobs(lines[1].split(","), header, n),
@@ -325,7 +347,7 @@ def verify(exe, n, h):
     e_mj = point_mass_energy(x, v)
     e_mj_own = float(d.energy[0] + d.energy[1])
     mj = mj_run(n, "rk4", h, 1.0)
-    mj_small_inertia = mj_run(n, "rk4", h, 1.0, inertia=1e-12)
+    mj_more_inertia = mj_run(n, "rk4", h, 1.0, inertia=10 * link_inertia(n))
     row = {"N": n, "h": h}
     for label, model, scheme in HAMEL_SCHEMES[:1] + HAMEL_SCHEMES[2:]:
         if model == DIRECTOR and n > 16:
@@ -341,7 +363,8 @@ def verify(exe, n, h):
         "energy_initial_point_masses": e_mj,
         "energy_initial_mujoco": e_mj_own,
         "velocity_t0_max_diff": float(np.max(np.abs(v - v_exact))),
-        "bobs_t1_inertia_1e-12_vs_1e-10": float(np.max(np.abs(mj_small_inertia["x"] - mj["x"]))),
+        "inertia": link_inertia(n),
+        "bobs_t1_inertia_10x_diff": float(np.max(np.abs(mj_more_inertia["x"] - mj["x"]))),
     }
     return row
 
@@ -353,8 +376,8 @@ def per_step(exe, sizes, reps, steps, h, derive_budget, orders):
     for n in sizes:
         row = {"N": n, "h": h, "steps": steps}
         for integ in MJ_INTEGRATORS:
-            t, diverged = mj_step_time(n, integ, h, steps, reps)
-            row[f"mujoco_{integ}"] = {"us_per_step": t * 1e6, "diverged": diverged}
+            t, diverged, err = mj_step_time(n, integ, h, steps, reps)
+            row[f"mujoco_{integ}"] = {"us_per_step": t * 1e6, "diverged": diverged, "energy_error_end": err}
         for label, model, scheme, order in hamel_rows(orders):
             if model == DIRECTOR and not director_ok:
                 row[label] = {"skipped": f"derivation > {derive_budget:g} s at a smaller N"}
@@ -392,9 +415,11 @@ def hamel_timing(exe, model, scheme, n, h, steps, reps, budget, order):
         if r["wall_s"] > 30:
             break
     ns = statistics.median(r["ns_per_step"] for r in runs)
+    err = runs[-1]["energy_error_end"]
     wall = statistics.median(r["wall_s"] for r in runs)
     return {
         "us_per_step": ns / 1e3,
+        "energy_error_end": err,
         "wall_s": wall,
         "setup_s": wall - ns * 1e-9 * steps,
         "runs": len(runs),
@@ -536,11 +561,14 @@ def fmt_cell_step(cell):
     if "failed" in cell:
         return "failed"
     s = fmt(cell["us_per_step"], 3)
+    notes = []
     if cell.get("diverged"):
-        s += " (diverges)"
+        notes.append("diverges")
+    elif "energy_error_end" in cell:
+        notes.append(f"ΔE {cell['energy_error_end']:.0e}")
     if "wall_s" in cell:
-        s += f" ({cell['wall_s']:.2f} s)"
-    return s
+        notes.append(f"{cell['wall_s']:.2f} s")
+    return s + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def best_rung(rungs, key, target, clock):
@@ -626,12 +654,12 @@ def table_accuracy(results, clock):
 
 def table_verify(results):
     """Markdown table of the equality checks."""
-    lines = ["| N | h | energy at t = 0, rel. diff. (RATTLE / director) | bobs at t = 1 s, max diff. vs MuJoCo RK4 (RATTLE / director) | MuJoCo bobs, I = 1e-10 vs 1e-12 |", "|---|---|---|---|---|"]
+    lines = ["| N | h | energy at t = 0, rel. diff. (RATTLE / director) | bobs at t = 1 s, max diff. vs MuJoCo RK4 (RATTLE / director) | MuJoCo link inertia I | MuJoCo bobs at t = 1 s, I vs 10 I |", "|---|---|---|---|---|---|"]
     for row in results["verify"]:
         r, dch = row["rattle"], row.get("hamel")
         e = fmt(r["energy_t0_rel_diff"]) + (" / " + fmt(dch["energy_t0_rel_diff"]) if dch else "")
         x = fmt(r["bobs_t1_max_diff"]) + (" / " + fmt(dch["bobs_t1_max_diff"]) if dch else "")
-        lines.append(f"| {row['N']} | {row['h']:g} | {e} | {x} | {fmt(row['mujoco']['bobs_t1_inertia_1e-12_vs_1e-10'])} |")
+        lines.append(f"| {row['N']} | {row['h']:g} | {e} | {x} | {row['mujoco']['inertia']:g} | {fmt(row['mujoco']['bobs_t1_inertia_10x_diff'])} |")
     return "\n".join(lines)
 
 
@@ -672,8 +700,9 @@ def render(results):
         table_verify(results),
         "",
         f"µs per step (h = dt = {results['per_step'][0]['h']:g}, {results['per_step'][0]['steps']} steps, "
-        "medians; hamel's `ns_per_step` of stepping, and in parentheses the whole "
-        "`hamel simulate` command's wall time: start, derivation, JIT, run, output):",
+        "medians; hamel's `ns_per_step` of stepping; in parentheses the relative energy error "
+        "ΔE at the end of the run, and for hamel the whole `hamel simulate` command's wall "
+        "time: start, derivation, JIT, run, output):",
         "",
         table_per_step(results),
         "",
