@@ -485,6 +485,7 @@ def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=
             rung["stepping_s"] = r["stepping_s"]
             rung["energy_error"] = r["energy_error"]
             rung["position_error"] = float(np.max(np.abs(r["x"] - x_ref)))
+            rung["x"] = r["x"]  # for the Richardson check; not saved
         rungs.append(rung)
         if all_met(rungs):
             break
@@ -521,27 +522,36 @@ def accuracy(exe, sizes, ladder, ref_dt, run_budget, per_step_rows, orders):
             entry["ladders"][label] = ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order)
         # Cross-check of the reference: RATTLE's two finest rungs, Richardson
         # extrapolated (RATTLE is symmetric: its error is even in h).
-        entry["reference"]["rattle_richardson_diff"] = richardson_check(exe, n, entry, x_ref, run_budget)
+        entry["reference"]["rattle_richardson_diff"] = richardson_check(entry["ladders"]["rattle"], x_ref)
+        for rungs in entry["ladders"].values():
+            for r in rungs:
+                r.pop("x", None)
         entry["seconds"] = time.perf_counter() - t0
         out.append(entry)
         print(f"  N = {n}: {entry['seconds']:.0f} s, reference {ref}", flush=True)
     return out
 
 
-def richardson_check(exe, n, entry, x_ref, run_budget):
-    """max |(4 x_{h/2} - x_h)/3 - x_ref| over RATTLE's two finest run rungs."""
+def richardson_check(rungs, x_ref):
+    """RATTLE's two finest rungs, Richardson-extrapolated, against the reference.
+
+    RATTLE is symmetric, so its error is even in h: with r = h_c / h_f,
+    (r^2 x_f - x_c) / (r^2 - 1) is accurate to O(h^4).
+    """
     import numpy as np
 
-    done = [r for r in entry["ladders"]["rattle"] if "position_error" in r]
-    if not done:
+    done = [r for r in rungs if "x" in r]
+    if len(done) < 2:
         return None
-    h = done[-1]["h"]
-    coarse = hamel_run(exe, CARTESIAN, "rattle", n, h, T_ACCURACY)
-    fine = hamel_run(exe, CARTESIAN, "rattle", n, h / 2, T_ACCURACY)
-    if "x" not in coarse or "x" not in fine:
-        return None
-    extrapolated = (4 * fine["x"] - coarse["x"]) / 3
-    return {"h": h, "diff": float(np.max(np.abs(extrapolated - x_ref))), "rattle_h_over_2_error": float(np.max(np.abs(fine["x"] - x_ref)))}
+    coarse, fine = done[-2], done[-1]
+    r2 = (coarse["h"] / fine["h"]) ** 2
+    extrapolated = (r2 * fine["x"] - coarse["x"]) / (r2 - 1)
+    return {
+        "h_coarse": coarse["h"],
+        "h_fine": fine["h"],
+        "diff": float(np.max(np.abs(extrapolated - x_ref))),
+        "rattle_fine_error": fine["position_error"],
+    }
 
 
 # ---------------------------------------------------------------- tables
@@ -693,7 +703,10 @@ def render(results):
     parts = [
         f"Measured {meta['date']} on {meta['machine']} (load average {meta['load_average']}), "
         f"MuJoCo {meta['mujoco']}, {meta['hamel']}, Python {meta['python']}; "
-        f"mode `{meta['mode']}`, script run {meta['minutes']:.1f} min.",
+        f"mode `{meta['mode']}`, script run {meta['minutes']:.1f} min"
+        + (f" (verification and per-step rows from its `{meta['per_step_from']['mode']}` run of "
+           f"{meta['per_step_from']['minutes']:.1f} min, load average {meta['per_step_from']['load_average']})"
+           if "per_step_from" in meta else "") + ".",
         "",
         "Equality of the two chains (MuJoCo RK4 and hamel at the same small step):",
         "",
@@ -736,7 +749,8 @@ def richardson_text(r):
     """Words for the RATTLE cross-check of the reference."""
     if not r:
         return "not run"
-    return f"from h = {r['h']:g} and h/2 within {fmt(r['diff'])} of it"
+    return (f"from h = {r['h_coarse']:g} and {r['h_fine']:g} within {fmt(r['diff'])} of it "
+            f"(RATTLE at {r['h_fine']:g}: {fmt(r['rattle_fine_error'])})")
 
 
 def readme_section(text):
@@ -796,6 +810,7 @@ def parse():
     p.add_argument("--run-budget", type=float, help="seconds one ladder run may take")
     p.add_argument("--sizes", type=int, nargs="+", help="override the per-step sizes N")
     p.add_argument("--acc-sizes", type=int, nargs="+", help="override the time-to-accuracy sizes N")
+    p.add_argument("--per-step-from", type=Path, help="reuse the per-step rows (and verification) of this results file")
     p.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)")
     p.add_argument("--render", action="store_true", help="print the tables of --out; measure nothing")
     p.add_argument("--write-readme", action="store_true", help="put the tables into README.md")
@@ -847,10 +862,15 @@ def measure(args):
     orders = ORDERS if hamel_supports_order(exe) else ()
     t0 = time.perf_counter()
     results = {"meta": meta(exe, cfg["mode"], orders), "plan": {k: v for k, v in cfg.items()}}
-    print("verify", flush=True)
-    results["verify"] = [verify(exe, n, 1e-4) for n in cfg["verify"]]
-    print("per step", flush=True)
-    results["per_step"] = per_step(exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders)
+    if args.per_step_from:
+        old = json.loads(args.per_step_from.read_text())
+        results["verify"], results["per_step"] = old["verify"], old["per_step"]
+        results["meta"]["per_step_from"] = {k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")}
+    else:
+        print("verify", flush=True)
+        results["verify"] = [verify(exe, n, 1e-4) for n in cfg["verify"]]
+        print("per step", flush=True)
+        results["per_step"] = per_step(exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders)
     print("time to accuracy", flush=True)
     results["accuracy"] = accuracy(exe, cfg["acc"], cfg["ladder"], cfg["ref_dt"], cfg["run_budget"], results["per_step"], orders)
     results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
