@@ -63,7 +63,9 @@ RESULTS = Path(__file__).resolve().parent / "results.json"
 README = ROOT / "README.md"
 CARTESIAN = ROOT / "models" / "spherical_chain_cartesian.hamel"
 DIRECTOR = ROOT / "models" / "spherical_chain.hamel"
-BEGIN = "<!-- peer-benchmark:begin (bench/peer/chain.py renders this from bench/peer/results.json) -->"
+BEGIN = (
+    "<!-- peer-benchmark:begin (bench/peer/chain.py renders this from bench/peer/results.json) -->"
+)
 END = "<!-- peer-benchmark:end -->"
 
 G = 9.81
@@ -293,7 +295,9 @@ def hamel_bobs(row, header, n):
 
     col = {name: k for k, name in enumerate(header)}
     if "x[1][0]" in col:
-        return np.array([[float(row[col[f"x[{i}][{c}]"]]) for c in range(3)] for i in range(1, n + 1)])
+        return np.array(
+            [[float(row[col[f"x[{i}][{c}]"]]) for c in range(3)] for i in range(1, n + 1)]
+        )
     e = np.array([[float(row[col[f"e[{i}][{c}]"]]) for c in range(3)] for i in range(1, n + 1)])
     return np.cumsum(e, axis=0)
 
@@ -377,7 +381,11 @@ def per_step(exe, sizes, reps, steps, h, derive_budget, orders):
         row = {"N": n, "h": h, "steps": steps}
         for integ in MJ_INTEGRATORS:
             t, diverged, err = mj_step_time(n, integ, h, steps, reps)
-            row[f"mujoco_{integ}"] = {"us_per_step": t * 1e6, "diverged": diverged, "energy_error_end": err}
+            row[f"mujoco_{integ}"] = {
+                "us_per_step": t * 1e6,
+                "diverged": diverged,
+                "energy_error_end": err,
+            }
         for label, model, scheme, order in hamel_rows(orders):
             if model == DIRECTOR and not director_ok:
                 row[label] = {"skipped": f"derivation > {derive_budget:g} s at a smaller N"}
@@ -386,7 +394,11 @@ def per_step(exe, sizes, reps, steps, h, derive_budget, orders):
             if "skipped" in row[label] and model == DIRECTOR:
                 director_ok = False
         rows.append(row)
-        print(f"  N = {n}: " + ", ".join(f"{k} {fmt_cell_step(v)}" for k, v in row.items() if isinstance(v, dict)), flush=True)
+        print(
+            f"  N = {n}: "
+            + ", ".join(f"{k} {fmt_cell_step(v)}" for k, v in row.items() if isinstance(v, dict)),
+            flush=True,
+        )
     return rows
 
 
@@ -394,7 +406,10 @@ def hamel_rows(orders):
     """(label, model, scheme, order) of every hamel row, composed orders included."""
     rows = [(label, model, scheme, None) for label, model, scheme in HAMEL_SCHEMES]
     for order in orders:
-        rows += [(f"{label}_o{order}", model, scheme, order) for label, model, scheme in HAMEL_SCHEMES[:1]]
+        rows += [
+            (f"{label}_o{order}", model, scheme, order)
+            for label, model, scheme in HAMEL_SCHEMES[:1]
+        ]
     return rows
 
 
@@ -433,7 +448,13 @@ def reference(n, dt):
     fine = mj_run(n, "rk4", dt, T_ACCURACY, samples=10)
     coarse = mj_run(n, "rk4", 2 * dt, T_ACCURACY, samples=10)
     diff = float(np.max(np.abs(fine["x"] - coarse["x"])))
-    return fine["x"], {"dt": dt, "diff_vs_2dt": diff, "error_estimate": diff / 15, "energy_error": fine["energy_error"], "stepping_s": fine["stepping_s"]}
+    return fine["x"], {
+        "dt": dt,
+        "diff_vs_2dt": diff,
+        "error_estimate": diff / 15,
+        "energy_error": fine["energy_error"],
+        "stepping_s": fine["stepping_s"],
+    }
 
 
 def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
@@ -472,7 +493,16 @@ def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=
         if predicted > run_budget:
             rungs.append({"h": h, "skipped": "over the run budget"})
             continue
-        r = hamel_run(exe, model, scheme, n, h, T_ACCURACY, timeout=max(run_budget * 1.5, setup * 2), order=order)
+        r = hamel_run(
+            exe,
+            model,
+            scheme,
+            n,
+            h,
+            T_ACCURACY,
+            timeout=max(run_budget * 1.5, setup * 2),
+            order=order,
+        )
         if r.get("timeout"):
             rungs.append({"h": h, "skipped": "over the run budget"})
             predicted = math.inf
@@ -517,12 +547,18 @@ def accuracy(exe, sizes, ladder, ref_dt, run_budget, per_step_rows, orders):
         for label, model, scheme, order in hamel_rows(orders):
             cost = costs.get(n, {}).get(label, {"setup_s": 0.0})
             if "setup_s" not in cost:
-                entry["ladders"][label] = [{"skipped": cost.get("skipped", "failed in the per-step run")}]
+                entry["ladders"][label] = [
+                    {"skipped": cost.get("skipped", "failed in the per-step run")}
+                ]
                 continue
-            entry["ladders"][label] = ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order)
+            entry["ladders"][label] = ladder_hamel(
+                exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order
+            )
         # Cross-check of the reference: RATTLE's two finest rungs, Richardson
         # extrapolated (RATTLE is symmetric: its error is even in h).
-        entry["reference"]["rattle_richardson_diff"] = richardson_check(entry["ladders"]["rattle"], x_ref)
+        entry["reference"]["rattle_richardson_diff"] = richardson_check(
+            entry["ladders"]["rattle"], x_ref
+        )
         for rungs in entry["ladders"].values():
             for r in rungs:
                 r.pop("x", None)
@@ -650,7 +686,11 @@ def table_accuracy(results, clock):
     """Markdown table of the time to each target (`clock`: wall_s or stepping_s)."""
     entries = results["accuracy"]
     labels = list(entries[0]["ladders"])
-    lines = ["| N | target | " + " | ".join(column_name(k) for k in labels) + " | first there (energy: not counting `energy_momentum`) |"]
+    lines = [
+        "| N | target | "
+        + " | ".join(column_name(k) for k in labels)
+        + " | first there (energy: not counting `energy_momentum`) |"
+    ]
     lines.append("|" + "---|" * (len(labels) + 3))
     targets = [("energy_error", t, f"energy {t:g}") for t in ENERGY_TARGETS]
     targets += [("position_error", t, f"position {t:g} at t = 10") for t in POSITION_TARGETS]
@@ -664,12 +704,17 @@ def table_accuracy(results, clock):
 
 def table_verify(results):
     """Markdown table of the equality checks."""
-    lines = ["| N | h | energy at t = 0, rel. diff. (RATTLE / director) | bobs at t = 1 s, max diff. vs MuJoCo RK4 (RATTLE / director) | MuJoCo link inertia I | MuJoCo bobs at t = 1 s, I vs 10 I |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| N | h | energy at t = 0, rel. diff. (RATTLE / director) | bobs at t = 1 s, max diff. vs MuJoCo RK4 (RATTLE / director) | MuJoCo link inertia I | MuJoCo bobs at t = 1 s, I vs 10 I |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in results["verify"]:
         r, dch = row["rattle"], row.get("hamel")
         e = fmt(r["energy_t0_rel_diff"]) + (" / " + fmt(dch["energy_t0_rel_diff"]) if dch else "")
         x = fmt(r["bobs_t1_max_diff"]) + (" / " + fmt(dch["bobs_t1_max_diff"]) if dch else "")
-        lines.append(f"| {row['N']} | {row['h']:g} | {e} | {x} | {row['mujoco']['inertia']:g} | {fmt(row['mujoco']['bobs_t1_inertia_10x_diff'])} |")
+        lines.append(
+            f"| {row['N']} | {row['h']:g} | {e} | {x} | {row['mujoco']['inertia']:g} | {fmt(row['mujoco']['bobs_t1_inertia_10x_diff'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -691,9 +736,13 @@ def ratio_text(r):
 def render_summary(results):
     """Generated sentences saying where each tool is faster per step."""
     return (
-        "Per step, MuJoCo Euler / hamel RATTLE: " + ratio_text(ratios(results, "mujoco_euler", "rattle"))
-        + ". MuJoCo RK4 / hamel RATTLE: " + ratio_text(ratios(results, "mujoco_rk4", "rattle"))
-        + ". hamel director / MuJoCo Euler: " + ratio_text(ratios(results, "hamel", "mujoco_euler")) + "."
+        "Per step, MuJoCo Euler / hamel RATTLE: "
+        + ratio_text(ratios(results, "mujoco_euler", "rattle"))
+        + ". MuJoCo RK4 / hamel RATTLE: "
+        + ratio_text(ratios(results, "mujoco_rk4", "rattle"))
+        + ". hamel director / MuJoCo Euler: "
+        + ratio_text(ratios(results, "hamel", "mujoco_euler"))
+        + "."
     )
 
 
@@ -704,9 +753,13 @@ def render(results):
         f"Measured {meta['date']} on {meta['machine']} (load average {meta['load_average']}), "
         f"MuJoCo {meta['mujoco']}, {meta['hamel']}, Python {meta['python']}; "
         f"mode `{meta['mode']}`, script run {meta['minutes']:.1f} min"
-        + (f" (verification and per-step rows from its `{meta['per_step_from']['mode']}` run of "
-           f"{meta['per_step_from']['minutes']:.1f} min, load average {meta['per_step_from']['load_average']})"
-           if "per_step_from" in meta else "") + ".",
+        + (
+            f" (verification and per-step rows from its `{meta['per_step_from']['mode']}` run of "
+            f"{meta['per_step_from']['minutes']:.1f} min, load average {meta['per_step_from']['load_average']})"
+            if "per_step_from" in meta
+            else ""
+        )
+        + ".",
         "",
         "Equality of the two chains (MuJoCo RK4 and hamel at the same small step):",
         "",
@@ -732,7 +785,11 @@ def render(results):
             "",
             "Time to accuracy over 10 s, whole run (hamel: the `hamel simulate` command's wall "
             "time; MuJoCo: model compile and stepping, not Python's start and `import mujoco`"
-            + (f", {results['meta']['mujoco_import_s']:.2f} s" if "mujoco_import_s" in results["meta"] else "")
+            + (
+                f", {results['meta']['mujoco_import_s']:.2f} s"
+                if "mujoco_import_s" in results["meta"]
+                else ""
+            )
             + "); "
             "in parentheses the step size that achieves it. Reference positions: " + ref + ".",
             "",
@@ -749,8 +806,10 @@ def richardson_text(r):
     """Words for the RATTLE cross-check of the reference."""
     if not r:
         return "not run"
-    return (f"from h = {r['h_coarse']:g} and {r['h_fine']:g} within {fmt(r['diff'])} of it "
-            f"(RATTLE at {r['h_fine']:g}: {fmt(r['rattle_fine_error'])})")
+    return (
+        f"from h = {r['h_coarse']:g} and {r['h_fine']:g} within {fmt(r['diff'])} of it "
+        f"(RATTLE at {r['h_fine']:g}: {fmt(r['rattle_fine_error'])})"
+    )
 
 
 def readme_section(text):
@@ -776,7 +835,9 @@ def meta(exe, mode, orders):
 
     cpu = "unknown CPU"
     try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        cpu = next(
+            l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     return {
@@ -802,17 +863,38 @@ def import_time():
 def parse():
     """Command-line options."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="N <= 32, fewer repetitions, N = 16 accuracy only (~3 min)")
-    p.add_argument("--full", action="store_true", help="time to accuracy at N = 16, 32, 64 and a finer ladder (~1 h)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="N <= 32, fewer repetitions, N = 16 accuracy only (~3 min)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="time to accuracy at N = 16, 32, 64 and a finer ladder (~1 h)",
+    )
     p.add_argument("--hamel", help="path of the hamel command")
     p.add_argument("--reps", type=int, help="repetitions of each per-step timing")
-    p.add_argument("--derive-budget", type=float, default=120.0, help="seconds a director-chain run may take (derivation)")
+    p.add_argument(
+        "--derive-budget",
+        type=float,
+        default=120.0,
+        help="seconds a director-chain run may take (derivation)",
+    )
     p.add_argument("--run-budget", type=float, help="seconds one ladder run may take")
     p.add_argument("--sizes", type=int, nargs="+", help="override the per-step sizes N")
     p.add_argument("--acc-sizes", type=int, nargs="+", help="override the time-to-accuracy sizes N")
-    p.add_argument("--per-step-from", type=Path, help="reuse the per-step rows (and verification) of this results file")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)")
-    p.add_argument("--render", action="store_true", help="print the tables of --out; measure nothing")
+    p.add_argument(
+        "--per-step-from",
+        type=Path,
+        help="reuse the per-step rows (and verification) of this results file",
+    )
+    p.add_argument(
+        "--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)"
+    )
+    p.add_argument(
+        "--render", action="store_true", help="print the tables of --out; measure nothing"
+    )
     p.add_argument("--write-readme", action="store_true", help="put the tables into README.md")
     return p.parse_args()
 
@@ -830,14 +912,37 @@ def plan(args):
 def mode_plan(args):
     """Sizes, ladders and budgets of --quick, the default and --full."""
     if args.quick:
-        return dict(mode="quick", verify=[4], sizes=[4, 8, 16, 32], reps=args.reps or 3, acc=[16],
-                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4], ref_dt=5e-5, run_budget=args.run_budget or 10)
+        return dict(
+            mode="quick",
+            verify=[4],
+            sizes=[4, 8, 16, 32],
+            reps=args.reps or 3,
+            acc=[16],
+            ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4],
+            ref_dt=5e-5,
+            run_budget=args.run_budget or 10,
+        )
     if args.full:
-        return dict(mode="full", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32, 64],
-                    ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5], ref_dt=5e-5,
-                    run_budget=args.run_budget or 200)
-    return dict(mode="default", verify=[4, 16], sizes=[4, 8, 16, 32, 64, 128], reps=args.reps or 5, acc=[16, 32],
-                ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4], ref_dt=5e-5, run_budget=args.run_budget or 40)
+        return dict(
+            mode="full",
+            verify=[4, 16],
+            sizes=[4, 8, 16, 32, 64, 128],
+            reps=args.reps or 5,
+            acc=[16, 32, 64],
+            ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5],
+            ref_dt=5e-5,
+            run_budget=args.run_budget or 200,
+        )
+    return dict(
+        mode="default",
+        verify=[4, 16],
+        sizes=[4, 8, 16, 32, 64, 128],
+        reps=args.reps or 5,
+        acc=[16, 32],
+        ladder=[1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4],
+        ref_dt=5e-5,
+        run_budget=args.run_budget or 40,
+    )
 
 
 def main():
@@ -855,8 +960,11 @@ def main():
 
 def measure(args):
     """Every measurement of the chosen mode, as the results dictionary."""
-    import numpy as np  # noqa: F401  (fail early without numpy)
+    import importlib.util
 
+    missing = [m for m in ("mujoco", "numpy") if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"missing {', '.join(missing)}: pip install mujoco numpy")
     exe = find_hamel(args.hamel)
     cfg = plan(args)
     orders = ORDERS if hamel_supports_order(exe) else ()
@@ -865,14 +973,26 @@ def measure(args):
     if args.per_step_from:
         old = json.loads(args.per_step_from.read_text())
         results["verify"], results["per_step"] = old["verify"], old["per_step"]
-        results["meta"]["per_step_from"] = {k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")}
+        results["meta"]["per_step_from"] = {
+            k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")
+        }
     else:
         print("verify", flush=True)
         results["verify"] = [verify(exe, n, 1e-4) for n in cfg["verify"]]
         print("per step", flush=True)
-        results["per_step"] = per_step(exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders)
+        results["per_step"] = per_step(
+            exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders
+        )
     print("time to accuracy", flush=True)
-    results["accuracy"] = accuracy(exe, cfg["acc"], cfg["ladder"], cfg["ref_dt"], cfg["run_budget"], results["per_step"], orders)
+    results["accuracy"] = accuracy(
+        exe,
+        cfg["acc"],
+        cfg["ladder"],
+        cfg["ref_dt"],
+        cfg["run_budget"],
+        results["per_step"],
+        orders,
+    )
     results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
     return results
 
