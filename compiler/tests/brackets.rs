@@ -1,7 +1,6 @@
 //! Frame brackets: the three checks of docs/schemes.md §1 and an invertible frame.
 
-use hamel_compiler::scheme::mechanics::Mechanics;
-use hamel_compiler::scheme::{Frame, FrameKind};
+use hamel_compiler::scheme::{Frame, FrameKind, Mechanics};
 use hamel_compiler::sym::Id;
 
 fn bracket_of(src: &str) -> (hamel_compiler::Model, Frame) {

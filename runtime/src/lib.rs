@@ -3,19 +3,24 @@
 
 #![warn(missing_docs)]
 
+// The rooms a user or a host names by path: composition coefficients,
+// control design, the instruction-set ceiling, the LU generated code calls,
+// and the run loop's building blocks. Everything else is reached through the
+// curated `pub use` list below.
 pub mod compose;
 pub mod control;
-pub mod error;
 pub mod isa;
-pub mod kernels;
-mod linearize;
 pub mod lu;
-pub mod memory;
-pub mod monitor;
-pub mod newton;
 pub mod run;
-pub mod state;
-pub mod system;
+
+mod error;
+mod kernels;
+mod linearize;
+mod memory;
+mod monitor;
+mod newton;
+mod state;
+mod system;
 
 pub use error::StepError;
 pub use kernels::{Alloc, InvariantKind, Kernels, NameList};
@@ -24,7 +29,7 @@ pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
 pub use run::{drive, simulate, simulate_controlled, simulate_with, Ended, Host, RunSummary};
 pub use state::{DynState, State, StateOf};
-pub use system::{DynStepper, OwnedStepper, StepSystem, Stepper, StepperOf};
+pub use system::{DynStepper, Linearization, OwnedStepper, StepSystem, Stepper, StepperOf};
 
 /// The evaluation core: register programs and their interpreter.
 pub use hamel_kernel as kernel;

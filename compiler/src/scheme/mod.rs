@@ -1,21 +1,24 @@
 //! Schemes: each turns a [`Model`] into a
 //! [`StepSystem`]. Pure symbolic work: no numbers, no Rust tokens.
 
+// One module per scheme, private: hosts choose a scheme by [`Scheme`] and
+// get a [`StepSystem`]; which may be composed is asked of [`compose`].
 mod applies;
 pub mod compose;
-pub mod constrained;
-pub mod energy_momentum;
-pub mod frame;
-pub mod hamel;
+mod constrained;
+mod energy_momentum;
+mod frame;
+mod hamel;
 mod invariants;
-pub mod mechanics;
-pub mod rattle;
+mod mechanics;
+mod rattle;
 mod reduce;
-pub mod step;
-pub mod stormer_verlet;
+mod step;
+mod stormer_verlet;
 
 pub use frame::{Frame, FrameKind};
 pub use hamel::Kinematics;
+pub use mechanics::Mechanics;
 pub use step::{Invariant, InvariantKind, Slot, StepSystem};
 
 use crate::model::Model;

@@ -25,6 +25,7 @@ mod stopping;
 #[cfg(test)]
 mod tests;
 
-pub use crate::memory::NewtonMemory;
 pub use options::{NewtonOptions, NewtonStats};
-pub use step::{advance, solve, StepParts, Workspace};
+#[cfg(test)]
+pub use step::solve;
+pub use step::{advance, StepParts, Workspace};

@@ -39,12 +39,14 @@ where
     DefaultAllocator: Alloc<Z, X>,
 {
     /// Workspace for a state of size `z` and `x` unknowns.
+    #[cfg(test)]
     pub fn new(z: Z, x: X) -> Self {
         Self::with_band(z, x, None)
     }
 
     /// Workspace for a step whose Jacobian has the band `(kl, ku)` (see
     /// [`Kernels::jacobian_band`]).
+    #[cfg(test)]
     pub fn with_band(z: Z, x: X, band: Option<(usize, usize)>) -> Self {
         Self::with_costs(z, x, band, None)
     }
@@ -67,6 +69,7 @@ where
     }
 
     /// The solution of the last successful solve.
+    #[cfg(test)]
     pub fn solution(&self) -> &OVector<f64, X> {
         &self.x
     }
@@ -92,6 +95,7 @@ where
 /// [`Workspace::solution`]); returns the iteration count. With `lo`, the state
 /// is `z + lo` (compensated summation).
 #[allow(clippy::too_many_arguments)]
+#[cfg(test)]
 pub fn solve<S, Z, X>(
     sys: &S,
     h: f64,

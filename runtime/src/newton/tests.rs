@@ -13,6 +13,7 @@ use crate::error::StepError;
 use crate::kernels::{InvariantKind, Kernels, NameList};
 use crate::lu::Lu;
 use crate::state::StateOf;
+use crate::NewtonMemory;
 
 type Residual<const N: usize> = Box<dyn Fn(&SVector<f64, N>, usize) -> SVector<f64, N>>;
 type Jacobian<const N: usize> = Box<dyn Fn(&SVector<f64, N>) -> SMatrix<f64, N, N>>;
