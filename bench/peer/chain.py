@@ -629,11 +629,32 @@ def best_time(rungs, key, target, clock):
     if r:
         return f"{fmt(r[clock], 2)} s (h {r['h']:g})"
     errs = [r for r in rungs if key in r]
+    diverged = [r["h"] for r in rungs if r.get("diverged")]
+    if not errs and diverged:
+        return f"diverges at every h run ({max(diverged):g} … {min(diverged):g})"
     if not errs:
         why = next((r.get("skipped") for r in rungs if "skipped" in r), "no run")
         return "—" if why is None else why.replace("over the run budget", "—")
     r = min(errs, key=lambda r: r[key])
-    return f"not reached ({fmt(r[key], 2)} at h {r['h']:g})"
+    failed = [f"{f['h']:g}" for f in rungs if "failed" in f]
+    why = f"; failed at h {', '.join(failed)}" if failed else ""
+    return f"not reached ({fmt(r[key], 2)} at h {r['h']:g}{why})"
+
+
+def failures(results):
+    """Sentences naming the hamel runs that stopped with an error, and why."""
+    seen = {}
+    for entry in results.get("accuracy", []):
+        for label, rungs in entry["ladders"].items():
+            for r in rungs:
+                if "failed" in r:
+                    msg = " ".join(r["failed"]).removeprefix("error: ")
+                    msg = msg.split(": the step equations")[0]
+                    seen.setdefault((label, msg), []).append(f"N = {entry['N']}, h = {r['h']:g}")
+    return [
+        f"{column_name(label)} stopped at {'; '.join(where)}: {msg}."
+        for (label, msg), where in seen.items()
+    ]
 
 
 def table_per_step(results):
@@ -696,8 +717,14 @@ def table_accuracy(results, clock):
     targets += [("position_error", t, f"position {t:g} at t = 10") for t in POSITION_TARGETS]
     for entry in entries:
         for key, target, name in targets:
-            cells = [best_time(entry["ladders"][k], key, target, clock) for k in labels]
-            cells.append(winner(entry["ladders"], key, target, clock))
+            ref_error = entry["reference"]["error_estimate"]
+            if key == "position_error" and ref_error > target / 10:
+                # Chaos: the reference itself is not converged to this target.
+                void = f"reference not converged (±{fmt(ref_error)})"
+                cells = ["—"] * len(labels) + [void]
+            else:
+                cells = [best_time(entry["ladders"][k], key, target, clock) for k in labels]
+                cells.append(winner(entry["ladders"], key, target, clock))
             lines.append(f"| {entry['N']} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -799,6 +826,13 @@ def render(results):
             "",
             table_accuracy(results, "stepping_s"),
         ]
+        stops = failures(results)
+        if stops:
+            parts += [
+                "",
+                "Runs that stopped with an error (hamel's defaults: Newton tolerance machine epsilon, at most 30 iterations): "
+                + " ".join(stops),
+            ]
     return "\n".join(parts)
 
 
