@@ -1,27 +1,9 @@
 //! The `hamel` commands end to end: outputs, summaries, and every error path
 //! (message and non-zero exit).
 
-use std::path::PathBuf;
+mod common;
+use common::{hamel, tmp};
 use std::process::Command;
-
-fn hamel(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("the hamel binary runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hamel-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn last_json(out: &str) -> serde_json::Value {
     serde_json::from_str(out.lines().last().expect("output")).expect("last line is JSON")

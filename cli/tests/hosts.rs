@@ -3,29 +3,11 @@
 //! duplicate member columns and absurd thread counts are refused at once
 //! with the file, line or flag named.
 
+mod common;
+use common::{hamel, tmp};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn hamel(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("the hamel binary runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hamel-cli-hosts-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 const TORQUE: &str = "models/torque_driven_spherical_pendulum.hamel";
 

@@ -2,27 +2,8 @@
 //! energy error far below the base step's at the same h, the label says so),
 //! and bad orders are refused with the flag named, never a panic.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn hamel(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("the hamel binary runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hamel-order-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+mod common;
+use common::{hamel, tmp};
 
 const DSP: &str = "models/double_spherical_pendulum.hamel";
 

@@ -7,27 +7,12 @@
 //! References are independent of hamel: classical RK4 at a small step on
 //! equations of motion derived by hand in this file.
 
+mod driven;
+use driven::{duffing_reference, pendulum_reference, rk4};
 use hamel_load::{compile, compile_with_sensitivity, load_source, read_model, run, Backend, Model, RunOptions, System};
 use hamel_runtime::control::dlqr;
 use hamel_runtime::nalgebra::{DMatrix, DVector};
 use hamel_runtime::DynStepper;
-
-fn rk4(f: &dyn Fn(f64, &[f64]) -> Vec<f64>, y0: &[f64], t_end: f64, n: usize) -> Vec<f64> {
-    let h = t_end / n as f64;
-    let mut y = y0.to_vec();
-    let axpy = |y: &[f64], k: &[f64], a: f64| -> Vec<f64> { y.iter().zip(k).map(|(y, k)| y + a * k).collect() };
-    for i in 0..n {
-        let t = i as f64 * h;
-        let k1 = f(t, &y);
-        let k2 = f(t + h / 2.0, &axpy(&y, &k1, h / 2.0));
-        let k3 = f(t + h / 2.0, &axpy(&y, &k2, h / 2.0));
-        let k4 = f(t + h, &axpy(&y, &k3, h));
-        for j in 0..y.len() {
-            y[j] += h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
-        }
-    }
-    y
-}
 
 fn model_path(name: &str) -> std::path::PathBuf {
     format!("{}/../models/{name}.hamel", env!("CARGO_MANIFEST_DIR")).into()
@@ -309,35 +294,14 @@ model driven_pendulum {
 
 const T_FORCED: f64 = 4.0;
 
-fn drive(t: f64) -> f64 {
-    0.8 * (1.3 * t).cos()
-}
-
-fn duffing_reference() -> Vec<f64> {
-    let f = |t: f64, y: &[f64]| vec![y[1], -0.1 * y[1] - y[0] - 0.5 * y[0].powi(3) + drive(t)];
-    rk4(&f, &[0.5, 0.0], T_FORCED, 40_000)[..1].to_vec()
-}
-
-/// The multiplier from the twice-differentiated constraint:
-/// `λ = −(m|v|² + ⟨x, F e₁ − m g e₃⟩)/r²`.
-fn pendulum_reference() -> Vec<f64> {
-    let f = |t: f64, y: &[f64]| {
-        let (x, v) = (&y[..3], &y[3..]);
-        let force = [drive(t), 0.0, -9.81];
-        let lam = -(v.iter().map(|a| a * a).sum::<f64>() + x.iter().zip(&force).map(|(a, b)| a * b).sum::<f64>())
-            / x.iter().map(|a| a * a).sum::<f64>();
-        let mut d = v.to_vec();
-        d.extend((0..3).map(|i| force[i] + lam * x[i]));
-        d
-    };
-    rk4(&f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], T_FORCED, 40_000)[..3].to_vec()
-}
-
 #[test]
 fn forced_in_time_each_sub_step_at_its_own_time_reaches_orders_four_and_six() {
     let duffing = load_source("duffing.hamel", DUFFING, &[]).unwrap();
     let pendulum = load_source("driven_pendulum.hamel", PENDULUM, &[]).unwrap();
-    let (rd, rp) = (duffing_reference(), pendulum_reference());
+    let (rd, rp) = (
+        duffing_reference(T_FORCED, 40_000),
+        pendulum_reference(T_FORCED, 40_000),
+    );
     let mut found = Found { failures: vec![] };
     for backend in Backend::ALL {
         for (model, scheme, reference) in [
@@ -844,7 +808,7 @@ fn inputs_held_over_the_composed_step_limit_it_to_order_two() {
     let src = DUFFING.replace("force x     = f0 * cos(w * t)", "inputs { u }\n    force x     = u");
     let model = load_source("duffing_input.hamel", &src, &[]).unwrap();
     let sys = system(&model, "hamel_midpoint", Backend::Jit, 4);
-    let reference = duffing_reference();
+    let reference = duffing_reference(T_FORCED, 40_000);
     let hs = [0.1, 0.05, 0.025];
     let errors: Vec<f64> = hs
         .iter()

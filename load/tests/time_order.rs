@@ -7,6 +7,8 @@
 //! References are independent of hamel: classical RK4 at a step 1/200 of the
 //! finest one, on equations of motion derived by hand in this file.
 
+mod driven;
+use driven::{drive, duffing_reference, pendulum_reference};
 use hamel_load::{compile, compile_with_sensitivity, load_source, run, Backend, RunOptions, Schedule, System};
 use hamel_runtime::control::dlqr;
 use hamel_runtime::nalgebra::{DMatrix, DVector};
@@ -55,48 +57,6 @@ model driven_pendulum {
 const F0: f64 = 0.8;
 const W: f64 = 1.3;
 const T_END: f64 = 4.0;
-
-fn drive(t: f64) -> f64 {
-    F0 * (W * t).cos()
-}
-
-fn rk4(f: &dyn Fn(f64, &[f64]) -> Vec<f64>, y0: &[f64], t_end: f64, n: usize) -> Vec<f64> {
-    let h = t_end / n as f64;
-    let mut y = y0.to_vec();
-    let axpy = |y: &[f64], k: &[f64], a: f64| -> Vec<f64> { y.iter().zip(k).map(|(y, k)| y + a * k).collect() };
-    for i in 0..n {
-        let t = i as f64 * h;
-        let k1 = f(t, &y);
-        let k2 = f(t + h / 2.0, &axpy(&y, &k1, h / 2.0));
-        let k3 = f(t + h / 2.0, &axpy(&y, &k2, h / 2.0));
-        let k4 = f(t + h, &axpy(&y, &k3, h));
-        for j in 0..y.len() {
-            y[j] += h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
-        }
-    }
-    y
-}
-
-/// `x(T)` of the Duffing oscillator.
-fn duffing_reference() -> Vec<f64> {
-    let f = |t: f64, y: &[f64]| vec![y[1], -0.1 * y[1] - y[0] - 0.5 * y[0].powi(3) + drive(t)];
-    rk4(&f, &[0.5, 0.0], T_END, 200_000)[..1].to_vec()
-}
-
-/// `x(T)` of the driven pendulum (the multiplier from the twice-differentiated
-/// constraint: `λ = −(m|v|² + ⟨x, F e₁ − m g e₃⟩)/r²`).
-fn pendulum_reference() -> Vec<f64> {
-    let f = |t: f64, y: &[f64]| {
-        let (x, v) = (&y[..3], &y[3..]);
-        let force = [drive(t), 0.0, -9.81];
-        let lam = -(v.iter().map(|a| a * a).sum::<f64>() + x.iter().zip(&force).map(|(a, b)| a * b).sum::<f64>())
-            / x.iter().map(|a| a * a).sum::<f64>();
-        let mut d = v.to_vec();
-        d.extend((0..3).map(|i| force[i] + lam * x[i]));
-        d
-    };
-    rk4(&f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], T_END, 200_000)[..3].to_vec()
-}
 
 /// How the force's time dependence reaches the step.
 #[derive(Clone, Copy, Debug)]
@@ -180,7 +140,7 @@ fn assert_second_order(src: &str, schemes: &[&str], reference: &[f64]) {
 
 #[test]
 fn every_scheme_is_second_order_under_time_dependent_forcing() {
-    let duffing = duffing_reference();
+    let duffing = duffing_reference(T_END, 200_000);
     assert_second_order(
         DUFFING,
         &["hamel_averaged", "hamel_midpoint", "stormer_verlet"],
@@ -190,7 +150,7 @@ fn every_scheme_is_second_order_under_time_dependent_forcing() {
     assert_second_order(
         PENDULUM,
         &["rattle", "energy_momentum", "stormer_verlet"],
-        &pendulum_reference(),
+        &pendulum_reference(T_END, 200_000),
     );
 }
 

@@ -1,0 +1,49 @@
+//! The driven test problems the time-order and composition tests share,
+//! with their references: RK4 of equations derived by hand.
+
+/// The drive `F₀ cos ωt`, `F₀ = 0.8`, `ω = 1.3`.
+pub fn drive(t: f64) -> f64 {
+    0.8 * (1.3 * t).cos()
+}
+
+/// Classical RK4 of `y' = f(t, y)` from `y0` at t = 0 to `t_end` in `n` steps.
+pub fn rk4(f: &dyn Fn(f64, &[f64]) -> Vec<f64>, y0: &[f64], t_end: f64, n: usize) -> Vec<f64> {
+    let h = t_end / n as f64;
+    let mut y = y0.to_vec();
+    let axpy = |y: &[f64], k: &[f64], a: f64| -> Vec<f64> { y.iter().zip(k).map(|(y, k)| y + a * k).collect() };
+    for i in 0..n {
+        let t = i as f64 * h;
+        let k1 = f(t, &y);
+        let k2 = f(t + h / 2.0, &axpy(&y, &k1, h / 2.0));
+        let k3 = f(t + h / 2.0, &axpy(&y, &k2, h / 2.0));
+        let k4 = f(t + h, &axpy(&y, &k3, h));
+        for j in 0..y.len() {
+            y[j] += h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
+        }
+    }
+    y
+}
+
+/// `x(t_end)` of the Duffing oscillator `x'' + 0.1x' + x + 0.5x³ = drive(t)`
+/// from `x = 0.5` at rest, by RK4 in `n` steps.
+pub fn duffing_reference(t_end: f64, n: usize) -> Vec<f64> {
+    let f = |t: f64, y: &[f64]| vec![y[1], -0.1 * y[1] - y[0] - 0.5 * y[0].powi(3) + drive(t)];
+    rk4(&f, &[0.5, 0.0], t_end, n)[..1].to_vec()
+}
+
+/// The bob position at `t_end` of the spherical pendulum (r = 1, m = 1,
+/// g = 9.81) driven along x by `drive(t)`, in Cartesian coordinates with the
+/// multiplier of the twice-differentiated constraint,
+/// `λ = −(m|v|² + ⟨x, F e₁ − m g e₃⟩)/r²`; RK4 in `n` steps.
+pub fn pendulum_reference(t_end: f64, n: usize) -> Vec<f64> {
+    let f = |t: f64, y: &[f64]| {
+        let (x, v) = (&y[..3], &y[3..]);
+        let force = [drive(t), 0.0, -9.81];
+        let lam = -(v.iter().map(|a| a * a).sum::<f64>() + x.iter().zip(&force).map(|(a, b)| a * b).sum::<f64>())
+            / x.iter().map(|a| a * a).sum::<f64>();
+        let mut d = v.to_vec();
+        d.extend((0..3).map(|i| force[i] + lam * x[i]));
+        d
+    };
+    rk4(&f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], t_end, n)[..3].to_vec()
+}
