@@ -4,7 +4,7 @@
 //! with the file, line or flag named.
 
 mod common;
-use common::{hamel, tmp};
+use common::hamel;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,9 +29,16 @@ fn simulate_with_inputs(inputs: &str, out: &str) -> (Option<i32>, String, String
     ])
 }
 
+/// An empty scratch directory that exists (input files are written into it).
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = common::tmp(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 #[test]
 fn input_tables_that_start_late_or_are_no_files_are_refused() {
-    let dir = tmp("inputs");
+    let dir = scratch("inputs");
     let out = dir.join("out");
     let late = dir.join("late.csv");
     std::fs::write(&late, "t,tau\n5,1\n6,2\n").unwrap();
@@ -65,7 +72,7 @@ fn input_tables_that_start_late_or_are_no_files_are_refused() {
 
 #[test]
 fn duplicate_member_columns_and_absurd_thread_counts_are_refused() {
-    let dir = tmp("members");
+    let dir = scratch("members");
     let members = dir.join("members.csv");
     std::fs::write(&members, "g,g\n9,10\n").unwrap();
     let sweep = |threads: Option<&str>| {
