@@ -90,12 +90,15 @@ where
         if !dn2.is_finite() {
             return Err(non_finite(step, it, rn2));
         }
-        if walk.done(it, dn2, x, || z.norm_squared(), contraction, &tol, opt, costs) {
+        if walk.done(it, dn2, x, || z.norm_squared(), contraction, &tol, opt, costs)
+            || (it > 2 && tol.residual_at_floor(rn2, walk.last_rn2, z.norm_squared()))
+        {
             return Ok(Solved {
                 iterations: it,
                 factorizations: walk.factorizations,
             });
         }
+        walk.last_rn2 = rn2;
     }
     residual::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     Err(StepError::NotConverged {
@@ -109,6 +112,8 @@ where
 struct Walk {
     /// the last update's norm
     last: f64,
+    /// the last residual's norm², before its update
+    last_rn2: f64,
     /// whether the factors in the workspace are this solve's
     factored: bool,
     /// factorizations so far
@@ -132,6 +137,7 @@ impl Walk {
     fn new() -> Self {
         Self {
             last: f64::INFINITY,
+            last_rn2: f64::INFINITY,
             factored: false,
             factorizations: 0,
             at_roundoff: false,

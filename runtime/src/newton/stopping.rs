@@ -12,6 +12,10 @@ use super::options::NewtonOptions;
 /// add up over a run, as simplified Newton's does.
 pub(crate) const STRICT: f64 = 1e-2;
 
+/// How many ulps of the state a residual may keep when it stops falling
+/// (see [`Tolerance::residual_at_floor`]).
+pub(crate) const RESIDUAL_FLOOR: f64 = 64.0;
+
 /// `STRICT²`.
 const STRICT2: f64 = STRICT * STRICT;
 
@@ -50,6 +54,18 @@ impl Tolerance {
     #[inline(always)]
     pub(crate) fn stalled(&self, dn2: f64, x2: f64, z2: f64) -> bool {
         dn2 <= self.stall2 * x2.max(z2)
+    }
+
+    /// The residual-floor rule: a residual at the round-off of the state
+    /// (`RESIDUAL_FLOOR · ε_machine · max(‖z‖, 1)`) that no longer falls
+    /// cannot be improved by iterating. Unknowns whose residual coefficient
+    /// is tiny (RATTLE's multipliers enter as `h² Gᵀλ`) then keep moving by
+    /// that noise over `h²`, above any update test, and the solve would fail
+    /// at a solution already as good as the arithmetic allows.
+    #[inline(always)]
+    pub(crate) fn residual_at_floor(&self, rn2: f64, last_rn2: f64, z2: f64) -> bool {
+        const FLOOR: f64 = RESIDUAL_FLOOR * f64::EPSILON;
+        rn2 > 0.25 * last_rn2 && rn2 <= FLOOR * FLOOR * z2.max(1.0)
     }
 
     /// The first-iteration rule: a first guess good to round-off leaves no

@@ -247,6 +247,30 @@ fn the_stall_rule_ends_a_solve_at_round_off_only() {
 }
 
 #[test]
+fn a_residual_at_the_round_off_of_the_state_ends_a_solve() {
+    // A badly scaled unknown (coefficient 1e-9, as h² multiplies RATTLE's
+    // multipliers at h ≈ 3e-5): residual noise of 2e-15, at the state's
+    // round-off, moves it by 2e-6 per iteration, above the stall floor. The
+    // residual no longer falls: the solve ends there instead of failing.
+    let delta = 2e-15;
+    let sys = Double::<1>::new(
+        move |x, k| Vector1::new(1e-9 * (x[0] - 1.0) + if k % 2 == 0 { delta } else { -delta }),
+        |_| SMatrix::<f64, 1, 1>::new(1e-9),
+        Vector1::new(1.0),
+    );
+    let (it, x) = run(&sys, &NewtonOptions::default()).unwrap();
+    assert!(it <= 4, "{it} iterations");
+    assert!((x[0] - 1.0).abs() <= 5e-6, "{}", x[0]);
+    // Residual noise well above round-off still fails (see the stall rule).
+    let loud = Double::<1>::new(
+        move |x, k| Vector1::new(1e-9 * (x[0] - 1.0) + if k % 2 == 0 { 1e-12 } else { -1e-12 }),
+        |_| SMatrix::<f64, 1, 1>::new(1e-9),
+        Vector1::new(1.0),
+    );
+    assert!(run(&loud, &NewtonOptions::default()).is_err());
+}
+
+#[test]
 fn a_singular_jacobian_returns_singular() {
     // Two dependent rows: no regular solution near any iterate.
     let sys = Double::<2>::new(
