@@ -11,13 +11,11 @@
 
 use crate::model::Model;
 use crate::sym::vector::{axpy, matvec, matvec_t};
-use crate::sym::{gradient, jacobian, Graph, Id};
+use crate::sym::{Graph, Id};
 
-use super::constrained::{analyse, coordinate_names, not_constant_mass, MomentumStep};
+use super::constrained::{analyse, not_constant_mass, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::Draft;
 use super::step::{at, force_at, symbols, time_in_step, StepSystem};
-use super::stormer_verlet::{legendre_observation, mean_work};
 use super::{Frame, SchemeError};
 
 /// Derives RATTLE for `model`.
@@ -114,21 +112,6 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     Ok(draft.assemble(&model, g, mech.energy))
 }
 
-/// RATTLE for a general regular Lagrangian (HLW VII (1.26) with
-/// `H_p = v`, `H_q = −∂L/∂q`), the stage velocities unknowns beside the
-/// momenta as in the generalized Störmer–Verlet step:
-///
-/// ```text
-/// p½ = p_n + (h/2) [∂L/∂q(q_n, v_a) − G(q_n)ᵀ λ + F_e(q_n, v_a, t_n)],   ∂L/∂q̇(q_n, v_a) = p½
-/// q_{n+1} = q_n + (h/2)(v_a + v_b),                                       ∂L/∂q̇(q_{n+1}, v_b) = p½
-/// g(q_{n+1}) = 0
-/// p_{n+1} = p½ + (h/2) [∂L/∂q(q_{n+1}, v_b) − G(q_{n+1})ᵀ μ + F_e(q_{n+1}, v_b, t_{n+1})]
-/// ∂L/∂q̇(q_{n+1}, v_{n+1}) = p_{n+1},   G(q_{n+1}) v_{n+1} = 0
-/// ```
-///
-/// Symplectic and symmetric; the constraints and their hidden velocity
-/// level hold at every node to round-off; momenta of symmetries of `L` and
-/// `g` are kept.
 /// Whether RATTLE takes its general form (HLW VII (1.26), stage and end
 /// velocities as unknowns): generalized coordinates without velocity
 /// constraints and a mass matrix that depends on them (or terms linear in the
@@ -137,128 +120,12 @@ pub(super) fn takes_general_form(model: &Model) -> bool {
     model.frame.is_none() && model.velocity_constraints.is_empty() && not_constant_mass(&mut model.clone()).is_some()
 }
 
+/// RATTLE for a general regular Lagrangian: the generalized Störmer–Verlet
+/// step with the model's holonomic constraints
+/// ([`super::stormer_verlet::general`], where its equations are).
 fn general(model: Model) -> Result<StepSystem, SchemeError> {
     let mut model = model;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
-    let mut g = std::mem::take(&mut model.graph);
-    let (q, v) = (model.q_syms(), model.v_syms());
-    let (n, c) = (q.len(), model.holonomic.len());
-    let h = g.symbol("__h");
-    let hh = g.scale(0.5, h);
-    let z = symbols(&mut g, "__z", 2 * n);
-    let nx = 5 * n + 2 * c;
-    let x = symbols(&mut g, "__x", nx);
-    let w = symbols(&mut g, "__w", nx);
-    let (q0, p0) = z.split_at(n);
-    let (ph, rest) = x.split_at(n);
-    let (va, rest) = rest.split_at(n);
-    let (q1, rest) = rest.split_at(n);
-    let (vb, rest) = rest.split_at(n);
-    let (lam, rest) = rest.split_at(c);
-    let (mu, v1) = rest.split_at(c);
-    let gs: Vec<Id> = model.holonomic.iter().map(|k| k.expr).collect();
-    let gq = jacobian(&mut g, &gs, &q);
-    let dldq = gradient(&mut g, model.lagrangian, &q);
-    // ∂L/∂q(qs, vs) − G(qs)ᵀ l
-    let force = |g: &mut Graph, qs: &[Id], vs: &[Id], l: &[Id]| -> Vec<Id> {
-        let d = at(g, &dldq, &q, qs, &v, vs);
-        if c == 0 {
-            return d;
-        }
-        let gqs: Vec<Vec<Id>> = gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
-        let gl = matvec_t(g, &gqs, l);
-        d.iter().zip(&gl).map(|(&a, &b)| g.sub(a, b)).collect()
-    };
-    let u = model.u_syms();
-    let fe_a = force_at(&mut g, &model, q0, va, model.time, &u);
-    let t1 = time_in_step(&mut g, &model, h, 1.0);
-    let fe_b = force_at(&mut g, &model, q1, vb, t1, &u);
-    let mut residual = Vec::with_capacity(nx);
-    let fa = force(&mut g, q0, va, lam);
-    let mut r1 = axpy(&mut g, p0, hh, &fa);
-    if let Some(fe) = &fe_a {
-        r1 = axpy(&mut g, &r1, hh, fe);
-    }
-    residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
-    let p_a = at(&mut g, &mech.p, &q, q0, &v, va);
-    residual.extend(p_a.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
-    let vs: Vec<Id> = va.iter().zip(vb).map(|(&a, &b)| g.add2(a, b)).collect();
-    let r3 = axpy(&mut g, q0, hh, &vs);
-    residual.extend(q1.iter().zip(&r3).map(|(&a, &b)| g.sub(a, b)));
-    let p_b = at(&mut g, &mech.p, &q, q1, &v, vb);
-    residual.extend(p_b.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
-    residual.extend(at(&mut g, &gs, &q, q1, &v, &v));
-    let fb = force(&mut g, q1, vb, mu);
-    let mut p1 = axpy(&mut g, ph, hh, &fb);
-    if let Some(fe) = &fe_b {
-        p1 = axpy(&mut g, &p1, hh, fe);
-    }
-    let p_1 = at(&mut g, &mech.p, &q, q1, &v, v1);
-    residual.extend(p_1.iter().zip(&p1).map(|(&a, &b)| g.sub(a, b)));
-    let gq1: Vec<Vec<Id>> = gq.iter().map(|row| at(&mut g, row, &q, q1, &v, &v)).collect();
-    residual.extend(matvec(&mut g, &gq1, v1));
-    let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, q1);
-    let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
-    // First guess: the last step's end velocity and multipliers.
-    let (wl, wv1) = (&w[4 * n..4 * n + 2 * c], &w[4 * n + 2 * c..]);
-    let predictor: Vec<Id> = p0
-        .iter()
-        .copied()
-        .chain(wv1.iter().copied())
-        .chain(axpy(&mut g, q0, h, wv1))
-        .chain(wv1.iter().copied())
-        .chain(wl.iter().copied())
-        .chain(wv1.iter().copied())
-        .collect();
-    let zero = g.constant(0.0);
-    let init_state: Vec<Id> = q.iter().chain(&mech.p).copied().collect();
-    let init_warm: Vec<Id> = mech
-        .p
-        .iter()
-        .chain(&v)
-        .chain(&q)
-        .chain(&v)
-        .copied()
-        .chain(std::iter::repeat_n(zero, 2 * c))
-        .chain(v.iter().copied())
-        .collect();
-    let (obs_matrix, obs_rhs) = legendre_observation(&mut g, &model, &mech, q0, p0);
-    let y = symbols(&mut g, "__y", n);
-    let state_names: Vec<String> = coordinate_names(&model, |c| c.to_string())
-        .into_iter()
-        .chain(coordinate_names(&model, |c| format!("p({c})")))
-        .collect();
-    let unknown_names: Vec<String> = coordinate_names(&model, |c| format!("p½({c})"))
-        .into_iter()
-        .chain(coordinate_names(&model, |c| format!("{c}'(a)")))
-        .chain(coordinate_names(&model, |c| format!("{c}+")))
-        .chain(coordinate_names(&model, |c| format!("{c}'(b)")))
-        .chain((0..c).map(|i| format!("lambda{i}")))
-        .chain((0..c).map(|i| format!("mu{i}")))
-        .chain(coordinate_names(&model, |c| format!("{c}'+")))
-        .collect();
-    let base = (0..nx)
-        .map(|i| (2 * n..3 * n).contains(&i).then(|| i - 2 * n))
-        .collect();
-    let draft = Draft {
-        scheme: "rattle".into(),
-        h,
-        state: z.iter().copied().zip(state_names).collect(),
-        unknowns: x.iter().copied().zip(unknown_names).collect(),
-        previous: w,
-        residual,
-        next,
-        predictor,
-        init_state,
-        init_warm,
-        obs_matrix,
-        obs_rhs,
-        obs_solution: y.clone(),
-        obs_q: q0.to_vec(),
-        obs_v: y,
-        base,
-        work,
-    };
-    Ok(draft.assemble(&model, g, mech.energy))
+    Ok(super::stormer_verlet::general(model, mech, "rattle"))
 }

@@ -42,7 +42,7 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
     if model.holonomic.is_empty() {
-        Ok(general(model, mech))
+        Ok(general(model, mech, "stormer_verlet"))
     } else {
         let cm = analyse(&mut model, "stormer_verlet (index-reduced)")?;
         Ok(index_reduced(model, mech, cm))
@@ -55,7 +55,7 @@ fn half_h(g: &mut Graph, h: Id) -> Id {
 }
 
 /// Observation for `L` quadratic in q̇: `M(q) v = p − b(q)`.
-pub(crate) fn legendre_observation(
+fn legendre_observation(
     g: &mut Graph,
     model: &Model,
     mech: &Mechanics,
@@ -72,63 +72,109 @@ pub(crate) fn legendre_observation(
     (mq, rhs)
 }
 
-fn general(model: Model, mech: Mechanics) -> StepSystem {
+/// The generalized Störmer–Verlet step (HLW VI (3.4)) for any regular
+/// Lagrangian, the stage velocities unknowns beside the momenta; with the
+/// model's holonomic constraints `g` it is RATTLE's general form (HLW VII
+/// (1.26) with `H_p = v`, `H_q = −∂L/∂q`), labelled `scheme`:
+///
+/// ```text
+/// p½ = p_n + (h/2) [∂L/∂q(q_n, v_a) − G(q_n)ᵀ λ + F_e(q_n, v_a, t_n)],   ∂L/∂q̇(q_n, v_a) = p½
+/// q_{n+1} = q_n + (h/2)(v_a + v_b),                                       ∂L/∂q̇(q_{n+1}, v_b) = p½
+/// g(q_{n+1}) = 0
+/// p_{n+1} = p½ + (h/2) [∂L/∂q(q_{n+1}, v_b) − G(q_{n+1})ᵀ μ + F_e(q_{n+1}, v_b, t_{n+1})]
+/// ∂L/∂q̇(q_{n+1}, v_{n+1}) = p_{n+1},   G(q_{n+1}) v_{n+1} = 0
+/// ```
+///
+/// Without constraints the rows of `g`, `λ`, `μ` and `v_{n+1}` are absent
+/// and it is the Störmer–Verlet step itself. Symplectic and symmetric; the
+/// constraints and their hidden velocity level hold at every node to
+/// round-off; momenta of symmetries of `L` and `g` are kept.
+pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem {
     let mut model = model;
     let mut g = std::mem::take(&mut model.graph);
     let (q, v) = (model.q_syms(), model.v_syms());
-    let n = q.len();
+    let (n, c) = (q.len(), model.holonomic.len());
+    // The end velocity is an unknown only where the constraints need it.
+    let ne = if c > 0 { 2 * c + n } else { 0 };
     let h = g.symbol("__h");
     let hh = half_h(&mut g, h);
     let z = symbols(&mut g, "__z", 2 * n);
-    let x = symbols(&mut g, "__x", 4 * n);
-    let w = symbols(&mut g, "__w", 4 * n);
+    let x = symbols(&mut g, "__x", 4 * n + ne);
+    let w = symbols(&mut g, "__w", 4 * n + ne);
     let (q0, p0) = z.split_at(n);
     let (ph, rest) = x.split_at(n);
     let (va, rest) = rest.split_at(n);
-    let (q1, vb) = rest.split_at(n);
-    let wvb = &w[3 * n..];
+    let (q1, rest) = rest.split_at(n);
+    let (vb, rest) = rest.split_at(n);
+    let (lam, rest) = rest.split_at(c);
+    let (mu, v1) = rest.split_at(c);
     let l = model.lagrangian;
     let dldq = gradient(&mut g, l, &q);
-    let dlq_a = at(&mut g, &dldq, &q, q0, &v, va);
-    let dlq_b = at(&mut g, &dldq, &q, q1, &v, vb);
+    let gs: Vec<Id> = model.holonomic.iter().map(|k| k.expr).collect();
+    let gq = jacobian(&mut g, &gs, &q);
+    // ∂L/∂q(qs, vs) − G(qs)ᵀ l
+    let force = |g: &mut Graph, qs: &[Id], vs: &[Id], l: &[Id]| -> Vec<Id> {
+        let d = at(g, &dldq, &q, qs, &v, vs);
+        if c == 0 {
+            return d;
+        }
+        let gqs: Vec<Vec<Id>> = gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+        let gl = matvec_t(g, &gqs, l);
+        d.iter().zip(&gl).map(|(&a, &b)| g.sub(a, b)).collect()
+    };
+    let dlq_a = force(&mut g, q0, va, lam);
     let p_a = at(&mut g, &mech.p, &q, q0, &v, va);
     let p_b = at(&mut g, &mech.p, &q, q1, &v, vb);
-    let mut residual = Vec::with_capacity(4 * n);
+    let mut residual = Vec::with_capacity(4 * n + ne);
     // External force in both half steps (Lobatto IIIA–IIIB on ṗ = ∂L/∂q + F_e).
     let u = model.u_syms();
     let fe_a = force_at(&mut g, &model, q0, va, model.time, &u);
     let t1 = time_in_step(&mut g, &model, h, 1.0);
     let fe_b = force_at(&mut g, &model, q1, vb, t1, &u);
-    // p½ = p_n + (h/2) ∂L/∂q(q_n, v_a)
     let mut r1 = axpy(&mut g, p0, hh, &dlq_a);
     if let Some(fe) = &fe_a {
         r1 = axpy(&mut g, &r1, hh, fe);
     }
     residual.extend(ph.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
-    // ∂L/∂q̇(q_n, v_a) = p½
     residual.extend(p_a.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
-    // q_{n+1} = q_n + (h/2)(v_a + v_b)
     let vs: Vec<Id> = va.iter().zip(vb).map(|(&a, &b)| g.add2(a, b)).collect();
     let r3 = axpy(&mut g, q0, hh, &vs);
     residual.extend(q1.iter().zip(&r3).map(|(&a, &b)| g.sub(a, b)));
-    // ∂L/∂q̇(q_{n+1}, v_b) = p½
     residual.extend(p_b.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
+    residual.extend(at(&mut g, &gs, &q, q1, &v, &v));
+    let dlq_b = force(&mut g, q1, vb, mu);
     let mut p1 = axpy(&mut g, ph, hh, &dlq_b);
     if let Some(fe) = &fe_b {
         p1 = axpy(&mut g, &p1, hh, fe);
     }
+    if c > 0 {
+        let p_1 = at(&mut g, &mech.p, &q, q1, &v, v1);
+        residual.extend(p_1.iter().zip(&p1).map(|(&a, &b)| g.sub(a, b)));
+        let gq1: Vec<Vec<Id>> = gq.iter().map(|row| at(&mut g, row, &q, q1, &v, &v)).collect();
+        residual.extend(matvec(&mut g, &gq1, v1));
+    }
     let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, q1);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
-    let predictor: Vec<Id> = p0
+    // First guess: the last step's end velocity (and multipliers).
+    let (wl, wv) = if c > 0 {
+        (&w[4 * n..4 * n + 2 * c], &w[4 * n + 2 * c..])
+    } else {
+        (&w[..0], &w[3 * n..])
+    };
+    let mut predictor: Vec<Id> = p0
         .iter()
         .copied()
-        .chain(wvb.iter().copied())
-        .chain(axpy(&mut g, q0, h, wvb))
-        .chain(wvb.iter().copied())
+        .chain(wv.iter().copied())
+        .chain(axpy(&mut g, q0, h, wv))
+        .chain(wv.iter().copied())
         .collect();
-    let p_init = mech.p.clone();
-    let init_state: Vec<Id> = q.iter().copied().chain(p_init.iter().copied()).collect();
-    let init_warm: Vec<Id> = p_init.iter().chain(&v).chain(&q).chain(&v).copied().collect();
+    let zero = g.constant(0.0);
+    let mut init_warm: Vec<Id> = mech.p.iter().chain(&v).chain(&q).chain(&v).copied().collect();
+    if c > 0 {
+        predictor.extend(wl.iter().chain(wv).copied());
+        init_warm.extend(std::iter::repeat_n(zero, 2 * c).chain(v.iter().copied()));
+    }
+    let init_state: Vec<Id> = q.iter().chain(&mech.p).copied().collect();
     let (obs_matrix, obs_rhs) = legendre_observation(&mut g, &model, &mech, q0, p0);
     let y = symbols(&mut g, "__y", n);
     let names = |f: &dyn Fn(&str) -> String| model.coords.iter().map(|c| f(&c.name)).collect::<Vec<_>>();
@@ -136,17 +182,22 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
         .into_iter()
         .chain(names(&|c| format!("p({c})")))
         .collect();
-    let unknown_names: Vec<String> = names(&|c| format!("p½({c})"))
+    let mut unknown_names: Vec<String> = names(&|c| format!("p½({c})"))
         .into_iter()
         .chain(names(&|c| format!("{c}'(a)")))
         .chain(names(&|c| format!("{c}+")))
         .chain(names(&|c| format!("{c}'(b)")))
         .collect();
-    let base = (0..4 * n)
+    if c > 0 {
+        unknown_names.extend((0..c).map(|i| format!("lambda{i}")));
+        unknown_names.extend((0..c).map(|i| format!("mu{i}")));
+        unknown_names.extend(names(&|c| format!("{c}'+")));
+    }
+    let base = (0..4 * n + ne)
         .map(|i| (2 * n..3 * n).contains(&i).then(|| i - 2 * n))
         .collect();
     let draft = Draft {
-        scheme: "stormer_verlet".into(),
+        scheme: scheme.into(),
         h,
         state: z.iter().copied().zip(state_names).collect(),
         unknowns: x.iter().copied().zip(unknown_names).collect(),
@@ -168,7 +219,7 @@ fn general(model: Model, mech: Mechanics) -> StepSystem {
 }
 
 /// `⟨F⁻ + F⁺, (q_{n+1} − q_n)/h⟩` with `F∓ = (h/2) F_e`: `½⟨F_a + F_b, q_{n+1} − q_n⟩`.
-pub(crate) fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1: &[Id]) -> Option<Id> {
+fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1: &[Id]) -> Option<Id> {
     let (fa, fb) = (fa?, fb?);
     let sum: Vec<Id> = fa.iter().zip(fb).map(|(&a, &b)| g.add2(a, b)).collect();
     let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
