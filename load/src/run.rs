@@ -412,7 +412,7 @@ pub fn run_until(
         qv: (vec![0.0; c.coordinates.len()], vec![0.0; c.velocities.len()]),
         mark: Instant::now(),
         stepping: Duration::ZERO,
-        timed: 0,
+        energy: info.iter().position(|(_, k)| *k == InvariantKind::Energy),
         conditioning_cost: Duration::ZERO,
         energy_seen: 0.0,
     };
@@ -428,7 +428,7 @@ pub fn run_until(
             run.stopped = matches!(ended, Ended::Stopped(_));
             run.options.steps = taken;
             if taken > 0 {
-                run.ns_per_step = host.stepping.as_nanos() as f64 / host.timed.max(1) as f64;
+                run.ns_per_step = host.stepping.as_nanos() as f64 / taken as f64;
                 run.loop_ns_per_step = looped.as_nanos() as f64 / taken as f64;
             }
             run
@@ -482,10 +482,11 @@ struct Recorder<'r, 's, 'g> {
     qv: (Vec<f64>, Vec<f64>),
     /// when the last visit ended: the next step starts there
     mark: Instant,
-    /// wall time spent in the steps timed (monitoring excluded)
+    /// wall time spent in steps (monitoring excluded)
     stepping: Duration,
-    /// how many steps were timed
-    timed: u64,
+    /// where the judged energy (a forced model's: its balance) is among the
+    /// monitored quantities
+    energy: Option<usize>,
     /// what the last observation of the metric's conditioning took
     conditioning_cost: Duration,
     /// the energy error when the conditioning was last taken for its growth
@@ -515,12 +516,7 @@ impl Recorder<'_, '_, '_> {
         if !self.watch {
             return false;
         }
-        let energy = monitor
-            .reports()
-            .iter()
-            .filter(|r| r.kind == InvariantKind::Energy)
-            .map(|r| r.max_rel_error)
-            .fold(0.0f64, f64::max);
+        let energy = self.energy.map_or(0.0, |i| monitor.reports()[i].max_rel_error);
         if energy > ENERGY_WATCH && energy > 2.0 * self.energy_seen {
             self.energy_seen = energy;
             return true;
@@ -528,7 +524,8 @@ impl Recorder<'_, '_, '_> {
         if self.taken < 16 {
             return true;
         }
-        let per_step = self.stepping.as_secs_f64() / self.timed.max(1) as f64;
+        // `taken` steps are behind this state, every one timed.
+        let per_step = self.stepping.as_secs_f64() / self.taken as f64;
         let every = (self.conditioning_cost.as_secs_f64() / (CONDITIONING_SHARE * per_step)).ceil();
         step.is_multiple_of((every as u64).max(1))
     }
@@ -573,7 +570,6 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         if self.taken > 0 {
             // A step just ended: the time since the last visit is its own.
             self.stepping += self.mark.elapsed();
-            self.timed += 1;
         }
         match &self.opt.inputs {
             Some(s) if !u.is_empty() => s
