@@ -8,52 +8,11 @@
 
 use std::time::Instant;
 
-use hamel::{simulate, Integrator, State, StepSystem, Stepper};
+use hamel::{State, StepSystem, Stepper};
 
-macro_rules! dsp {
-    ($name:ident, $model:literal, $($key:ident = $val:literal),*) => {
-        #[derive(Integrator)]
-        #[hamel(model = $model, $($key = $val),*)]
-        pub struct $name {
-            pub m1: f64,
-            pub m2: f64,
-            pub l1: f64,
-            pub l2: f64,
-            pub g: f64,
-        }
-    };
-}
-
-dsp!(
-    HamelAveraged,
-    "models/double_spherical_pendulum.hamel",
-    kinematics = "averaged"
-);
-dsp!(
-    HamelMidpoint,
-    "models/double_spherical_pendulum.hamel",
-    kinematics = "midpoint"
-);
-dsp!(
-    Rattle,
-    "models/double_spherical_pendulum_cartesian.hamel",
-    scheme = "rattle"
-);
-dsp!(
-    EnergyMomentum,
-    "models/double_spherical_pendulum_cartesian.hamel",
-    scheme = "energy_momentum"
-);
-dsp!(
-    StormerVerlet,
-    "models/double_spherical_pendulum_cartesian.hamel",
-    scheme = "stormer_verlet"
-);
-
-const H: f64 = 0.01;
-const STEPS: u64 = 3000;
-const L1: f64 = 4.0;
-const L2: f64 = 3.0;
+#[path = "cases/double_pendulum.rs"]
+mod double_pendulum;
+use double_pendulum::{accuracy, EnergyMomentum, HamelAveraged, HamelMidpoint, Rattle, StormerVerlet, H, STEPS};
 
 struct Row {
     name: &'static str,
@@ -64,35 +23,13 @@ struct Row {
     newton: f64,
 }
 
-fn norm(a: f64, b: f64, c: f64) -> f64 {
-    (a * a + b * b + c * c).sqrt()
-}
-
-/// Largest relative link-length error of a state whose first six entries are
-/// directors (`cartesian = false`) or bob positions.
-fn link_error(z: &[f64], cartesian: bool) -> f64 {
-    if cartesian {
-        let a = (norm(z[0], z[1], z[2]) - L1).abs() / L1;
-        let b = (norm(z[3] - z[0], z[4] - z[1], z[5] - z[2]) - L2).abs() / L2;
-        a.max(b)
-    } else {
-        (norm(z[0], z[1], z[2]) - 1.0)
-            .abs()
-            .max((norm(z[3], z[4], z[5]) - 1.0).abs())
-    }
-}
-
 fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     name: &'static str,
     sys: &S,
     start: State<NZ, NX>,
     cartesian: bool,
 ) -> Result<Row, hamel::StepError> {
-    let mut s = start;
-    let mut constraint: f64 = 0.0;
-    let run = simulate(sys, &mut s, H, STEPS, |st| {
-        constraint = constraint.max(link_error(st.z.as_slice(), cartesian))
-    })?;
+    let a = accuracy(sys, start, cartesian)?;
     let mut ns = f64::INFINITY;
     for _ in 0..3 {
         let mut s = start;
@@ -104,14 +41,13 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
         ns = ns.min(t0.elapsed().as_nanos() as f64 / STEPS as f64);
         std::hint::black_box(s);
     }
-    let m = &run.monitor;
     Ok(Row {
         name,
-        energy: m.get("energy").map_or(f64::NAN, |r| r.max_rel_error),
-        momentum: m.get("J").map_or(f64::NAN, |r| r.max_rel_error),
-        constraint,
+        energy: a.energy,
+        momentum: a.momentum,
+        constraint: a.constraint,
         ns,
-        newton: run.newton.mean(),
+        newton: a.newton,
     })
 }
 

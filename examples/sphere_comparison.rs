@@ -8,34 +8,11 @@
 
 use std::time::Instant;
 
-use hamel::{simulate, Integrator, State, StepSystem, Stepper};
+use hamel::{State, StepSystem, Stepper};
 
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", scheme = "hamel", kinematics = "averaged")]
-pub struct Hamel {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
-
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "stormer_verlet")]
-pub struct StormerVerlet {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
-
-#[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum_cartesian.hamel", scheme = "rattle")]
-pub struct Rattle {
-    pub m: f64,
-    pub r: f64,
-    pub g: f64,
-}
-
-const H: f64 = 0.2;
-const STEPS: u64 = 10_000;
+#[path = "cases/sphere.rs"]
+mod sphere;
+use sphere::{accuracy, Hamel, Rattle, StormerVerlet, H, STEPS};
 
 struct Row {
     name: &'static str,
@@ -54,15 +31,7 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     start: State<NZ, NX>,
     length_scale: f64,
 ) -> Result<Row, hamel::StepError> {
-    let mut s = start;
-    let run = simulate(sys, &mut s, H, STEPS, |_| {})?;
-    let m = &run.monitor;
-    let get = |n: &str| {
-        m.get(n)
-            .unwrap_or_else(|| panic!("{name}: model has no `{n}` invariant"))
-    };
-    let len = get("length");
-    let constraint = (len.max - length_scale).abs().max((len.min - length_scale).abs()) / length_scale;
+    let a = accuracy(sys, start, length_scale)?;
     let mut best = f64::INFINITY;
     for _ in 0..5 {
         let mut s = start;
@@ -76,12 +45,12 @@ fn measure<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     }
     Ok(Row {
         name,
-        energy_abs: get("energy").max_abs_error,
-        energy_rel: get("energy").max_rel_error,
-        constraint,
-        momentum_rel: get("J").max_rel_error,
+        energy_abs: a.energy_abs,
+        energy_rel: a.energy_rel,
+        constraint: a.constraint,
+        momentum_rel: a.momentum_rel,
         ns_per_step: best,
-        newton: run.newton.mean(),
+        newton: a.newton,
     })
 }
 
