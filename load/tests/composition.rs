@@ -8,9 +8,8 @@
 //! equations of motion derived by hand in this file.
 
 mod driven;
-use driven::{duffing_reference, pendulum_reference, rk4};
+use driven::{duffing_reference, lqr_follows_design, pendulum_reference, rk4};
 use hamel_load::{compile, compile_with_sensitivity, load_source, read_model, run, Backend, Model, RunOptions, System};
-use hamel_runtime::control::dlqr;
 use hamel_runtime::nalgebra::{DMatrix, DVector};
 use hamel_runtime::DynStepper;
 
@@ -452,36 +451,8 @@ fn linearization_of_the_composed_step_is_the_chain_rule_and_lqr_decays_as_design
                 failures.push(format!("{label}: A {ea:e}, B {eb:e}"));
             }
             // (2) LQR at the upright equilibrium
-            let up = sys.initial("up").unwrap();
-            let mut s = DynStepper::new(&sys, h).unwrap();
-            s.set_inputs(&[0.0]).unwrap();
-            let mut eq = up.clone();
-            let (a, b) = s.step_linearized(&mut eq, true).unwrap();
-            assert!((&eq.z - &up.z).amax() < 1e-14, "{label}: upright is an equilibrium");
-            let lqr = dlqr(
-                &a,
-                &b,
-                &DMatrix::identity(n, n),
-                &DMatrix::identity(1, 1),
-                1e-12,
-                100_000,
-            )
-            .unwrap();
-            let (k, designed) = (lqr.k, lqr.spectral_radius);
-            let closed = &a - &b * &k;
-            let mut st = up.clone();
-            st.z[1] += 1e-6;
-            let mut lin: DVector<f64> = &st.z - &up.z;
-            let mut worst = 0.0f64;
             let steps = 400;
-            for _ in 0..steps {
-                let dz: DVector<f64> = &st.z - &up.z;
-                let u = -(&k * &dz)[0];
-                s.step_with_inputs(&mut st, &[u]).unwrap();
-                lin = &closed * &lin;
-                worst = worst.max((&st.z - &up.z - &lin).norm() / lin.norm());
-            }
-            let decayed = (&st.z - &up.z).norm() / 1e-6;
+            let (designed, worst, decayed) = lqr_follows_design(&sys, h, steps, &label);
             eprintln!("{label}: designed spectral radius {designed:.6}, decayed to {decayed:.2e} in {steps} steps, max relative deviation from the design {worst:.1e}");
             if designed >= 1.0 || worst > 1e-4 || decayed > 0.5 {
                 failures.push(format!(

@@ -8,11 +8,8 @@
 //! finest one, on equations of motion derived by hand in this file.
 
 mod driven;
-use driven::{drive, duffing_reference, pendulum_reference};
+use driven::{drive, duffing_reference, lqr_follows_design, pendulum_reference};
 use hamel_load::{compile, compile_with_sensitivity, load_source, run, Backend, RunOptions, Schedule, System};
-use hamel_runtime::control::dlqr;
-use hamel_runtime::nalgebra::{DMatrix, DVector};
-use hamel_runtime::DynStepper;
 
 /// A driven, damped Duffing oscillator: `x'' = −δx' − αx − βx³ + F(t)`.
 const DUFFING: &str = "
@@ -174,43 +171,13 @@ model cart_pole {
     let mut failures = vec![];
     for scheme in ["hamel_averaged", "hamel_midpoint", "stormer_verlet"] {
         let sys = compile_with_sensitivity(&model, scheme.parse().unwrap(), Backend::Jit).unwrap();
-        let up = sys.initial("up").unwrap();
-        let mut s = DynStepper::new(&sys, h).unwrap();
-        s.set_inputs(&[0.0]).unwrap();
-        let mut at = up.clone();
-        let (a, b) = s.step_linearized(&mut at, true).unwrap();
-        assert!((&at.z - &up.z).amax() < 1e-14, "{scheme}: upright is an equilibrium");
-        let n = a.nrows();
-        let lqr = dlqr(
-            &a,
-            &b,
-            &DMatrix::identity(n, n),
-            &DMatrix::identity(1, 1),
-            1e-12,
-            100_000,
-        )
-        .unwrap();
-        let (k, designed) = (lqr.k, lqr.spectral_radius);
-        let closed = &a - &b * &k;
-        assert!(designed < 1.0, "{scheme}: the design is stable ({designed})");
         // Tilt the pole by 1e-6 and close the loop on the nonlinear step: it
-        // must follow the designed closed loop (A − BK)^k δz₀ to the size of
-        // the neglected second-order terms (δz² ≈ 1e-12 against δz ≈ 1e-6). A
-        // dependence of the step missing from (A, B), as the previous input
-        // was, shows as an O(1) relative difference.
-        let mut st = up.clone();
-        st.z[1] += 1e-6;
-        let mut lin: DVector<f64> = &st.z - &up.z;
-        let mut worst = 0.0f64;
+        // must follow the designed closed loop to the size of the neglected
+        // second-order terms. A dependence of the step missing from (A, B),
+        // as the previous input was, shows as an O(1) relative difference.
         let steps = 2000;
-        for _ in 0..steps {
-            let dz: DVector<f64> = &st.z - &up.z;
-            let u = -(&k * &dz)[0];
-            s.step_with_inputs(&mut st, &[u]).unwrap();
-            lin = &closed * &lin;
-            worst = worst.max((&st.z - &up.z - &lin).norm() / lin.norm());
-        }
-        let decayed = lin.norm() / 1e-6;
+        let (designed, worst, decayed) = lqr_follows_design(&sys, h, steps, scheme);
+        assert!(designed < 1.0, "{scheme}: the design is stable ({designed})");
         eprintln!(
             "{scheme}: designed spectral radius {designed:.6}, |δz| decayed to {decayed:.3e} of its start in {steps} steps, max relative deviation from the design {worst:.2e}"
         );

@@ -47,3 +47,45 @@ pub fn pendulum_reference(t_end: f64, n: usize) -> Vec<f64> {
     };
     rk4(&f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], t_end, n)[..3].to_vec()
 }
+
+/// Designs a discrete LQR (`Q = I`, `R = I`) on the step's linearization
+/// `(A, B)` at the equilibrium named `up`, then closes the loop on the
+/// nonlinear step from `up` with `z[1]` moved by 1e-6, for `steps` steps.
+/// Returns the designed closed loop's spectral radius, the largest relative
+/// deviation of the run from the designed linear closed loop
+/// `(A − BK)^k δz₀` (second order in δz ≈ 1e-6 when `(A, B)` is complete; an
+/// O(1) difference when the step depends on something `(A, B)` misses), and
+/// `|δz|` at the end relative to its start.
+pub fn lqr_follows_design(sys: &hamel_load::System, h: f64, steps: usize, label: &str) -> (f64, f64, f64) {
+    use hamel_runtime::control::dlqr;
+    use hamel_runtime::nalgebra::{DMatrix, DVector};
+    let up = sys.initial("up").unwrap();
+    let mut s = hamel_runtime::DynStepper::new(sys, h).unwrap();
+    s.set_inputs(&[0.0]).unwrap();
+    let mut at = up.clone();
+    let (a, b) = s.step_linearized(&mut at, true).unwrap();
+    assert!((&at.z - &up.z).amax() < 1e-14, "{label}: `up` is an equilibrium");
+    let n = a.nrows();
+    let lqr = dlqr(
+        &a,
+        &b,
+        &DMatrix::identity(n, n),
+        &DMatrix::identity(1, 1),
+        1e-12,
+        100_000,
+    )
+    .unwrap();
+    let closed = &a - &b * &lqr.k;
+    let mut st = up.clone();
+    st.z[1] += 1e-6;
+    let mut lin: DVector<f64> = &st.z - &up.z;
+    let mut worst = 0.0f64;
+    for _ in 0..steps {
+        let dz: DVector<f64> = &st.z - &up.z;
+        let u = -(&lqr.k * &dz)[0];
+        s.step_with_inputs(&mut st, &[u]).unwrap();
+        lin = &closed * &lin;
+        worst = worst.max((&st.z - &up.z - &lin).norm() / lin.norm());
+    }
+    (lqr.spectral_radius, worst, (&st.z - &up.z).norm() / 1e-6)
+}
