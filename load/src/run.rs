@@ -169,7 +169,8 @@ pub struct Run {
     pub monitor: Monitor,
     /// Newton statistics
     pub newton: NewtonStats,
-    /// mean wall time of one step (Newton solve and update; monitoring excluded)
+    /// mean wall time of one step (Newton solve and update; monitoring
+    /// excluded), over the steps timed: the first 64, then one in 8
     pub ns_per_step: f64,
     /// mean wall time of one step of the whole loop: the step, its
     /// monitoring, the health checks and the recording
@@ -410,10 +411,11 @@ pub fn run_until(
         },
         taken: 0,
         qv: (vec![0.0; c.coordinates.len()], vec![0.0; c.velocities.len()]),
-        mark: Instant::now(),
+        mark: None,
         stepping: Duration::ZERO,
+        timed: 0,
+        conditioning_next: 0,
         energy: info.iter().position(|(_, k)| *k == InvariantKind::Energy),
-        conditioning_cost: Duration::ZERO,
         energy_seen: 0.0,
     };
     let mut monitor = Monitor::new(&info);
@@ -428,7 +430,7 @@ pub fn run_until(
             run.stopped = matches!(ended, Ended::Stopped(_));
             run.options.steps = taken;
             if taken > 0 {
-                run.ns_per_step = host.stepping.as_nanos() as f64 / taken as f64;
+                run.ns_per_step = host.stepping.as_nanos() as f64 / host.timed.max(1) as f64;
                 run.loop_ns_per_step = looped.as_nanos() as f64 / taken as f64;
             }
             run
@@ -480,15 +482,18 @@ struct Recorder<'r, 's, 'g> {
     taken: u64,
     /// the physical state of the state being visited (from `evaluate`)
     qv: (Vec<f64>, Vec<f64>),
-    /// when the last visit ended: the next step starts there
-    mark: Instant,
-    /// wall time spent in steps (monitoring excluded)
+    /// when the last visit ended, if the step after it is timed
+    mark: Option<Instant>,
+    /// wall time spent in the timed steps (monitoring excluded)
     stepping: Duration,
+    /// steps timed (see [`timed`])
+    timed: u64,
+    /// the next step at which the metric's conditioning is due on the
+    /// clock (see [`Recorder::conditioning_due`])
+    conditioning_next: u64,
     /// where the judged energy (a forced model's: its balance) is among the
     /// monitored quantities
     energy: Option<usize>,
-    /// what the last observation of the metric's conditioning took
-    conditioning_cost: Duration,
     /// the energy error when the conditioning was last taken for its growth
     energy_seen: f64,
 }
@@ -498,6 +503,14 @@ struct Recorder<'r, 's, 'g> {
 /// unresolved (`Health::energy_near_singularity`), so the step where an
 /// unresolved pass makes the error jump is always among those observed.
 const ENERGY_WATCH: f64 = 1e-5;
+
+/// Whether the step after `taken` visited states is timed: the first 64,
+/// then one in 8. Reading the clock twice a step costs about 50 ns, a
+/// sixth of a small model's step; the mean of a regular sample of steps
+/// estimates the mean step as well on runs long enough to time.
+fn timed(taken: u64) -> bool {
+    taken <= 64 || taken.is_multiple_of(8)
+}
 
 /// The share of the stepping time the sampled conditioning may take.
 const CONDITIONING_SHARE: f64 = 0.01;
@@ -524,10 +537,17 @@ impl Recorder<'_, '_, '_> {
         if self.taken < 16 {
             return true;
         }
-        // `taken` steps are behind this state, every one timed.
-        let per_step = self.stepping.as_secs_f64() / self.taken as f64;
-        let every = (self.conditioning_cost.as_secs_f64() / (CONDITIONING_SHARE * per_step)).ceil();
-        step.is_multiple_of((every as u64).max(1))
+        step >= self.conditioning_next
+    }
+
+    /// After an observation of the conditioning at `step` that took
+    /// `cost`: the next is due so many steps on that the observations take
+    /// at most [`CONDITIONING_SHARE`] of the stepping (per step, the mean of
+    /// the timed steps so far).
+    fn conditioning_taken(&mut self, step: u64, cost: Duration) {
+        let per_step = self.stepping.as_secs_f64() / self.timed.max(1) as f64;
+        let every = (cost.as_secs_f64() / (CONDITIONING_SHARE * per_step)).ceil();
+        self.conditioning_next = step + (every as u64).max(1);
     }
 
     /// Observes the metric's conditioning at `st` (see
@@ -546,7 +566,7 @@ impl Recorder<'_, '_, '_> {
             let started = Instant::now();
             let (q, v) = &self.qv;
             monitor.observe_conditioning(st.step, self.sys.metric_condition(q, v));
-            self.conditioning_cost = started.elapsed();
+            self.conditioning_taken(st.step, started.elapsed());
         }
         let (q, v) = &self.qv;
         if to_sink {
@@ -567,9 +587,10 @@ impl Recorder<'_, '_, '_> {
 
 impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
     fn control(&mut self, st: &DynState, u: &mut [f64]) -> Result<(), StepError> {
-        if self.taken > 0 {
-            // A step just ended: the time since the last visit is its own.
-            self.stepping += self.mark.elapsed();
+        if let Some(mark) = self.mark.take() {
+            // A timed step just ended: the time since the last visit is its own.
+            self.stepping += mark.elapsed();
+            self.timed += 1;
         }
         match &self.opt.inputs {
             Some(s) if !u.is_empty() => s
@@ -600,7 +621,9 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
             // Stopped here: the last state belongs in the records.
             self.take(st, values, u, monitor, !recorded, true)?;
         }
-        self.mark = Instant::now();
+        if timed(self.taken) {
+            self.mark = Some(Instant::now());
+        }
         Ok(go_on)
     }
 }

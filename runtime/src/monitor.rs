@@ -37,6 +37,8 @@ pub struct Monitor {
     /// the largest |E| of a forced model's energy seen so far (0: none): the
     /// scale its energy balance is judged against
     energy_scale: f64,
+    /// where a forced model's energy is among the quantities
+    forced_energy: Option<usize>,
 }
 
 /// The condition number of the constrained kinetic metric along a run (see
@@ -105,6 +107,7 @@ impl Monitor {
             observed: 0,
             conditioning: None,
             energy_scale: 0.0,
+            forced_energy: info.iter().position(|(_, k)| *k == InvariantKind::ForcedEnergy),
         }
     }
 
@@ -136,24 +139,35 @@ impl Monitor {
     }
 
     /// Records the values at one state (the first call fixes the initial values).
+    ///
+    /// This runs after every step of a run, so it divides only where a
+    /// relative error can have grown: `|I − I₀| / |I₀|` is monotone in
+    /// `|I − I₀|` (correctly rounded division by a fixed positive number), so
+    /// its largest value comes with the largest absolute error; only a
+    /// forced model's energy balance, judged against a scale that grows,
+    /// is divided at every state.
     pub fn observe(&mut self, values: &[f64]) {
         // A forced model's energy balance keeps to round-off (or to the
         // scheme's O(h²)) of the energy the run reaches, not of E₀: a driven
         // or negatively damped model's energy grows far beyond it.
-        for (r, &v) in self.reports.iter().zip(values) {
-            if r.kind == InvariantKind::ForcedEnergy && v.is_finite() {
+        if let Some(i) = self.forced_energy {
+            let v = values[i];
+            if v.is_finite() {
                 self.energy_scale = self.energy_scale.max(v.abs());
             }
         }
-        let scale = self.energy_scale;
-        for (r, &v) in self.reports.iter_mut().zip(values) {
-            if !self.started {
+        if !self.started {
+            for (r, &v) in self.reports.iter_mut().zip(values) {
                 r.initial = v;
             }
+            self.started = true;
+        }
+        let scale = self.energy_scale;
+        for (r, &v) in self.reports.iter_mut().zip(values) {
             if r.non_finite_at.is_some() {
                 continue;
             }
-            if !v.is_finite() || !r.initial.is_finite() {
+            if !(v.is_finite() && r.initial.is_finite()) {
                 r.non_finite_at = Some(self.observed);
                 r.min = f64::NAN;
                 r.max = f64::NAN;
@@ -163,20 +177,20 @@ impl Monitor {
             }
             r.min = r.min.min(v);
             r.max = r.max.max(v);
-            let abs = match r.kind {
-                k if k.is_residual() => v.abs(),
-                _ => (v - r.initial).abs(),
-            };
-            let rel = match r.kind {
-                k if k.is_residual() => abs,
-                InvariantKind::Energy if scale > r.initial.abs() => abs / scale,
-                _ if r.initial != 0.0 => abs / r.initial.abs(),
-                _ => abs,
-            };
-            r.max_abs_error = r.max_abs_error.max(abs);
-            r.max_rel_error = r.max_rel_error.max(rel);
+            let residual = r.kind.is_residual();
+            let abs = if residual { v.abs() } else { (v - r.initial).abs() };
+            let scaled = r.kind == InvariantKind::Energy && scale > r.initial.abs();
+            if abs > r.max_abs_error || scaled {
+                let rel = match r.kind {
+                    _ if residual => abs,
+                    _ if scaled => abs / scale,
+                    _ if r.initial != 0.0 => abs / r.initial.abs(),
+                    _ => abs,
+                };
+                r.max_abs_error = r.max_abs_error.max(abs);
+                r.max_rel_error = r.max_rel_error.max(rel);
+            }
         }
-        self.started = true;
         self.observed += 1;
     }
 
@@ -347,6 +361,45 @@ mod tests {
         m.observe(&[1.0, 1.0]);
         m.observe(&[1.0, 1.2]);
         assert_eq!(m.warnings(&Health::default()).len(), 1);
+    }
+
+    #[test]
+    fn dividing_only_at_a_new_largest_error_gives_every_step_s_largest_ratio() {
+        // The ratio taken at every state, as a reference, against the
+        // monitor's (which divides only where the absolute error grew).
+        static INFO: [(&str, InvariantKind); 3] = [
+            ("E", InvariantKind::Energy),
+            ("J", InvariantKind::Momentum),
+            ("c", InvariantKind::Constraint),
+        ];
+        let mut m = Monitor::new(&INFO);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let first = [-3.7, 0.3, 0.0];
+        let mut rel = [0.0f64; 3];
+        for k in 0..2000 {
+            let v = if k == 0 {
+                first
+            } else {
+                [
+                    first[0] * (1.0 + 1e-3 * noise()),
+                    first[1] + 1e-9 * noise(),
+                    1e-14 * noise(),
+                ]
+            };
+            m.observe(&v);
+            rel[0] = rel[0].max((v[0] - first[0]).abs() / first[0].abs());
+            rel[1] = rel[1].max((v[1] - first[1]).abs() / first[1].abs());
+            rel[2] = rel[2].max(v[2].abs());
+        }
+        for (r, want) in m.reports().iter().zip(rel) {
+            assert_eq!(r.max_rel_error, want, "{}", r.name);
+        }
     }
 
     #[test]
