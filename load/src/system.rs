@@ -210,164 +210,23 @@ impl System {
     }
 
     /// Condition number of the constrained kinetic metric `[[M, Aᵀ], [A, 0]]`
-    /// at a physical state (see [`CompiledStep::metric_size`]): infinite where
-    /// it is singular (velocities the Lagrangian does not determine, redundant
-    /// constraints, a singularity of the coordinates). Exact (eigenvalues) up
-    /// to size 12, estimated from the pivots of its LU factors above.
+    /// at a physical state (see [`hamel_runtime::diagnosis::metric_condition`]).
     pub fn metric_condition(&self, q: &[f64], v: &[f64]) -> f64 {
-        self.metric_condition_with(&self.params, q, v)
-    }
-
-    /// The constrained kinetic metric at `(q, v)` with parameter values `p`, row-major.
-    fn metric(&self, p: &[f64], q: &[f64], v: &[f64]) -> Vec<f64> {
-        let n = self.step.metric_size;
-        let mut k = vec![0.0; n * n];
-        let args = Args::default().with(Slot::P, p).with(Slot::Q, q).with(Slot::V, v);
-        self.run(Kernel::Metric, &args, &mut [&mut k]);
-        k
+        hamel_runtime::diagnosis::metric_condition(self, q, v)
     }
 
     /// Why the constrained kinetic metric is singular at `(q, v)`, naming the
-    /// cause; `None` where it is not (condition number below 1e12).
+    /// cause; `None` where it is not (see
+    /// [`hamel_runtime::diagnosis::metric_diagnosis`]).
     pub fn metric_diagnosis(&self, q: &[f64], v: &[f64]) -> Option<String> {
-        let cond = self.metric_condition(q, v);
-        if cond <= 1e12 {
-            return None;
-        }
-        let n = self.step.metric_size;
-        let m = v.len().min(n);
-        let k = DMatrix::from_row_slice(n, n, &self.metric(&self.params, q, v));
-        // Constraints that repeat one another: the rows of A are dependent.
-        if n > m {
-            let a = k.view((m, 0), (n - m, m)).into_owned();
-            let sv = a.singular_values();
-            let top = sv.max();
-            let rank = sv.iter().filter(|&&s| s > top * 1e-10).count();
-            if rank < n - m {
-                return Some(format!(
-                    "the {} velocity-level constraints have rank {rank}: some repeat or combine others; state each once",
-                    n - m
-                ));
-            }
-        }
-        // A parameter that zeroes a mass or a length.
-        let zero: Vec<usize> = (0..self.params.len()).filter(|&i| self.params[i] == 0.0).collect();
-        if !zero.is_empty() {
-            let mut p = self.params.clone();
-            for &i in &zero {
-                p[i] = 1.0;
-            }
-            if self.metric_condition_with(&p, q, v) <= 1e12 {
-                let names: Vec<&str> = zero.iter().map(|&i| self.step.params[i].0.as_str()).collect();
-                return Some(format!(
-                    "parameter(s) {} = 0 remove the kinetic energy of some motion; give them non-zero values",
-                    names.join(", ")
-                ));
-            }
-        }
-        // A singularity of the coordinates: nearby configurations are regular.
-        let nearby: Vec<f64> = q
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x + 1e-3 * (1.0 + x.abs()) * if i % 2 == 0 { 1.0 } else { -0.7 })
-            .collect();
-        if self.metric_condition(&nearby, v) <= 1e12 {
-            return Some(
-                "the configuration is a singular point of the coordinates (such as the pole of spherical angles), where they do not determine the velocities; start away from it, or use coordinates without it (a frame or directors)"
-                    .to_string(),
-            );
-        }
-        // Otherwise velocities without kinetic energy: zero rows of M.
-        let names: Vec<&str> = (0..m)
-            .filter(|&a| (0..m).all(|b| k[(a, b)] == 0.0))
-            .map(|a| self.step.velocities[a].as_str())
-            .collect();
-        Some(if names.is_empty() {
-            "the Lagrangian's velocity terms do not determine every velocity the constraints allow".to_string()
-        } else {
-            format!(
-                "the Lagrangian has no kinetic term in {}: a velocity it does not contain is not determined (constrain it to zero, or add its kinetic energy)",
-                names.join(", ")
-            )
-        })
+        hamel_runtime::diagnosis::metric_diagnosis(self, q, v)
     }
 
-    /// Why the frame cannot carry the motion at `(q, v)`: some velocity the
-    /// constraints allow moves nothing, not only here but at nearby generic
-    /// configurations too (e.g. `gamma' = 0 * xi`); `None` where it is fine
-    /// or where the model is in generalized coordinates.
-    ///
-    /// Fields that are dependent only pointwise are no obstacle (theory
-    /// §1.1): in `Gamma' = cross(Gamma, Omega)` the spin about `Γ` moves
-    /// nothing at `Γ` but does elsewhere, and the Lagrangian determines it;
-    /// whether it does is the kinetic metric's test
-    /// ([`System::metric_diagnosis`]). So `[Ψ; A]` is judged with `Ψ` taken
-    /// at `q` and at two configurations near it, the constraint rows at `q`.
+    /// Why the frame cannot carry the motion at `(q, v)`; `None` where it is
+    /// fine or where the model is in generalized coordinates (see
+    /// [`hamel_runtime::diagnosis::frame_diagnosis`]).
     pub fn frame_diagnosis(&self, q: &[f64], v: &[f64]) -> Option<String> {
-        let (rows, cols) = self.step.frame_check?;
-        let n = q.len();
-        let at = |q: &[f64]| {
-            let mut f = vec![0.0; rows * cols];
-            self.run(Kernel::FrameCheck, &self.pqv(q, v), &mut [&mut f]);
-            f
-        };
-        let f = at(q);
-        if f.iter().any(|x| !x.is_finite()) {
-            return Some("the frame `q' = Ψ(q) ξ` is not finite here".to_string());
-        }
-        let mut stacked = f.clone();
-        for pattern in [1.7, 2.9] {
-            let near: Vec<f64> = q
-                .iter()
-                .enumerate()
-                .map(|(i, x)| x + 0.1 * (1.0 + x.abs()) * (pattern * (i as f64 + 1.0)).sin())
-                .collect();
-            let g = at(&near);
-            if g[..n * cols].iter().all(|x| x.is_finite()) {
-                stacked.extend_from_slice(&g[..n * cols]);
-            }
-        }
-        let m = DMatrix::from_row_slice(stacked.len() / cols, cols, &stacked);
-        let sv = m.singular_values();
-        let top = sv.max();
-        let rank = sv.iter().filter(|&&s| s > top * 1e-10).count();
-        (rank < cols).then(|| {
-            format!(
-                "the frame `q' = Ψ(q) ξ` with the constraints moves only {rank} of the {cols} velocity directions, here and at configurations near it: some velocity the constraints allow never moves the configuration (check the `frame` block)"
-            )
-        })
-    }
-
-    fn metric_condition_with(&self, p: &[f64], q: &[f64], v: &[f64]) -> f64 {
-        let n = self.step.metric_size;
-        if n == 0 {
-            return 1.0;
-        }
-        let k = self.metric(p, q, v);
-        if k.iter().any(|x| !x.is_finite()) {
-            return f64::INFINITY;
-        }
-        let k = DMatrix::from_row_slice(n, n, &k);
-        // Eigenvalues where that is cheap, the LU's pivots otherwise.
-        let scales = if n <= 12 {
-            k.symmetric_eigenvalues()
-        } else {
-            k.lu().u().diagonal()
-        };
-        let (lo, hi) = scales.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-            (lo.min(x.abs()), hi.max(x.abs()))
-        });
-        if lo == 0.0 || lo <= hi * 1e-15 {
-            f64::INFINITY
-        } else {
-            hi / lo
-        }
-    }
-
-    /// Whether the constrained kinetic metric depends on the configuration
-    /// (if not, its conditioning never changes along a run).
-    pub fn metric_varies(&self) -> bool {
-        self.step.metric_varies
+        hamel_runtime::diagnosis::frame_diagnosis(self, q, v)
     }
 
     /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
@@ -387,6 +246,27 @@ impl System {
 impl Kernels<Dyn, Dyn> for System {
     fn model(&self) -> &str {
         &self.step.model
+    }
+
+    fn metric_size(&self) -> usize {
+        self.step.metric_size
+    }
+
+    fn metric_varies(&self) -> bool {
+        self.step.metric_varies
+    }
+
+    fn metric_at(&self, p: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) {
+        let args = Args::default().with(Slot::P, p).with(Slot::Q, q).with(Slot::V, v);
+        self.run(Kernel::Metric, &args, &mut [out]);
+    }
+
+    fn frame_check_size(&self) -> Option<(usize, usize)> {
+        self.step.frame_check
+    }
+
+    fn frame_check_at(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+        self.run(Kernel::FrameCheck, &self.pqv(q, v), &mut [out]);
     }
 
     fn scheme(&self) -> &str {

@@ -193,6 +193,34 @@ where
     /// The physical data of a named initial state; `false` if the model has none of that name.
     fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool;
 
+    /// Size of the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]` (`M`
+    /// the Hessian of the energy in the velocities, `A` the velocity-level
+    /// constraint rows) that [`Kernels::metric_at`] writes; 0 where the
+    /// kernels provide none. [`crate::diagnosis`] reads it.
+    fn metric_size(&self) -> usize {
+        0
+    }
+
+    /// Whether `K` depends on the configuration (if not, a run need not
+    /// watch its conditioning).
+    fn metric_varies(&self) -> bool {
+        self.metric_size() > 0
+    }
+
+    /// `K` at the physical state `(q, ξ)` with parameter values `p` (the
+    /// diagnosis varies them), row-major, into `out` (`metric_size²` values).
+    fn metric_at(&self, _p: &[f64], _q: &[f64], _v: &[f64], _out: &mut [f64]) {}
+
+    /// Rows and columns of `[Ψ; A]`, the Hamel frame's matrix stacked on the
+    /// velocity-level constraint rows, that [`Kernels::frame_check_at`]
+    /// writes; `None` in generalized coordinates or where not provided.
+    fn frame_check_size(&self) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// `[Ψ; A]` at `(q, ξ)`, row-major, into `out`.
+    fn frame_check_at(&self, _q: &[f64], _v: &[f64], _out: &mut [f64]) {}
+
     // ---- the model glue, once for every back-end ----
 
     /// Rejects non-finite parameter values.
@@ -306,7 +334,9 @@ where
         let tolerance = 1e-9 * scale;
         // Components a constraint eliminates (e.g. `xi[2] = 0`) do not enter the
         // scheme's state: data that set them otherwise are refused, not dropped.
-        let (q2, v2) = self.physical_state(&state.z, 0)?;
+        let (q2, v2) = self
+            .physical_state(&state.z, 0)
+            .map_err(|e| explain_singular(self, q, v, e))?;
         for ((name, a), b) in names.iter().zip(q.iter().chain(v)).zip(q2.iter().chain(&v2)) {
             if (a - b).abs() > tolerance {
                 return Err(StepError::InvalidInput(format!(
@@ -351,4 +381,26 @@ where
         })?;
         self.initial_state(&q, &v)
     }
+}
+
+/// A state that cannot be observed, explained where the health kernels can
+/// say why (a frame that moves too little, a singular kinetic metric), in
+/// every back-end; otherwise the error as it was.
+#[cold]
+fn explain_singular<S, Z, X>(sys: &S, q: &[f64], v: &[f64], e: StepError) -> StepError
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    if let Some(why) = crate::diagnosis::frame_diagnosis(sys, q, v) {
+        return StepError::InvalidInput(format!("at the initial state: {why}"));
+    }
+    if let Some(why) = crate::diagnosis::metric_diagnosis(sys, q, v) {
+        return StepError::InvalidInput(format!(
+            "at the initial state the kinetic metric (with the constraints) is singular, so the velocities are not determined: {why}"
+        ));
+    }
+    e
 }

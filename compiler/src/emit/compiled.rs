@@ -47,8 +47,8 @@ pub struct CompiledStep {
     /// outputs of program `lets` (inputs `p, q, ξ`)
     pub lets: Vec<(String, usize)>,
     /// size of the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]` that
-    /// function `metric` (inputs `p, q, v`) writes row-major: `M` the Hessian
-    /// of the energy in the velocities, `A` the velocity-level constraint rows
+    /// function `metric` (inputs `p, q, v`) writes row-major (see
+    /// [`crate::scheme::HealthKernels`])
     pub metric_size: usize,
     /// whether `K` depends on the configuration (if not, it never needs
     /// watching along a run)
@@ -77,6 +77,16 @@ pub struct CompiledFunction {
 impl CompiledStep {
     /// Compiles every function of `sys` (without sensitivities).
     pub fn new(sys: &StepSystem) -> Result<CompiledStep, String> {
+        // A step assembled by hand has no health kernels yet.
+        let with_health;
+        let sys = if sys.health.is_none() {
+            let mut s = sys.clone();
+            s.add_health();
+            with_health = s;
+            &with_health
+        } else {
+            sys
+        };
         let mut g = sys.graph.clone();
         let mut functions = BTreeMap::new();
         let outputs = |a: &[(String, Vec<crate::sym::Id>)]| a.iter().map(|(n, v)| (n.clone(), v.len())).collect();
@@ -121,74 +131,7 @@ impl CompiledStep {
                 outputs: vec![("l".into(), nlets)],
             },
         );
-        // The constrained kinetic metric: K is non-singular exactly when the
-        // velocity terms of the Lagrangian determine every velocity the
-        // constraints allow and the constraints are independent; its
-        // conditioning degrades near a singularity of the coordinates.
-        let energy = sys
-            .invariants
-            .iter()
-            .find(|i| i.kind == InvariantKind::Energy)
-            .map(|i| i.expr);
-        let mut rows: Vec<Vec<crate::sym::Id>> = Vec::new();
-        if let Some(e) = energy {
-            let grad = crate::sym::gradient(&mut g, e, &v);
-            for gi in grad {
-                rows.push(crate::sym::gradient(&mut g, gi, &v));
-            }
-        }
-        let m = rows.len();
-        let mut a_rows = Vec::new();
-        // Velocity rows: the velocity constraints, and the velocity level of
-        // the holonomic ones (their position level has no velocity row).
-        for i in sys.invariants.iter().filter(|i| i.kind.is_residual()) {
-            let row = crate::sym::gradient(&mut g, i.expr, &v);
-            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) {
-                a_rows.push(row);
-            }
-        }
-        let nc = a_rows.len();
-        let zero = g.constant(0.0);
-        let mut k = Vec::with_capacity((m + nc) * (m + nc));
-        for i in 0..m + nc {
-            for j in 0..m + nc {
-                k.push(match (i < m, j < m) {
-                    (true, true) => rows[i][j],
-                    (true, false) => a_rows[j - m][i],
-                    (false, true) => a_rows[i - m][j],
-                    (false, false) => zero,
-                });
-            }
-        }
-        let metric_varies = k.iter().any(|&x| g.depends_on(x, &q));
-        let tape = crate::sym::Tape::build(&mut g, &inputs, &k)
-            .map_err(|u| format!("internal error: the metric uses `{}`", u.0))?;
-        functions.insert(
-            Kernel::Metric,
-            CompiledFunction {
-                program: super::program::lower(&tape),
-                inputs: vec![(Arg::P, p.len()), (Arg::Q, q.len()), (Arg::V, v.len())],
-                outputs: vec![("k".into(), k.len())],
-            },
-        );
-        let mut frame_check = None;
-        if let Some(psi) = &sys.frame {
-            let cols = v.len();
-            let mut out: Vec<crate::sym::Id> = psi.iter().flatten().copied().collect();
-            out.extend(a_rows.iter().flatten().copied());
-            let rows = psi.len() + a_rows.len();
-            let tape = crate::sym::Tape::build(&mut g, &inputs, &out)
-                .map_err(|u| format!("internal error: the frame uses `{}`", u.0))?;
-            functions.insert(
-                Kernel::FrameCheck,
-                CompiledFunction {
-                    program: super::program::lower(&tape),
-                    inputs: vec![(Arg::P, p.len()), (Arg::Q, q.len()), (Arg::V, v.len())],
-                    outputs: vec![("f".into(), rows * cols)],
-                },
-            );
-            frame_check = Some((rows, cols));
-        }
+        let health = sys.health.as_ref().expect("health kernels derived above");
         let names = |s: &[crate::scheme::Slot]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         Ok(CompiledStep {
             model: sys.model.clone(),
@@ -209,9 +152,9 @@ impl CompiledStep {
             band: sys.band,
             observe_size: sys.obs_solution.len(),
             lets,
-            metric_size: m + nc,
-            metric_varies,
-            frame_check,
+            metric_size: health.metric_size,
+            metric_varies: health.metric_varies,
+            frame_check: health.frame_check.as_ref().map(|(r, c, _)| (*r, *c)),
             functions,
         })
     }

@@ -386,6 +386,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         &[arr_mut("q", nq), arr_mut("v", nv)],
     )?;
     let invariants_call = call(func(Kernel::Invariants)?, "", &[], &cold_slots, &[arr_mut("out", ni)])?;
+    let health = health_methods(sys, &func, &cold_slots)?;
     let observe = if nk == 0 {
         quote!(true)
     } else {
@@ -617,6 +618,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     #invariants_call;
                 }
 
+                #health
+
                 fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool {
                     let p = self.__params();
                     match name {
@@ -631,6 +634,55 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         };
     };
     Ok((tokens, stats))
+}
+
+/// The `Kernels` methods of the health kernels (the constrained kinetic
+/// metric, the frame check) that `sys` lists; none where it lists none.
+fn health_methods<'f>(
+    sys: &StepSystem,
+    func: &impl Fn(Kernel) -> Result<&'f crate::sym::Function, String>,
+    slots: &[((Arg, bool), TokenStream)],
+) -> Result<TokenStream, String> {
+    let Some(h) = &sys.health else {
+        return Ok(TokenStream::new());
+    };
+    let np = sys.params.len();
+    let (n, varies) = (h.metric_size, h.metric_varies);
+    let metric = call(func(Kernel::Metric)?, "", &[], slots, &[arr_mut("out", n * n)])?;
+    let mut ts = quote! {
+        fn metric_size(&self) -> usize {
+            #n
+        }
+
+        fn metric_varies(&self) -> bool {
+            #varies
+        }
+
+        fn metric_at(&self, p: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) {
+            let p: [f64; #np] = p.try_into().expect("parameter count");
+            #metric;
+        }
+    };
+    if let Some((rows, cols, _)) = &h.frame_check {
+        let frame = call(
+            func(Kernel::FrameCheck)?,
+            "",
+            &[],
+            slots,
+            &[arr_mut("out", rows * cols)],
+        )?;
+        ts.extend(quote! {
+            fn frame_check_size(&self) -> Option<(usize, usize)> {
+                Some((#rows, #cols))
+            }
+
+            fn frame_check_at(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+                let p = self.__params();
+                #frame;
+            }
+        });
+    }
+    Ok(ts)
 }
 
 /// `<&mut [f64; len]>::try_from(name)`: a slice argument as the array a generated function takes.

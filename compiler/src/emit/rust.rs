@@ -262,24 +262,54 @@ impl Printer<'_> {
         }
     }
 
-    /// `out[k] = value;` for every output.
+    /// `out[k] = value;` for every output. An array mostly of constant
+    /// zeros (a sparse Jacobian, the constrained kinetic metric of a long
+    /// chain) is filled with zeros once and only its other entries stored:
+    /// one statement instead of thousands for rustc to compile.
     fn assigns(&self) -> Vec<TokenStream> {
         let round = self.dd;
-        self.sig
-            .outs
-            .iter()
-            .zip(&self.prog.outputs)
-            .map(|((a, k), &o)| {
-                let v = self.reg(o);
-                if round {
-                    quote!(#a[#k] = #v.to_f64();)
-                } else {
-                    quote!(#a[#k] = #v;)
-                }
-            })
-            .collect()
+        let is_zero = |o: u32| {
+            let r = o as usize;
+            r >= self.prog.n_inputs && r < self.prog.result_base() && {
+                let c = self.prog.consts[r - self.prog.n_inputs];
+                c == 0.0 && c.is_sign_positive()
+            }
+        };
+        let mut zeros: Vec<(&Ident, usize)> = Vec::new();
+        for ((a, _), &o) in self.sig.outs.iter().zip(&self.prog.outputs) {
+            match zeros.last_mut() {
+                Some((b, n)) if *b == a => *n += usize::from(is_zero(o)),
+                _ => zeros.push((a, usize::from(is_zero(o)))),
+            }
+        }
+        let filled: Vec<&Ident> = zeros
+            .into_iter()
+            .filter(|&(_, n)| n >= ZERO_FILL_MIN)
+            .map(|(a, _)| a)
+            .collect();
+        let mut out: Vec<TokenStream> = filled.iter().map(|a| quote!(#a.fill(0.0);)).collect();
+        out.extend(
+            self.sig
+                .outs
+                .iter()
+                .zip(&self.prog.outputs)
+                .filter(|((a, _), &o)| !(is_zero(o) && filled.contains(&a)))
+                .map(|((a, k), &o)| {
+                    let v = self.reg(o);
+                    if round {
+                        quote!(#a[#k] = #v.to_f64();)
+                    } else {
+                        quote!(#a[#k] = #v;)
+                    }
+                }),
+        );
+        out
     }
 }
+
+/// Constant zeros in one output array from which it is filled with zeros
+/// first (see `Printer::assigns`).
+const ZERO_FILL_MIN: usize = 16;
 
 /// Where an emitted function is called, which decides its [`Shape`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

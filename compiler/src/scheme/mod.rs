@@ -9,6 +9,7 @@ mod constrained;
 mod energy_momentum;
 mod frame;
 mod hamel;
+mod health;
 mod invariants;
 mod mechanics;
 mod rattle;
@@ -18,6 +19,7 @@ mod stormer_verlet;
 
 pub use frame::{Frame, FrameKind};
 pub use hamel::Kinematics;
+pub use health::HealthKernels;
 pub use mechanics::Mechanics;
 pub use step::{Invariant, InvariantKind, Slot, StepSystem};
 
@@ -127,6 +129,7 @@ impl Scheme {
             Scheme::EnergyMomentum => energy_momentum::derive(model),
         }?;
         sys.kind = Some(self);
+        sys.add_health();
         Ok(sys)
     }
 }

@@ -112,6 +112,9 @@ pub struct StepSystem {
     /// the Hamel frame's matrix `Ψ(q)` (`q̇ = Ψ ξ`, n×m) in the physical
     /// symbols, for schemes in Hamel form; `None` in generalized coordinates
     pub frame: Option<Vec<Vec<Id>>>,
+    /// the kernels that judge a state (see [`StepSystem::add_health`]);
+    /// `None` until derived
+    pub health: Option<super::health::HealthKernels>,
 }
 
 impl StepSystem {
@@ -315,6 +318,20 @@ impl StepSystem {
                 outputs: vec![("ru".into(), flat(ru)), ("uu".into(), flat(uu))],
             });
         }
+        if let Some(h) = &self.health {
+            fs.push(Function {
+                name: Kernel::Metric,
+                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
+                outputs: vec![("k".into(), h.metric.clone())],
+            });
+            if let Some((_, _, f)) = &h.frame_check {
+                fs.push(Function {
+                    name: Kernel::FrameCheck,
+                    inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
+                    outputs: vec![("f".into(), f.clone())],
+                });
+            }
+        }
         if let Some(w) = self.work {
             fs.push(Function {
                 name: Kernel::Work,
@@ -461,6 +478,7 @@ impl Draft {
             predictor: self.predictor,
             sensitivity: None,
             frame: None,
+            health: None,
             phys_q: model
                 .coords
                 .iter()
