@@ -234,3 +234,55 @@ fn a_size_too_large_to_derive_is_refused_at_once_with_its_estimate() {
         "{err}"
     );
 }
+
+/// A run from an energy at round-off: judged against the motion's kinetic
+/// energy, which for the pendulum released from the horizontal reaches at
+/// most `m g l` (at the bottom; the closed form of its energy).
+#[test]
+fn an_energy_at_round_off_is_not_a_false_alarm_and_a_blow_up_still_is() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let run = |scheme: &str, h: &str| {
+        let out_dir = std::env::temp_dir().join(format!("hamel-zero-energy-{scheme}-{h}-{}", std::process::id()));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hamel"))
+            .args([
+                "simulate",
+                "models/gallery/planar_pendulum.hamel",
+                "--h",
+                h,
+                "--t-end",
+                "10",
+                "--state",
+                "th=1.5707963267948966",
+                "--scheme",
+                scheme,
+                "--no-plots",
+                "--summary",
+                "json",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let s: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        (out.status.code(), s, stdout)
+    };
+    let mgl = 9.81;
+    for scheme in ["hamel_midpoint", "rattle", "energy_momentum"] {
+        let (code, s, stdout) = run(scheme, "0.01");
+        assert_eq!(code, Some(0), "{scheme}: {s}");
+        assert!(s["energy_initial"].as_f64().unwrap().abs() < 1e-15, "{s}");
+        let t = s["kinetic_energy_max"].as_f64().unwrap();
+        assert!(t > 0.5 * mgl && t < mgl * (1.0 + 1e-6), "{scheme}: T_max {t}");
+        let judged = s["max_energy_error_judged"].as_f64().unwrap();
+        assert!(judged < 1e-3, "{scheme}: {judged}");
+        assert!(stdout.contains("* relative to the largest kinetic energy"), "{stdout}");
+    }
+    // A step far too large for the swing: the energy, judged the same way,
+    // is off by more than the bound and the run is flagged.
+    let (code, s, _) = run("rattle", "0.5");
+    assert_eq!(code, Some(3), "{s}");
+    assert!(s["max_energy_error_judged"].as_f64().unwrap() > 0.1, "{s}");
+}

@@ -271,6 +271,8 @@ impl Run {
             "energy_max": energy.max,
             "max_energy_error_rel": energy.max_rel_error,
             "max_energy_error_abs": energy.max_abs_error,
+            "kinetic_energy_max": self.monitor.kinetic_max(),
+            "max_energy_error_judged": self.monitor.judged_energy_error(energy),
             "max_constraint_error": constraint,
             "max_hidden_constraint_error": hidden,
             "max_momentum_error_rel": momentum,
@@ -411,6 +413,7 @@ pub fn run_until(
         },
         taken: 0,
         qv: (vec![0.0; c.coordinates.len()], vec![0.0; c.velocities.len()]),
+        kinetic_scratch: (Vec::new(), Vec::new()),
         mark: None,
         stepping: Duration::ZERO,
         timed: 0,
@@ -482,6 +485,8 @@ struct Recorder<'r, 's, 'g> {
     taken: u64,
     /// the physical state of the state being visited (from `evaluate`)
     qv: (Vec<f64>, Vec<f64>),
+    /// zero velocities and the invariants at them, for [`Host::kinetic`]
+    kinetic_scratch: (Vec<f64>, Vec<f64>),
     /// when the last visit ended, if the step after it is timed
     mark: Option<Instant>,
     /// wall time spent in the timed steps (monitoring excluded)
@@ -607,6 +612,16 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         let own = self.sys.compiled().invariants.len();
         self.sys.invariants_of(q, v, &mut values[..own]);
         Ok(())
+    }
+
+    fn kinetic(&mut self, _: &DynState, values: &[f64]) -> Option<f64> {
+        let (q, v) = &self.qv;
+        let (zeros, scratch) = &mut self.kinetic_scratch;
+        zeros.resize(v.len(), 0.0);
+        scratch.resize(self.sys.compiled().invariants.len(), 0.0);
+        Some(hamel_runtime::run::kinetic_energy(
+            self.sys, q, values[0], zeros, scratch,
+        ))
     }
 
     fn visit(&mut self, st: &DynState, values: &[f64], u: &[f64], monitor: &mut Monitor) -> Result<bool, StepError> {

@@ -39,6 +39,9 @@ pub struct Monitor {
     energy_scale: f64,
     /// where a forced model's energy is among the quantities
     forced_energy: Option<usize>,
+    /// the largest kinetic energy seen (0: none observed), see
+    /// [`Monitor::observe_kinetic`]
+    kinetic_max: f64,
 }
 
 /// The condition number of the constrained kinetic metric along a run (see
@@ -108,7 +111,36 @@ impl Monitor {
             conditioning: None,
             energy_scale: 0.0,
             forced_energy: info.iter().position(|(_, k)| *k == InvariantKind::ForcedEnergy),
+            kinetic_max: 0.0,
         }
+    }
+
+    /// Records the kinetic energy `T` at a state (hosts take it now and
+    /// then). An energy error is judged against `max(|E₀|, T_max)`, not
+    /// `|E₀|` alone: a pendulum released from the horizontal, a Kepler
+    /// parabola or a zero-energy throw starts with `E₀` at round-off, where
+    /// the ratio to `|E₀|` says nothing about the motion.
+    pub fn observe_kinetic(&mut self, t: f64) {
+        if t.is_finite() {
+            self.kinetic_max = self.kinetic_max.max(t.abs());
+        }
+    }
+
+    /// The largest kinetic energy observed (0: none), see
+    /// [`Monitor::observe_kinetic`].
+    pub fn kinetic_max(&self) -> f64 {
+        self.kinetic_max
+    }
+
+    /// The energy error a verdict judges for `r` (an energy): its largest
+    /// relative error, or where the motion's kinetic energy exceeds the
+    /// energy's own scale, the largest change relative to that (see
+    /// [`Monitor::observe_kinetic`]). NaN stays NaN.
+    pub fn judged_energy_error(&self, r: &InvariantReport) -> f64 {
+        if r.max_rel_error.is_nan() || self.kinetic_max == 0.0 {
+            return r.max_rel_error;
+        }
+        r.max_rel_error.min(r.max_abs_error / self.kinetic_max)
     }
 
     /// Records the condition number of the constrained kinetic metric at
@@ -215,7 +247,7 @@ impl Monitor {
             .reports
             .iter()
             .filter(|r| r.kind == InvariantKind::Energy)
-            .map(|r| r.max_rel_error)
+            .map(|r| self.judged_energy_error(r))
             .fold(0.0f64, |a, b| if b.is_nan() { f64::INFINITY } else { a.max(b) });
         // A drift off holonomic constraints changes the energy too; its
         // message names the cause and the remedy.
@@ -234,9 +266,9 @@ impl Monitor {
             }
             match r.kind {
                 // Near a singularity, the message below names the cause.
-                InvariantKind::Energy if r.max_rel_error > health.energy_rel && singular_pass.is_none() && drift.is_none() => out.push(format!(
+                InvariantKind::Energy if self.judged_energy_error(r) > health.energy_rel && singular_pass.is_none() && drift.is_none() => out.push(format!(
                     "the energy changed by {:.3e} (relative), more than {:.1e}: the step size does not resolve the motion, or the run passed near a singularity of the coordinates",
-                    r.max_rel_error, health.energy_rel
+                    self.judged_energy_error(r), health.energy_rel
                 )),
                 // The hidden velocity level of holonomic constraints
                 // (`HiddenConstraint`) is reported, not judged:
@@ -400,6 +432,31 @@ mod tests {
         for (r, want) in m.reports().iter().zip(rel) {
             assert_eq!(r.max_rel_error, want, "{}", r.name);
         }
+    }
+
+    #[test]
+    fn an_energy_at_round_off_is_judged_against_the_motion_s_kinetic_energy() {
+        static INFO: [(&str, InvariantKind); 1] = [("energy", InvariantKind::Energy)];
+        // A pendulum released from the horizontal: E₀ = −6e-16, the scheme
+        // keeps E to 2e-3 while the bob reaches T = 9.8.
+        let run = |kinetic: &[f64]| {
+            let mut m = Monitor::new(&INFO);
+            m.observe(&[-6e-16]);
+            m.observe(&[2e-3]);
+            for &t in kinetic {
+                m.observe_kinetic(t);
+            }
+            m.warnings(&Health::default())
+        };
+        assert!(run(&[0.0, 9.8]).is_empty());
+        // Without the kinetic energy, the ratio to E₀ is all there is.
+        assert_eq!(run(&[]).len(), 1);
+        // An error of the order of the motion's energy is flagged either way.
+        let mut m = Monitor::new(&INFO);
+        m.observe(&[-6e-16]);
+        m.observe(&[5.0]);
+        m.observe_kinetic(9.8);
+        assert!(m.warnings(&Health::default())[0].contains("energy changed by 5.102e-1"));
     }
 
     #[test]

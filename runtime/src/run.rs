@@ -119,6 +119,15 @@ where
     /// balance, is left to the loop).
     fn evaluate(&mut self, state: &StateOf<Z, X>, values: &mut [f64]) -> Result<(), StepError>;
 
+    /// The kinetic energy at `state`, whose invariants are `values` (energy
+    /// first), if the host can tell: the loop hands it to
+    /// [`Monitor::observe_kinetic`] at the first state and every
+    /// [`KINETIC_EVERY`] steps, so that an energy near zero is judged against
+    /// the motion's scale.
+    fn kinetic(&mut self, _state: &StateOf<Z, X>, _values: &[f64]) -> Option<f64> {
+        None
+    }
+
     /// Takes `state` once `monitor` has observed it, with its monitored
     /// values (in the order of [`monitored`]) and the inputs of the step from
     /// it; the host may observe more (the metric's conditioning). Returning
@@ -130,6 +139,26 @@ where
         u: &[f64],
         monitor: &mut Monitor,
     ) -> Result<bool, StepError>;
+}
+
+/// Steps between the kinetic energies a run loop takes (see
+/// [`Host::kinetic`]): an energy evaluation at a state with the velocities
+/// set to zero, rare enough to cost nothing per step.
+pub const KINETIC_EVERY: u64 = 64;
+
+/// The kinetic energy `E(q, ξ) − E(q, 0)` at a physical state whose energy
+/// is `energy` (the energy at zero velocity is the potential, for every
+/// Lagrangian whose velocity terms are quadratic or linear), with `scratch`
+/// for the invariants at `(q, 0)`.
+pub fn kinetic_energy<S, Z, X>(sys: &S, q: &[f64], energy: f64, zeros: &[f64], scratch: &mut [f64]) -> f64
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    sys.invariants_of(q, zeros, scratch);
+    energy - scratch[0]
 }
 
 /// How a run loop ended without a failed step.
@@ -170,6 +199,11 @@ where
     let mut observe = |st: &StateOf<Z, X>, work: f64, u: &mut [f64], values: &mut [f64]| {
         host.control(st, u)?;
         host.evaluate(st, values)?;
+        if st.step.is_multiple_of(KINETIC_EVERY) || st.step == steps {
+            if let Some(t) = host.kinetic(st, values) {
+                monitor.observe_kinetic(t);
+            }
+        }
         energy_balance(values, forced, work);
         monitor.observe(values);
         host.visit(st, values, u, monitor)
@@ -227,6 +261,17 @@ where
             self.sys
                 .invariants_into(&st.z, values)
                 .map_err(|reason| StepError::Observation { step: st.step, reason })
+        }
+        fn kinetic(&mut self, st: &StateOf<Z, X>, values: &[f64]) -> Option<f64> {
+            let (q, v) = self.sys.physical_state(&st.z, st.step).ok()?;
+            let mut scratch = vec![0.0; self.sys.invariant_info().len()];
+            Some(kinetic_energy(
+                self.sys,
+                &q,
+                values[0],
+                &vec![0.0; v.len()],
+                &mut scratch,
+            ))
         }
         fn visit(&mut self, state: &StateOf<Z, X>, _: &[f64], _: &[f64], _: &mut Monitor) -> Result<bool, StepError> {
             (self.visit)(state);

@@ -47,17 +47,36 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         "max |error|",
         "max rel error"
     );
+    let mut scaled = false;
     for r in run.monitor.reports() {
         let kind = match r.kind {
             k if k.is_residual() => " (constraint)",
             _ => "",
         };
+        // An energy near zero is judged against the motion's kinetic
+        // energy (see `Monitor::observe_kinetic`); the table shows that.
+        let rel = match r.kind {
+            hamel_runtime::InvariantKind::Energy => run.monitor.judged_energy_error(r),
+            _ => r.max_rel_error,
+        };
+        let mark = if rel < r.max_rel_error {
+            scaled = true;
+            " *"
+        } else {
+            ""
+        };
         hamel_cli::out!(
-            "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}",
+            "{:<28} {:>12.6e} {:>14.3e} {:>14.3e}{mark}",
             format!("{}{kind}", r.name),
             r.initial,
             r.max_abs_error,
-            r.max_rel_error
+            rel
+        );
+    }
+    if scaled {
+        hamel_cli::out!(
+            "* relative to the largest kinetic energy, {:.3e}: the energy's initial value is smaller",
+            run.monitor.kinetic_max()
         );
     }
     hamel_cli::out!(
