@@ -199,7 +199,7 @@ where
     let mut observe = |st: &StateOf<Z, X>, work: f64, u: &mut [f64], values: &mut [f64]| {
         host.control(st, u)?;
         host.evaluate(st, values)?;
-        if st.step.is_multiple_of(KINETIC_EVERY) || st.step == steps {
+        if st.step % KINETIC_EVERY == 0 || st.step == steps {
             if let Some(t) = host.kinetic(st, values) {
                 monitor.observe_kinetic(t);
             }
