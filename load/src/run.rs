@@ -584,7 +584,8 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         let (q, v) = &mut self.qv;
         self.sys.physical_into(&st.z, st.step, q, v)?;
         let own = self.sys.compiled().invariants.len();
-        self.sys.invariants_of(q, v, &mut values[..own]);
+        self.sys
+            .invariants_of(self.sys.time_of(st.z.as_slice()), q, v, &mut values[..own]);
         Ok(())
     }
 

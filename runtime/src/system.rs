@@ -129,6 +129,9 @@ where
         let band = system.jacobian_band();
         let ops = system.kernel_ops();
         let exo = system.exogenous_len();
+        // A rheonomic model without forces has work (the power of its time
+        // dependence) but no exogenous data.
+        let keeps_before = exo > 0 || system.forced();
         let composition = Composition::new(system.order(), z, x)?.map(Box::new);
         Ok(Self {
             system,
@@ -140,7 +143,7 @@ where
             t0: 0.0,
             work: Workspace::with_costs(z, x, band, ops),
             exo: vec![0.0; exo],
-            before: (exo > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
+            before: keeps_before.then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
             composition,
         })

@@ -59,6 +59,9 @@ pub struct CompiledStep {
     /// columns are independent exactly when every velocity the constraints
     /// allow moves the configuration.
     pub frame_check: Option<(usize, usize)>,
+    /// the state component that carries the time of a rheonomic model's
+    /// state (see [`StepSystem::time`]); its invariants read that time
+    pub time_slot: Option<usize>,
     functions: BTreeMap<Kernel, CompiledFunction>,
 }
 
@@ -131,11 +134,18 @@ impl CompiledStep {
             .find(|i| i.kind == InvariantKind::Energy)
             .map(|i| i.expr);
         let mut rows: Vec<Vec<crate::sym::Id>> = Vec::new();
+        // The metric takes a physical state without its time: rows that
+        // depend on time (a rheonomic constraint's) are left out, and the
+        // whole metric where the mass matrix does.
+        let timed: Vec<crate::sym::Id> = sys.time.map(|(_, t)| t).into_iter().collect();
         if let Some(e) = energy {
             let grad = crate::sym::gradient(&mut g, e, &v);
             for gi in grad {
                 rows.push(crate::sym::gradient(&mut g, gi, &v));
             }
+        }
+        if rows.iter().flatten().any(|&x| g.depends_on(x, &timed)) {
+            rows.clear();
         }
         let m = rows.len();
         let mut a_rows = Vec::new();
@@ -143,7 +153,7 @@ impl CompiledStep {
         // the holonomic ones (their position level has no velocity row).
         for i in sys.invariants.iter().filter(|i| i.kind.is_residual()) {
             let row = crate::sym::gradient(&mut g, i.expr, &v);
-            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) {
+            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) && !row.iter().any(|&x| g.depends_on(x, &timed)) {
                 a_rows.push(row);
             }
         }
@@ -212,6 +222,7 @@ impl CompiledStep {
             metric_size: m + nc,
             metric_varies,
             frame_check,
+            time_slot: sys.time.map(|(i, _)| i),
             functions,
         })
     }
