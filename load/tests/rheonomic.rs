@@ -35,16 +35,16 @@ fn param(sys: &System, name: &str) -> f64 {
     sys.parameter(name).unwrap()
 }
 
-/// θ at t = 1 of the Kapitza pendulum from `near_top` (θ = 2.9 at rest),
-/// by RK4 of θ̈ = −(g − aω² cos ωt)/l sin θ (y_p = a cos ωt).
-fn kapitza_reference(sys: &System) -> f64 {
+/// (θ, θ̇) at t = 1 of the Kapitza pendulum from `near_top` (θ = 2.9 at
+/// rest), by RK4 of θ̈ = −(g − aω² cos ωt)/l sin θ (y_p = a cos ωt).
+fn kapitza_reference(sys: &System) -> Vec<f64> {
     let (l, g, a, w) = (param(sys, "l"), param(sys, "g"), param(sys, "a"), param(sys, "omega"));
     rk4(
         |t, y| vec![y[1], -(g - a * w * w * (w * t).cos()) / l * y[0].sin()],
         &[2.9, 0.0],
         1.0,
         40_000,
-    )[0]
+    )
 }
 
 /// The energy balance's largest defect relative to the energy the run
@@ -71,7 +71,11 @@ fn the_driven_pendulum_converges_at_order_two_under_every_scheme_and_balances_it
         let mut defect = [0.0; 2];
         for (k, h) in [0.002, 0.001].into_iter().enumerate() {
             let r = simulate(&sys, "near_top", h, (1.0 / h) as u64);
-            err[k] = (r.q.last().unwrap()[0] - want).abs();
+            // θ̇ too: the schemes whose state holds momenta recover it from
+            // p = ml²θ̇ + m l ẏ_p(t) sin θ at the state's own time (a wrong
+            // time there is an O(aω) error).
+            let (q, v) = (r.q.last().unwrap()[0], r.v.last().unwrap()[0]);
+            err[k] = (q - want[0]).abs().max((v - want[1]).abs());
             let (d, de) = balance(&r);
             defect[k] = d;
             // The drive pumps energy in and out: a run judged by its energy
@@ -86,7 +90,7 @@ fn the_driven_pendulum_converges_at_order_two_under_every_scheme_and_balances_it
             err[1], defect[1]
         );
         assert!((order - 2.0).abs() < 0.05, "{label}: order {order}");
-        assert!(err[1] < 1e-5, "{label}: error {:e}", err[1]);
+        assert!(err[1] < 5e-5, "{label}: error {:e}", err[1]);
         // The balance closes to the scheme's O(h²), not to a fixed offset.
         assert!(
             defect[1] < 2e-3 && (balance_order - 2.0).abs() < 0.3,
@@ -105,7 +109,7 @@ fn composed_steps_advance_the_time_of_every_sub_step() {
         let want = kapitza_reference(&sys);
         let err: Vec<f64> = [0.005, 0.0025]
             .iter()
-            .map(|&h| (simulate(&sys, "near_top", h, (1.0 / h) as u64).q.last().unwrap()[0] - want).abs())
+            .map(|&h| (simulate(&sys, "near_top", h, (1.0 / h) as u64).q.last().unwrap()[0] - want[0]).abs())
             .collect();
         let order = (err[0] / err[1]).log2();
         eprintln!("{label} order 4: error {:.3e}, order {order:.3}", err[1]);
