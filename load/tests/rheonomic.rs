@@ -196,3 +196,63 @@ fn a_run_that_does_not_resolve_the_drive_is_flagged_by_its_energy_balance() {
         );
     }
 }
+
+/// The spherical pendulum in its body frame (theory §2.3) with its pivot
+/// driven vertically, y_p = a cos ωt: time in a frame model's Lagrangian.
+const SPHERICAL_KAPITZA: &str = "model spherical_kapitza {
+    parameters { m = 1.0, r = 1.0, g = 9.81, a = 0.05, omega = 20.0 }
+    coordinates { gamma: vec3 }
+    velocities { xi: vec3 }
+    frame { gamma' = cross(gamma, xi) }
+    constraint xi[2] = 0
+    let vp = -a * omega * sin(omega * t)
+    // the bob's velocity in the body frame: ξ × (0, 0, r) + ẏ_p γ
+    let vb = cross(xi, (0, 0, r)) + vp * gamma
+    lagrangian = 0.5 * m * dot(vb, vb) - m * g * (a * cos(omega * t) + r * gamma[2])
+    initial published { gamma = (0.3, 0.2, -sqrt(1 - 0.3^2 - 0.2^2)), xi = (0.6, 0, 0) }
+}";
+
+#[test]
+fn time_in_a_frame_models_lagrangian_is_taken_by_both_kinematics() {
+    // In the pivot's frame the bob feels gravity g + ÿ_p: m r² ξ̇ = m (g + ÿ_p) γ × (0, 0, r),
+    // γ̇ = γ × ξ (theory §2.3 with a gravity that depends on time).
+    let (r, g, a, w) = (1.0, 9.81, 0.05, 20.0);
+    let g0 = [0.3, 0.2, -(1.0f64 - 0.09 - 0.04).sqrt()];
+    let want = rk4(
+        |t, y| {
+            let ge = g - a * w * w * (w * t).cos();
+            let (gm, xi) = ([y[0], y[1], y[2]], [y[3], y[4], 0.0]);
+            vec![
+                gm[1] * xi[2] - gm[2] * xi[1],
+                gm[2] * xi[0] - gm[0] * xi[2],
+                gm[0] * xi[1] - gm[1] * xi[0],
+                ge / r * gm[1],
+                -ge / r * gm[0],
+            ]
+        },
+        &[g0[0], g0[1], g0[2], 0.6, 0.0],
+        1.0,
+        40_000,
+    );
+    let m = hamel_load::load_source("spherical_kapitza.hamel", SPHERICAL_KAPITZA, &[]).unwrap();
+    for scheme in ["hamel_midpoint", "hamel_averaged"] {
+        for b in hamel_load::Backend::ALL {
+            let sys = hamel_load::compile(&m, scheme.parse().unwrap(), b).unwrap();
+            let err: Vec<f64> = [0.004, 0.002]
+                .iter()
+                .map(|&h| {
+                    let r = simulate(&sys, "published", h, (1.0 / h) as u64);
+                    assert!(r.warnings().is_empty(), "{scheme}: {:?}", r.warnings());
+                    let (q, v) = (r.q.last().unwrap(), r.v.last().unwrap());
+                    (0..3)
+                        .map(|i| (q[i] - want[i]).abs())
+                        .chain((0..2).map(|i| (v[i] - want[3 + i]).abs()))
+                        .fold(0.0, f64::max)
+                })
+                .collect();
+            let order = (err[0] / err[1]).log2();
+            eprintln!("spherical kapitza {scheme} {b}: error {:.3e}, order {order:.3}", err[1]);
+            assert!((order - 2.0).abs() < 0.05 && err[1] < 1e-4, "{scheme} {b}: {err:?}");
+        }
+    }
+}
