@@ -48,7 +48,9 @@ where
     pub stats: NewtonStats,
     /// add increments to the state with compensated (TwoSum) summation
     pub compensated: bool,
-    /// time of the state with step counter 0 (`t_k = t0 + k h`)
+    /// time of the state with step counter 0 (`t_k = t0 + k h`) for the
+    /// forces; a rheonomic model's state carries its own time instead
+    /// ([`Kernels::time_slot`]), from 0 at its initial state
     pub t0: f64,
     pub(crate) work: Workspace<Z, X>,
     /// the exogenous data of the next step: `(t_k, u_k)`
