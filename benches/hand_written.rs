@@ -110,7 +110,7 @@ impl Kernels<Const<5>, Const<5>> for HandWritten {
         v.copy_from_slice(&z[3..]);
     }
 
-    fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+    fn invariants_of(&self, _t: f64, q: &[f64], v: &[f64], out: &mut [f64]) {
         let inertia = self.m * self.r * self.r;
         out[0] = 0.5 * inertia * (v[0] * v[0] + v[1] * v[1]) + self.m * self.g * self.r * q[2];
     }

@@ -78,6 +78,10 @@ pub const MODELS: &[(&str, &str)] = &[
         "harmonic_chain",
         include_str!("../../models/gallery/harmonic_chain.hamel"),
     ),
+    (
+        "kapitza_pendulum",
+        include_str!("../../models/gallery/kapitza_pendulum.hamel"),
+    ),
     ("heavy_top", include_str!("../../models/gallery/heavy_top.hamel")),
     ("kepler", include_str!("../../models/gallery/kepler.hamel")),
     ("kepler_polar", include_str!("../../models/gallery/kepler_polar.hamel")),
@@ -111,6 +115,10 @@ pub const MODELS: &[(&str, &str)] = &[
     (
         "rotating_hoop",
         include_str!("../../models/gallery/rotating_hoop.hamel"),
+    ),
+    (
+        "rotating_wire",
+        include_str!("../../models/gallery/rotating_wire.hamel"),
     ),
     (
         "satellite_torque",
@@ -704,6 +712,47 @@ pub fn checks() -> Vec<Check> {
                 let (r, g, w) = (p(c, "R"), p(c, "g"), p(c, "omega"));
                 let want = rk4(|_, y| vec![y[1], y[0].sin() * (w * w * y[0].cos() - g / r)], &[0.3, 0.0], 3.0, 30_000);
                 converges(c, "near_bottom", 3.0, 0.005, move |q, _, _| (q[0] - want[0]).abs())
+            },
+        },
+        // --- rheonomic: time in the Lagrangian or a constraint ---
+        Check {
+            model: "kapitza_pendulum",
+            schemes: GENERAL,
+            what: "RK4 of θ̈ = −(g − aω² cos ωt)/l sin θ at t = 1, h = 0.001: |error|, order",
+            bound: 1e-4,
+            run: |c| {
+                let (l, g, a, w) = (p(c, "l"), p(c, "g"), p(c, "a"), p(c, "omega"));
+                let want = rk4(
+                    |t, y| vec![y[1], -(g - a * w * w * (w * t).cos()) / l * y[0].sin()],
+                    &[2.9, 0.0],
+                    1.0,
+                    20_000,
+                );
+                converges(c, "near_top", 1.0, 0.002, move |q, _, _| (q[0] - want[0]).abs())
+            },
+        },
+        Check {
+            model: "rotating_wire",
+            schemes: &["stormer_verlet", "rattle", "energy_momentum"],
+            what: "(x, y) = r(t)(cos ωt, sin ωt), r = r₀ cosh ωt + (ṙ₀/ω) sinh ωt (closed form) at t = 1, h = 0.0025: max |error|, order",
+            bound: 1e-4,
+            run: |c| {
+                let w = p(c, "omega");
+                converges(c, "sliding_out", 1.0, 0.005, move |q, _, t| {
+                    let r = 0.5 * (w * t).cosh() + 0.1 / w * (w * t).sinh();
+                    max_diff(q, &[r * (w * t).cos(), r * (w * t).sin()])
+                })
+            },
+        },
+        Check {
+            model: "rotating_wire",
+            schemes: &["energy_momentum"],
+            what: "energy balance E − Σ W (the wire's work λ ∂̄g/∂t), 400 steps of 0.005: max defect relative to the energy reached",
+            bound: 1e-12,
+            run: |c| {
+                let r = simulate(c, "sliding_out", 0.005, 400)?;
+                let b = r.monitor.get("energy balance").ok_or("no energy balance")?;
+                value(b.max_rel_error)
             },
         },
         Check {

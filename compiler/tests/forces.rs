@@ -152,10 +152,7 @@ fn misuse_is_a_located_error() {
     let e = error_of(&pendulum("force at velocity xi * dot(xi, xi) = u"));
     assert!(e.contains("linear and homogeneous"), "{e}");
     let e = error_of(&pendulum("force xi = tau * gamma").replace("- m * g * r * gamma[2]", "- tau * gamma[2]"));
-    assert!(
-        e.contains("the Lagrangian may not depend on the inputs or on time"),
-        "{e}"
-    );
+    assert!(e.contains("the Lagrangian may not depend on the inputs"), "{e}");
     let e = error_of(&pendulum("invariant work = t * tau"));
     assert!(e.contains("an invariant may not depend on the inputs"), "{e}");
     let e = error_of(&pendulum("initial s { gamma = (0, 0, t), xi = (0, 0, 0) }"));

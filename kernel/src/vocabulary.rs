@@ -173,11 +173,15 @@ pub enum Arg {
     Y,
     /// the step's exogenous data `e = (t_k, u_k)`
     E,
+    /// the time of a physical state, one value: read by the kernels that
+    /// evaluate a rheonomic model (one whose Lagrangian or constraints
+    /// depend on `t`) away from a step, such as its invariants
+    T,
 }
 
 impl Arg {
     /// How many kinds of argument there are.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 
     /// The argument's name in generated code (`p`, `h`, `z`, …).
     pub fn name(self) -> &'static str {
@@ -191,6 +195,7 @@ impl Arg {
             Arg::V => "v",
             Arg::Y => "y",
             Arg::E => "e",
+            Arg::T => "t",
         }
     }
 }

@@ -610,17 +610,19 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         let (q, v) = &mut self.qv;
         self.sys.physical_into(&st.z, st.step, q, v)?;
         let own = self.sys.compiled().invariants.len();
-        self.sys.invariants_of(q, v, &mut values[..own]);
+        self.sys
+            .invariants_of(self.sys.time_of(st.z.as_slice()), q, v, &mut values[..own]);
         Ok(())
     }
 
-    fn kinetic(&mut self, _: &DynState, values: &[f64]) -> Option<f64> {
+    fn kinetic(&mut self, st: &DynState, values: &[f64]) -> Option<f64> {
         let (q, v) = &self.qv;
         let (zeros, scratch) = &mut self.kinetic_scratch;
         zeros.resize(v.len(), 0.0);
         scratch.resize(self.sys.compiled().invariants.len(), 0.0);
+        let t = self.sys.time_of(st.z.as_slice());
         Some(hamel_runtime::run::kinetic_energy(
-            self.sys, q, values[0], zeros, scratch,
+            self.sys, t, q, values[0], zeros, scratch,
         ))
     }
 

@@ -232,13 +232,14 @@ impl System {
     /// Energy, invariants and constraint residuals at `z` (names in the compiled step).
     pub fn invariants(&self, z: &DVector<f64>, step: u64) -> Result<Vec<f64>, StepError> {
         let (q, v) = self.physical(z, step)?;
-        Ok(self.invariants_at(&q, &v))
+        Ok(self.invariants_at(self.time_of(z.as_slice()), &q, &v))
     }
 
-    /// Energy, invariants and constraint residuals at a physical state `(q, ξ)`.
-    pub fn invariants_at(&self, q: &[f64], v: &[f64]) -> Vec<f64> {
+    /// Energy, invariants and constraint residuals at a physical state `(q, ξ)`
+    /// at time `t` (which only a rheonomic model's depend on).
+    pub fn invariants_at(&self, t: f64, q: &[f64], v: &[f64]) -> Vec<f64> {
         let mut out = vec![0.0; self.step.invariants.len()];
-        self.invariants_of(q, v, &mut out);
+        self.invariants_of(t, q, v, &mut out);
         out
     }
 }
@@ -486,9 +487,18 @@ impl Kernels<Dyn, Dyn> for System {
         );
     }
 
-    fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+    fn invariants_of(&self, t: f64, q: &[f64], v: &[f64], out: &mut [f64]) {
         let n = self.step.invariants.len();
-        self.run(Kernel::Invariants, &self.pqv(q, v), &mut [&mut out[..n]]);
+        let t = [t];
+        self.run(
+            Kernel::Invariants,
+            &self.pqv(q, v).with(Slot::T, &t),
+            &mut [&mut out[..n]],
+        );
+    }
+
+    fn time_slot(&self) -> Option<usize> {
+        self.step.time_slot
     }
 
     fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool {

@@ -20,7 +20,7 @@ fn system(name: &str, scheme: &str) -> System {
 
 fn energy(sys: &System, st: &hamel_runtime::DynState) -> f64 {
     let (q, v) = sys.physical(&st.z, st.step).unwrap();
-    sys.invariants_at(&q, &v)[0]
+    sys.invariants_at(0.0, &q, &v)[0]
 }
 
 /// `max_k |E_k − E_0 − Σ W| / |E_0|` over `steps` steps of size `h`.
@@ -102,7 +102,7 @@ fn a_vertical_torque_changes_the_momentum_by_its_impulse() {
     s.set_inputs(&[tau]).unwrap();
     let j = |st: &hamel_runtime::DynState| {
         let (q, v) = sys.physical(&st.z, st.step).unwrap();
-        sys.invariants_at(&q, &v)[2]
+        sys.invariants_at(0.0, &q, &v)[2]
     };
     let j0 = j(&st);
     let mut worst = 0.0f64;

@@ -104,7 +104,7 @@ fn stub(input: &DeriveInput) -> proc_macro2::TokenStream {
                 fn state_of(&self, q: &[f64], v: &[f64], z: &mut [f64], x: &mut [f64]) { unreachable!() }
                 fn observe(&self, z: &[f64], y: &mut [f64]) -> bool { unreachable!() }
                 fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]) { unreachable!() }
-                fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) { unreachable!() }
+                fn invariants_of(&self, t: f64, q: &[f64], v: &[f64], out: &mut [f64]) { unreachable!() }
                 fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool { unreachable!() }
             }
         };

@@ -187,9 +187,17 @@ where
     fn observe(&self, z: &[f64], y: &mut [f64]) -> bool;
     /// The physical state `(q, ξ)` from `z` and the observation solution `y`.
     fn physical_of(&self, z: &[f64], y: &[f64], q: &mut [f64], v: &mut [f64]);
-    /// Energy, invariants and constraint residuals at a physical state, into
-    /// the first entries of `out` (as many as [`Kernels::invariant_info`] names).
-    fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]);
+    /// Energy, invariants and constraint residuals at a physical state at
+    /// time `t`, into the first entries of `out` (as many as
+    /// [`Kernels::invariant_info`] names). Only a rheonomic model's (see
+    /// [`Kernels::time_slot`]) depend on `t`; take it from [`Kernels::time_of`].
+    fn invariants_of(&self, t: f64, q: &[f64], v: &[f64], out: &mut [f64]);
+    /// For a rheonomic model (its Lagrangian or a holonomic constraint
+    /// depends on time), the state component that carries the state's time
+    /// (0 at an initial state, advanced by each step); `None` otherwise.
+    fn time_slot(&self) -> Option<usize> {
+        None
+    }
     /// The physical data of a named initial state; `false` if the model has none of that name.
     fn initial_data(&self, name: &str, q: &mut [f64], v: &mut [f64]) -> bool;
 
@@ -222,6 +230,13 @@ where
     fn frame_check_at(&self, _q: &[f64], _v: &[f64], _out: &mut [f64]) {}
 
     // ---- the model glue, once for every back-end ----
+
+    /// The time of the state `z` for its invariants: a rheonomic model's
+    /// state carries it ([`Kernels::time_slot`]); 0 for the others, whose
+    /// invariants do not depend on it.
+    fn time_of(&self, z: &[f64]) -> f64 {
+        self.time_slot().and_then(|i| z.get(i).copied()).unwrap_or(0.0)
+    }
 
     /// Rejects non-finite parameter values.
     fn check_parameters(&self) -> Result<(), StepError> {
@@ -299,7 +314,7 @@ where
             StepError::Observation { reason, .. } => reason,
             other => other.to_string(),
         })?;
-        self.invariants_of(q, v, out);
+        self.invariants_of(self.time_of(z.as_slice()), q, v, out);
         Ok(())
     }
 
@@ -347,7 +362,7 @@ where
         }
         let info = self.invariant_info();
         let mut values = vec![0.0; info.len()];
-        self.invariants_of(&q2, &v2, &mut values);
+        self.invariants_of(self.time_of(state.z.as_slice()), &q2, &v2, &mut values);
         for ((name, kind), value) in info.iter().zip(&values) {
             if kind.is_residual() && (value.is_nan() || value.abs() > tolerance) {
                 return Err(StepError::InvalidInput(format!(

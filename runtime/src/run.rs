@@ -146,18 +146,18 @@ where
 /// set to zero, rare enough to cost nothing per step.
 pub const KINETIC_EVERY: u64 = 64;
 
-/// The kinetic energy `E(q, ξ) − E(q, 0)` at a physical state whose energy
+/// The kinetic energy `E(q, ξ) − E(q, 0)` at a physical state (at time `t`) whose energy
 /// is `energy` (the energy at zero velocity is the potential, for every
 /// Lagrangian whose velocity terms are quadratic or linear), with `scratch`
 /// for the invariants at `(q, 0)`.
-pub fn kinetic_energy<S, Z, X>(sys: &S, q: &[f64], energy: f64, zeros: &[f64], scratch: &mut [f64]) -> f64
+pub fn kinetic_energy<S, Z, X>(sys: &S, t: f64, q: &[f64], energy: f64, zeros: &[f64], scratch: &mut [f64]) -> f64
 where
     S: Kernels<Z, X> + ?Sized,
     Z: Dim,
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    sys.invariants_of(q, zeros, scratch);
+    sys.invariants_of(t, q, zeros, scratch);
     energy - scratch[0]
 }
 
@@ -265,8 +265,10 @@ where
         fn kinetic(&mut self, st: &StateOf<Z, X>, values: &[f64]) -> Option<f64> {
             let (q, v) = self.sys.physical_state(&st.z, st.step).ok()?;
             let mut scratch = vec![0.0; self.sys.invariant_info().len()];
+            let t = self.sys.time_of(st.z.as_slice());
             Some(kinetic_energy(
                 self.sys,
+                t,
                 &q,
                 values[0],
                 &vec![0.0; v.len()],

@@ -48,7 +48,9 @@ where
     pub stats: NewtonStats,
     /// add increments to the state with compensated (TwoSum) summation
     pub compensated: bool,
-    /// time of the state with step counter 0 (`t_k = t0 + k h`)
+    /// time of the state with step counter 0 (`t_k = t0 + k h`) for the
+    /// forces; a rheonomic model's state carries its own time instead
+    /// ([`Kernels::time_slot`]), from 0 at its initial state
     pub t0: f64,
     pub(crate) work: Workspace<Z, X>,
     /// the exogenous data of the next step: `(t_k, u_k)`
@@ -129,6 +131,9 @@ where
         let band = system.jacobian_band();
         let ops = system.kernel_ops();
         let exo = system.exogenous_len();
+        // A rheonomic model without forces has work (the power of its time
+        // dependence) but no exogenous data.
+        let keeps_before = exo > 0 || system.forced();
         let composition = Composition::new(system.order(), z, x)?.map(Box::new);
         Ok(Self {
             system,
@@ -140,7 +145,7 @@ where
             t0: 0.0,
             work: Workspace::with_costs(z, x, band, ops),
             exo: vec![0.0; exo],
-            before: (exo > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
+            before: keeps_before.then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
             composition,
         })

@@ -59,6 +59,9 @@ pub struct CompiledStep {
     /// columns are independent exactly when every velocity the constraints
     /// allow moves the configuration.
     pub frame_check: Option<(usize, usize)>,
+    /// the state component that carries the time of a rheonomic model's
+    /// state (see [`StepSystem::time`]); its invariants read that time
+    pub time_slot: Option<usize>,
     functions: BTreeMap<Kernel, CompiledFunction>,
 }
 
@@ -155,6 +158,7 @@ impl CompiledStep {
             metric_size: health.metric_size,
             metric_varies: health.metric_varies,
             frame_check: health.frame_check.as_ref().map(|(r, c, _)| (*r, *c)),
+            time_slot: sys.time.map(|(i, _)| i),
             functions,
         })
     }

@@ -163,6 +163,7 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         ((Arg::Y, false), arr("y", nk)),
         ((Arg::Q, false), arr("q", nq)),
         ((Arg::V, false), arr("v", nv)),
+        ((Arg::T, false), quote!(&[t])),
     ];
     let out_vec = quote!(&mut out.data.0[0]);
     let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
@@ -411,6 +412,14 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
             true
         }
     };
+    let time_fn = match sys.time {
+        Some((i, _)) => quote! {
+            fn time_slot(&self) -> Option<usize> {
+                Some(#i)
+            }
+        },
+        None => quote!(),
+    };
     let doc_struct = format!(
         "Integrator of model `{model}` ({}), scheme `{scheme}`.",
         target.model_path
@@ -498,7 +507,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                 pub fn invariants(&self, state: &__rt::State<#nz, #nx>) -> Result<[f64; #ni], __rt::StepError> {
                     let (q, v) = self.physical(state)?;
                     let mut out = [0.0f64; #ni];
-                    __rt::Kernels::invariants_of(self, &q, &v, &mut out);
+                    let t = __rt::Kernels::time_of(self, state.z.as_slice());
+                    __rt::Kernels::invariants_of(self, t, &q, &v, &mut out);
                     Ok(out)
                 }
             }
@@ -612,7 +622,9 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
                     #physical_call;
                 }
 
-                fn invariants_of(&self, q: &[f64], v: &[f64], out: &mut [f64]) {
+                #time_fn
+
+                fn invariants_of(&self, t: f64, q: &[f64], v: &[f64], out: &mut [f64]) {
                     let p = self.__params();
                     let out = &mut out[..#ni];
                     #invariants_call;

@@ -119,6 +119,13 @@ impl Model {
         self.inputs.iter().map(|s| s.sym).collect()
     }
 
+    /// Whether the Lagrangian or a holonomic constraint depends on time `t`
+    /// (a rheonomic system): its steps then carry the time in their state.
+    pub fn is_rheonomic(&self) -> bool {
+        let t = [self.time];
+        self.graph.depends_on(self.lagrangian, &t) || self.holonomic.iter().any(|c| self.graph.depends_on(c.expr, &t))
+    }
+
     /// Looks up a parameter by name.
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.name == name)

@@ -26,9 +26,10 @@ use initial::*;
 use lowerer::*;
 use unroll::*;
 
-/// Why time may not appear in the Lagrangian, a constraint, the frame or
-/// an invariant (a rheonomic system), what is missing, and what to write.
-const RHEONOMIC: &str = "depends on time `t` (a rheonomic system), which hamel does not integrate yet: the steps could sample it at their stage times, but the recovery of velocities from a scheme's state, the invariants (the energy ⟨p, q'⟩ − L), the constraint residuals and the energy balance (which needs the power −∂L/∂t) are evaluated without time. Write the model in the moving frame, where it is autonomous (a bead on a hoop turning at a constant rate ω, in the hoop's angle: `lagrangian = 0.5 * m * R^2 * (th'^2 + omega^2 * sin(th)^2) + m * g * R * cos(th)`, models/gallery/rotating_hoop.hamel), or give the prescribed motion's effect as a `force`, which may use `t`";
+/// Why time may not appear in a frame equation, a velocity constraint or an
+/// invariant, and what to write instead. (The Lagrangian and holonomic
+/// constraints may depend on it: rheonomic systems, see `scheme::step`.)
+const RHEONOMIC: &str = "depends on time `t`, which hamel takes in the Lagrangian and in holonomic constraints only (a rheonomic system: a driven support, a wire turned at a prescribed rate); a frame, a velocity constraint or an invariant that changes with time is not supported. Put the prescribed motion in the Lagrangian or in a `holonomic` constraint, or give its effect as a `force`, which may use `t`";
 
 /// Parses and lowers a model file's text.
 pub fn load(file: &str, src: &str) -> Result<Model, Diagnostics> {
@@ -236,20 +237,24 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
 
     let v_syms: Vec<Id> = vels.iter().map(|s| s.sym).collect();
     let q_syms: Vec<Id> = coords.iter().map(|s| s.sym).collect();
-    // Inputs and time may drive forces only: everything else is a property of
-    // the free motion, which the schemes treat as time-independent.
+    // Inputs may drive forces only: everything else is a property of the
+    // free motion.
     let exogenous: Vec<Id> = inputs.iter().map(|s: &Scalar| s.sym).chain([time]).collect();
-    let free_of_inputs = |lw: &mut Lowerer, e: Id, span: Span, what: &str| -> bool {
+    // The Lagrangian and holonomic constraints may depend on time (`timed`):
+    // every scheme samples them at its stage times and carries the time in
+    // its state; nothing else of the free motion may.
+    let free_of_inputs = |lw: &mut Lowerer, e: Id, span: Span, what: &str, timed: bool| -> bool {
         if lw.g.depends_on(e, &exogenous[..exogenous.len() - 1]) {
             lw.error(
                 span,
                 format!(
-                    "{what} may not depend on the inputs or on time `t`; they may drive `force` and `dissipation` only"
+                    "{what} may not depend on the inputs; they may drive `force` and `dissipation` only{}",
+                    if timed { " (time `t` may appear)" } else { "" }
                 ),
             );
             return false;
         }
-        if lw.g.depends_on(e, &[time]) {
+        if !timed && lw.g.depends_on(e, &[time]) {
             lw.error(span, format!("{what} {RHEONOMIC}"));
             return false;
         }
@@ -295,7 +300,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                         continue;
                     }
                     for (k, &r) in rhs.iter().enumerate() {
-                        if !free_of_inputs(&mut lw, r, eq.value.span, "a frame equation") {
+                        if !free_of_inputs(&mut lw, r, eq.value.span, "a frame equation", false) {
                             break;
                         }
                         if !check_linear(&mut lw.g, r, &v_syms) {
@@ -314,7 +319,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             }
             Item::Lagrangian(e) => {
                 if let Ok(l) = lw.scalar(e) {
-                    if free_of_inputs(&mut lw, l, e.span, "the Lagrangian") {
+                    if free_of_inputs(&mut lw, l, e.span, "the Lagrangian", true) {
                         lagrangian = Some(l);
                     }
                 }
@@ -330,7 +335,17 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                 }
                 for (k, (a, b)) in l.iter().zip(&r).enumerate() {
                     let c = lw.g.sub(*a, *b);
-                    if !free_of_inputs(&mut lw, c, eq.span, "a constraint") {
+                    if !free_of_inputs(
+                        &mut lw,
+                        c,
+                        eq.span,
+                        if velocity {
+                            "a velocity constraint"
+                        } else {
+                            "a holonomic constraint"
+                        },
+                        !velocity,
+                    ) {
                         break;
                     }
                     let comp = if l.len() > 1 { format!("[{k}]") } else { String::new() };
@@ -378,7 +393,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
                 if let Ok(v) = lw.expr(&b.value) {
                     if Lowerer::flatten(v)
                         .iter()
-                        .any(|&e| !free_of_inputs(&mut lw, e, b.value.span, "an invariant"))
+                        .any(|&e| !free_of_inputs(&mut lw, e, b.value.span, "an invariant", false))
                     {
                         continue;
                     }

@@ -88,14 +88,16 @@ pub fn not_constant_mass(model: &mut Model) -> Option<String> {
     let g = &mut model.graph;
     let p = gradient(g, l, &v);
     let m = jacobian(g, &p, &v);
-    let moving: Vec<Id> = q.iter().chain(&v).copied().collect();
+    let moving: Vec<Id> = q.iter().chain(&v).copied().chain([model.time]).collect();
     for (i, row) in m.iter().enumerate() {
         for (j, &e) in row.iter().enumerate() {
             if g.depends_on(e, &moving) {
                 let dep = if g.depends_on(e, &v) {
                     "the velocities"
-                } else {
+                } else if g.depends_on(e, &q) {
                     "the coordinates"
+                } else {
+                    "time"
                 };
                 return Some(format!(
                     "needs a constant mass matrix; the mass matrix of {file} depends on {dep} (entry [{i}][{j}] = {})",

@@ -33,7 +33,9 @@ use crate::sym::{jacobian, Graph, Id};
 
 use super::constrained::{analyse, coordinate_names, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, force_at, scaled_dot, symbols, time_in_step, StepSystem};
+use super::step::{
+    at, at_time, force_at, power, rheonomic, scaled_dot, symbols, time_derivative, time_in_step, StepSystem,
+};
 use super::{Frame, SchemeError};
 
 /// Derives the energy–momentum step for `model`.
@@ -74,6 +76,42 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let r1 = axpy(&mut g, q0, hh, &vbar);
     residual.extend(q1.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
     let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
+    let timed = rheonomic(&g, &model);
+    let (t0, t_half, t1) = (
+        model.time,
+        time_in_step(&mut g, &model, h, 0.5),
+        time_in_step(&mut g, &model, h, 1.0),
+    );
+    // A function of time as well is given the discrete gradient in (q, t),
+    // Δ = (Δq, h): its q-part enters the momenta, its t-part `∂̄f/∂t` the
+    // energy supplied, and ⟨∇̄_q f, Δq⟩ + h ∂̄f/∂t = f(q_{n+1}, t_{n+1}) −
+    // f(q_n, t_n) exactly, so the energy balance H_{n+1} − H_n =
+    // h (∂̄V/∂t + λ·∂̄g/∂t) holds to round-off as the energy does unforced
+    // (the midpoint in time keeps the step symmetric).
+    let gradient_t = |g: &mut Graph, f: Id, grad: &[Id]| -> (Vec<Id>, Id) {
+        let ft = time_derivative(g, &model, &[f])[0];
+        let mid = at(g, grad, &q, &qbar, &v, &v);
+        let mid = at_time(g, &model, &mid, t_half);
+        let mid_t = at(g, &[ft], &q, &qbar, &v, &v);
+        let mid_t = at_time(g, &model, &mid_t, t_half)[0];
+        let f1 = at(g, &[f], &q, q1, &v, &v);
+        let f1 = at_time(g, &model, &f1, t1)[0];
+        let f0 = at(g, &[f], &q, q0, &v, &v)[0];
+        let slope = dot(g, &mid, &dq);
+        let slope_t = g.mul2(mid_t, h);
+        let (nf0, ns, nst) = (g.neg(f0), g.neg(slope), g.neg(slope_t));
+        let defect = g.add(&[f1, nf0, ns, nst]);
+        let norm2 = dot(g, &dq, &dq);
+        let hh2 = g.mul2(h, h);
+        let qq = dot(g, &qbar, &qbar);
+        let one = g.constant(1.0);
+        let scale = g.add2(one, qq);
+        let delta2 = g.scale(1e-18, scale);
+        let den = g.add(&[norm2, hh2, delta2]);
+        let c = g.div(defect, den);
+        let ch = g.mul2(c, h);
+        (axpy(g, &mid, c, &dq), g.add2(mid_t, ch))
+    };
     let gradient = |g: &mut Graph, f: Id, grad: &[Id], quadratic: bool| -> Vec<Id> {
         let mid = at(g, grad, &q, &qbar, &v, &v);
         if quadratic {
@@ -92,9 +130,26 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         let c = g.div(defect, den);
         axpy(g, &mid, c, &dq)
     };
-    let grad_v = gradient(&mut g, cm.v, &cm.grad_v, quadratic_v);
+    // ∂̄/∂t of the potential and of each constraint (None: free of time)
+    let mut dt_v = None;
+    let grad_v = if timed && g.depends_on(cm.v, &[t0]) {
+        let (gv, vt) = gradient_t(&mut g, cm.v, &cm.grad_v);
+        dt_v = Some(vt);
+        gv
+    } else {
+        gradient(&mut g, cm.v, &cm.grad_v, quadratic_v)
+    };
+    let mut dt_g = vec![None; c];
     let gq: Vec<Vec<Id>> = (0..c)
-        .map(|i| gradient(&mut g, cm.g[i], &cm.gq[i], quadratic_g[i]))
+        .map(|i| {
+            if timed && g.depends_on(cm.g[i], &[t0]) {
+                let (gi, gt) = gradient_t(&mut g, cm.g[i], &cm.gq[i]);
+                dt_g[i] = Some(gt);
+                gi
+            } else {
+                gradient(&mut g, cm.g[i], &cm.gq[i], quadratic_g[i])
+            }
+        })
         .collect();
     let force: Vec<Id> = if c == 0 {
         grad_v
@@ -105,14 +160,25 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let mut r2 = axpy(&mut g, p0, mh, &force);
     // + h F_e(q̄, v̄, u_n, t_{n+½}), v̄ = M⁻¹(p_n + p_{n+1})/2
     let vmid: Vec<Id> = vbar.iter().map(|&a| g.scale(0.5, a)).collect();
-    let t_half = time_in_step(&mut g, &model, h, 0.5);
     let fe = force_at(&mut g, &model, &qbar, &vmid, t_half, &model.u_syms());
     if let Some(fe) = &fe {
         r2 = axpy(&mut g, &r2, h, fe);
     }
-    let work = fe.as_ref().map(|fe| scaled_dot(&mut g, fe, &vmid, h));
+    let forces = fe.as_ref().map(|fe| scaled_dot(&mut g, fe, &vmid, h));
+    let mut supplied: Vec<Id> = dt_v.into_iter().collect();
+    for (i, gt) in dt_g.iter().enumerate() {
+        if let Some(gt) = gt {
+            supplied.push(g.mul2(lam[i], *gt));
+        }
+    }
+    let timed_work = timed.then(|| {
+        let s = g.add(&supplied);
+        g.mul2(h, s)
+    });
+    let work = power(&mut g, forces, timed_work);
     residual.extend(p1.iter().zip(&r2).map(|(&a, &b)| g.sub(a, b)));
-    residual.extend(at(&mut g, &cm.g, &q, q1, &v, &v));
+    let g1 = at(&mut g, &cm.g, &q, q1, &v, &v);
+    residual.extend(at_time(&mut g, &model, &g1, t1));
     let next: Vec<Id> = q1.iter().chain(p1).copied().collect();
     let v0 = matvec(&mut g, &cm.m_inv, p0);
     let mut predictor = axpy(&mut g, q0, h, &v0);

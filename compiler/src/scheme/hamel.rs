@@ -15,7 +15,7 @@ use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
-use super::step::{self, force_at, scaled_dot, symbols, time_in_step, Draft, StepSystem};
+use super::step::{self, at_time, force_at, power, scaled_dot, symbols, time_in_step, Draft, StepSystem};
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -101,6 +101,7 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let kept = cons.kept.clone();
     let nk = kept.len();
     let mut g = std::mem::take(&mut model.graph);
+    let rheonomic = step::rheonomic(&g, &model);
 
     let h = g.symbol("__h");
     let half = g.constant(0.5);
@@ -166,12 +167,25 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     match kin {
         Kinematics::Midpoint => {
             let pi = k0;
-            let p_bar = at(&mut g, &mech.p, &qbar, &xi1);
-            let f_bar = at(&mut g, &mech.force, &qbar, &xi1);
-            // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
+            // A rheonomic Lagrangian is sampled where the discrete one is,
+            // l_d = h l(q̄, ξ, t_{k+½}): the midpoint rule in time as in
+            // space keeps the step symmetric (so second order) and
+            // variational; its energy then changes by −h ∂l/∂t there.
             let t_half = time_in_step(&mut g, &model, h, 0.5);
+            let p_bar = at(&mut g, &mech.p, &qbar, &xi1);
+            let p_bar = at_time(&mut g, &model, &p_bar, t_half);
+            let f_bar = at(&mut g, &mech.force, &qbar, &xi1);
+            let f_bar = at_time(&mut g, &model, &f_bar, t_half);
+            // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
             let fe_bar = force_at(&mut g, &model, &qbar, &xi1, t_half, &u_now);
-            work = fe_bar.as_ref().map(|fe| scaled_dot(&mut g, fe, &xi1, h));
+            let forces = fe_bar.as_ref().map(|fe| scaled_dot(&mut g, fe, &xi1, h));
+            let timed = rheonomic.then(|| {
+                let lt = at(&mut g, &[mech.lt], &qbar, &xi1);
+                let lt = at_time(&mut g, &model, &lt, t_half)[0];
+                let w = g.mul2(h, lt);
+                g.neg(w)
+            });
+            work = power(&mut g, forces, timed);
             let hfe: Vec<Option<Id>> = (0..m).map(|a| fe_bar.as_ref().map(|fe| g.mul2(hh, fe[a]))).collect();
             let psi_bar = at(&mut g, &psi_flat, &qbar, &xi1);
             let rows0 = at(&mut g, &rows_flat, q0, &v);
@@ -240,9 +254,14 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
         Kinematics::Averaged => {
             let xi0 = full(k0);
             let xibar = midpoint(&mut g, &xi0, &xi1);
+            // A rheonomic Lagrangian at each node's own time, as the forces
+            // below: the trapezoidal rule in time keeps the step symmetric.
+            let t1 = time_in_step(&mut g, &model, h, 1.0);
             let p1 = at(&mut g, &mech.p, q1, &xi1);
+            let p1 = at_time(&mut g, &model, &p1, t1);
             let p0 = at(&mut g, &mech.p, q0, &xi0);
             let f1 = at(&mut g, &mech.force, q1, &xi1);
+            let f1 = at_time(&mut g, &model, &f1, t1);
             let f0 = at(&mut g, &mech.force, q0, &xi0);
             // The state (Q, ξ) is labelled with the time of the step's start,
             // as the initial data it starts from are: (q_0, ξ_0) at t_0. ZLB12
@@ -252,13 +271,22 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
             // to this step's interval [t_k, t_{k+1}] and its input u_k (the
             // trapezoidal rule of the momentum equation), so a step depends on
             // (z_k, u_k, t_k) alone and its linearization is complete.
-            let t1 = time_in_step(&mut g, &model, h, 1.0);
             let fe0 = force_at(&mut g, &model, q0, &xi0, model.time, &u_now);
             let fe1 = force_at(&mut g, &model, q1, &xi1, t1, &u_now);
             let fe_sum: Option<Vec<Id>> = fe0
                 .zip(fe1)
                 .map(|(a, b)| a.iter().zip(&b).map(|(&x, &y)| g.add2(x, y)).collect());
-            work = fe_sum.as_ref().map(|fs| scaled_dot(&mut g, fs, &xibar, hh));
+            let forces = fe_sum.as_ref().map(|fs| scaled_dot(&mut g, fs, &xibar, hh));
+            // −∫ ∂l/∂t dt by the same trapezoidal rule.
+            let timed = rheonomic.then(|| {
+                let lt0 = at(&mut g, &[mech.lt], q0, &xi0)[0];
+                let lt1 = at(&mut g, &[mech.lt], q1, &xi1);
+                let lt1 = at_time(&mut g, &model, &lt1, t1)[0];
+                let s = g.add2(lt0, lt1);
+                let w = g.mul2(hh, s);
+                g.neg(w)
+            });
+            work = power(&mut g, forces, timed);
             let psi_bar = at(&mut g, &psi_flat, &qbar, &v);
             let rows_bar = at(&mut g, &rows_flat, &qbar, &v);
             for &a in &kept {

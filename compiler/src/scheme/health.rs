@@ -45,11 +45,18 @@ impl StepSystem {
             .iter()
             .find(|i| i.kind == InvariantKind::Energy)
             .map(|i| i.expr);
+        // The metric takes a physical state without its time: rows that
+        // depend on time (a rheonomic constraint's) are left out, and the
+        // whole metric where the mass matrix does.
+        let timed: Vec<Id> = self.time.map(|(_, t)| t).into_iter().collect();
         let mut rows: Vec<Vec<Id>> = Vec::new();
         if let Some(e) = energy {
             for gi in gradient(g, e, &v) {
                 rows.push(gradient(g, gi, &v));
             }
+        }
+        if rows.iter().flatten().any(|&x| g.depends_on(x, &timed)) {
+            rows.clear();
         }
         let m = rows.len();
         // Velocity rows: the velocity constraints, and the velocity level of
@@ -57,7 +64,7 @@ impl StepSystem {
         let mut a_rows = Vec::new();
         for i in self.invariants.iter().filter(|i| i.kind.is_residual()) {
             let row = gradient(g, i.expr, &v);
-            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) {
+            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) && !row.iter().any(|&x| g.depends_on(x, &timed)) {
                 a_rows.push(row);
             }
         }

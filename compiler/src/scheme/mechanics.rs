@@ -15,6 +15,9 @@ pub struct Mechanics {
     pub force: Vec<Id>,
     /// `E = ⟨p, ξ⟩ − l`
     pub energy: Id,
+    /// `∂l/∂t` (zero unless the model is rheonomic): `dE/dt = −∂l/∂t` plus
+    /// the power of forces and of time-dependent constraints
+    pub lt: Id,
 }
 
 impl Mechanics {
@@ -23,6 +26,7 @@ impl Mechanics {
         let q = model.q_syms();
         let v = model.v_syms();
         let l = model.lagrangian;
+        let time = model.time;
         let g = &mut model.graph;
         let p = gradient(g, l, &v);
         let dldq = gradient(g, l, &q);
@@ -37,6 +41,7 @@ impl Mechanics {
         let pv: Vec<Id> = p.iter().zip(&v).map(|(&pa, &va)| g.mul2(pa, va)).collect();
         let pv = g.add(&pv);
         let energy = g.sub(pv, l);
-        Mechanics { p, force, energy }
+        let lt = gradient(g, l, &[time])[0];
+        Mechanics { p, force, energy, lt }
     }
 }

@@ -10,12 +10,12 @@
 //! in velocities as the generalized Störmer–Verlet step is (see `general` below).
 
 use crate::model::Model;
-use crate::sym::vector::{axpy, matvec, matvec_t};
+use crate::sym::vector::{axpy, dot, matvec, matvec_t};
 use crate::sym::{Graph, Id};
 
 use super::constrained::{analyse, not_constant_mass, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, force_at, symbols, time_in_step, StepSystem};
+use super::step::{at_qvt, force_at, power, rheonomic, symbols, time_derivative, time_in_step, StepSystem};
 use super::{Frame, SchemeError};
 
 /// Derives RATTLE for `model`.
@@ -43,19 +43,25 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let (q0, p0) = z.split_at(n);
     let (lam, rest) = x.split_at(c);
     let (mu, vb) = rest.split_at(c);
-    // ∇V(q) + G(q)ᵀ λ
-    let force = |g: &mut Graph, qs: &[Id], l: &[Id]| -> Vec<Id> {
-        let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+    // A rheonomic model's potential and constraints at the nodes' times
+    // (t_n, t_{n+1}): RATTLE on the system with the time as a coordinate
+    // (t' = 1), symmetric and second order; the end velocity keeps the
+    // hidden constraint G v + ∂g/∂t = 0.
+    let (t0, t1) = (model.time, time_in_step(&mut g, &model, h, 1.0));
+    let here = |g: &mut Graph, e: &[Id], qs: &[Id], ts: Id| -> Vec<Id> { at_qvt(g, &model, e, &q, qs, &v, &v, ts) };
+    // ∇V(q, t) + G(q, t)ᵀ λ
+    let force = |g: &mut Graph, qs: &[Id], ts: Id, l: &[Id]| -> Vec<Id> {
+        let grad_v = here(g, &cm.grad_v, qs, ts);
         if cm.gq.is_empty() {
             // Without constraints RATTLE is velocity Verlet (no reaction).
             return grad_v;
         }
-        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| here(g, row, qs, ts)).collect();
         let gl = matvec_t(g, &gq, l);
         grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
     };
     let u = model.u_syms();
-    let f0 = force(&mut g, q0, lam);
+    let f0 = force(&mut g, q0, t0, lam);
     let mut ph = axpy(&mut g, p0, mhh, &f0);
     let hh = g.neg(mhh);
     let (mut work, mut fe0) = (None, None);
@@ -70,19 +76,37 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     } else {
         axpy(&mut g, q0, h, &vh)
     };
-    let f1 = force(&mut g, &q1, mu);
+    let f1 = force(&mut g, &q1, t1, mu);
     let mut p1 = axpy(&mut g, &ph, mhh, &f1);
     if let Some(fe0) = &fe0 {
-        let t1 = time_in_step(&mut g, &model, h, 1.0);
         let fe1 = force_at(&mut g, &model, &q1, vb, t1, &u).expect("forced");
         p1 = axpy(&mut g, &p1, hh, &fe1);
         let sum: Vec<Id> = fe0.iter().zip(&fe1).map(|(&a, &b)| g.add2(a, b)).collect();
         work = Some(super::step::scaled_dot(&mut g, &sum, vb, hh));
     }
-    let mut residual = at(&mut g, &cm.g, &q, &q1, &v, &v);
-    let gq1: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(&mut g, row, &q, &q1, &v, &v)).collect();
+    let mut residual = here(&mut g, &cm.g, &q1, t1);
+    let gq1: Vec<Vec<Id>> = cm.gq.iter().map(|row| here(&mut g, row, &q1, t1)).collect();
     let v1 = matvec(&mut g, &cm.m_inv, &p1);
-    residual.extend(matvec(&mut g, &gq1, &v1));
+    let gt = time_derivative(&mut g, &model, &cm.g);
+    let gv = matvec(&mut g, &gq1, &v1);
+    let gt1 = here(&mut g, &gt, &q1, t1);
+    residual.extend(gv.iter().zip(&gt1).map(|(&a, &b)| g.add2(a, b)));
+    // dE/dt = −∂L/∂t + λ·∂g/∂t (the reaction's power, G q̇ = −∂g/∂t), by
+    // the trapezoidal rule with each multiplier's half step; ∂L/∂t = −∂V/∂t
+    // does not depend on the velocity.
+    let timed = rheonomic(&g, &model).then(|| {
+        let mut terms = Vec::new();
+        for (qs, ts, l) in [(q0, t0, lam), (&q1[..], t1, mu)] {
+            terms.push(here(&mut g, &[mech.lt], qs, ts)[0]);
+            let gts = here(&mut g, &gt, qs, ts);
+            let lg = dot(&mut g, l, &gts);
+            terms.push(g.neg(lg));
+        }
+        let s = g.add(&terms);
+        let w = g.mul2(hh, s);
+        g.neg(w)
+    });
+    work = power(&mut g, work, timed);
     if forced {
         residual.extend(vb.iter().zip(&vh).map(|(&a, &b)| g.sub(a, b)));
     }

@@ -115,6 +115,11 @@ pub struct StepSystem {
     /// the kernels that judge a state (see [`StepSystem::add_health`]);
     /// `None` until derived
     pub health: Option<super::health::HealthKernels>,
+    /// for a rheonomic model (time in its Lagrangian or a holonomic
+    /// constraint): the index of the state component that carries the time
+    /// `t_k` of the state (the last), and the symbol of time in the
+    /// invariants, which read it as argument [`Arg::T`]; `None` otherwise
+    pub time: Option<(usize, Id)>,
 }
 
 impl StepSystem {
@@ -286,7 +291,10 @@ impl StepSystem {
             },
             Function {
                 name: Kernel::Invariants,
-                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
+                inputs: match self.time {
+                    Some((_, t)) => inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v), (Arg::T, &vec![t])]),
+                    None => inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
+                },
                 outputs: vec![("i".into(), self.invariants.iter().map(|i| i.expr).collect())],
             },
             Function {
@@ -385,7 +393,9 @@ pub struct Draft {
     pub obs_v: Vec<Id>,
     /// unknown `i` becomes state component `base[i]` (see [`StepSystem::into_increment_form`])
     pub base: Vec<Option<usize>>,
-    /// discrete work of the external force (absolute unknowns); `None` when free
+    /// energy supplied over the step (absolute unknowns): the discrete work
+    /// of the external force and, for a rheonomic model, of the explicit
+    /// time dependence (see [`power`]); `None` when free
     pub work: Option<Id>,
 }
 
@@ -417,14 +427,17 @@ impl Draft {
                     expr: c.expr,
                 }),
         );
-        // The hidden velocity constraint of each holonomic one, d/dt g(q) = ∇g · q'
-        // (identity frames: the schemes that impose holonomic constraints need one).
+        // The hidden velocity constraint of each holonomic one, d/dt g(q, t) =
+        // ∇g · q' + ∂g/∂t (identity frames: the schemes that impose holonomic
+        // constraints need one).
         let mut graph = graph;
         if model.frame.is_none() {
             let (q, v) = (model.q_syms(), model.v_syms());
             for c in &model.holonomic {
                 let grad = crate::sym::gradient(&mut graph, c.expr, &q);
                 let rate = crate::sym::vector::dot(&mut graph, &grad, &v);
+                let gt = crate::sym::gradient(&mut graph, c.expr, &[model.time])[0];
+                let rate = graph.add2(rate, gt);
                 invariants.push(Invariant {
                     name: format!("{} (velocity)", c.name),
                     kind: InvariantKind::HiddenConstraint,
@@ -446,12 +459,43 @@ impl Draft {
         } else {
             vec![]
         };
+        let mut d = self;
+        let mut time = None;
+        if rheonomic(&graph, model) {
+            // The time rides in the state: t_{k+1} = t_k + h. The kernels
+            // that recover the physical state and its invariants away from
+            // a step (and not only the step, which also has `e`) then know
+            // the time of the state they are given, and a composed step's
+            // sub-steps advance it by their own γ_i h. Schemes write the
+            // step in terms of the model's time symbol standing for t_k; it
+            // becomes that state component here, and 0 at the initial state.
+            let tz = graph.symbol("__tz");
+            let to_state: crate::sym::SubstMap = [(model.time, tz)].into_iter().collect();
+            let zero = graph.constant(0.0);
+            let to_start: crate::sym::SubstMap = [(model.time, zero)].into_iter().collect();
+            let g = &mut graph;
+            d.residual = g.substitute_all(&d.residual, &to_state);
+            d.next = g.substitute_all(&d.next, &to_state);
+            d.predictor = g.substitute_all(&d.predictor, &to_state);
+            d.work = d.work.map(|w| g.substitute_all(&[w], &to_state)[0]);
+            d.obs_matrix = d.obs_matrix.iter().map(|r| g.substitute_all(r, &to_state)).collect();
+            d.obs_rhs = g.substitute_all(&d.obs_rhs, &to_state);
+            d.obs_q = g.substitute_all(&d.obs_q, &to_state);
+            d.obs_v = g.substitute_all(&d.obs_v, &to_state);
+            d.init_state = g.substitute_all(&d.init_state, &to_start);
+            d.init_warm = g.substitute_all(&d.init_warm, &to_start);
+            d.state.push((tz, "t".into()));
+            let next_t = g.add2(tz, d.h);
+            d.next.push(next_t);
+            d.init_state.push(zero);
+            time = Some((d.state.len() - 1, model.time));
+        }
         let sys = StepSystem {
             model: model.name.clone(),
-            scheme: self.scheme,
+            scheme: d.scheme,
             kind: None,
             exogenous,
-            work: self.work,
+            work: d.work,
             input_sensitivity: None,
             band: None,
             graph,
@@ -468,17 +512,18 @@ impl Draft {
                     )
                 })
                 .collect(),
-            h: self.h,
-            state: self.state.into_iter().map(slot).collect(),
-            unknowns: self.unknowns.into_iter().map(slot).collect(),
-            previous: self.previous,
-            residual: self.residual,
+            h: d.h,
+            state: d.state.into_iter().map(slot).collect(),
+            unknowns: d.unknowns.into_iter().map(slot).collect(),
+            previous: d.previous,
+            residual: d.residual,
             jacobian: vec![],
-            update: self.next,
-            predictor: self.predictor,
+            update: d.next,
+            predictor: d.predictor,
             sensitivity: None,
             frame: None,
             health: None,
+            time,
             phys_q: model
                 .coords
                 .iter()
@@ -495,13 +540,13 @@ impl Draft {
                     sym: s.sym,
                 })
                 .collect(),
-            init_state: self.init_state,
-            init_warm: self.init_warm,
-            obs_matrix: self.obs_matrix,
-            obs_rhs: self.obs_rhs,
-            obs_solution: self.obs_solution,
-            obs_q: self.obs_q,
-            obs_v: self.obs_v,
+            init_state: d.init_state,
+            init_warm: d.init_warm,
+            obs_matrix: d.obs_matrix,
+            obs_rhs: d.obs_rhs,
+            obs_solution: d.obs_solution,
+            obs_q: d.obs_q,
+            obs_v: d.obs_v,
             invariants,
             initials: model
                 .initials
@@ -510,7 +555,68 @@ impl Draft {
                 .collect(),
             lets: model.lets.clone(),
         };
-        sys.into_increment_form(&self.base)
+        sys.into_increment_form(&d.base)
+    }
+}
+
+/// Whether the model's Lagrangian or a holonomic constraint depends on time,
+/// in `g` (the model's graph, which schemes take out of the model).
+pub(crate) fn rheonomic(g: &Graph, model: &Model) -> bool {
+    let t = [model.time];
+    g.depends_on(model.lagrangian, &t) || model.holonomic.iter().any(|c| g.depends_on(c.expr, &t))
+}
+
+/// Model expressions at time `t` (the model's time symbol stands for the
+/// step's start `t_k` until [`Draft::assemble`] puts it in the state). For
+/// expressions already evaluated at stage values that may depend on the
+/// time themselves, use [`at_qvt`].
+pub(crate) fn at_time(g: &mut Graph, model: &Model, exprs: &[Id], t: Id) -> Vec<Id> {
+    if t == model.time {
+        return exprs.to_vec();
+    }
+    let map: crate::sym::SubstMap = [(model.time, t)].into_iter().collect();
+    g.substitute_all(exprs, &map)
+}
+
+/// Model expressions at `q → qs`, `v → vs` and time `t`, in one
+/// substitution: `qs` may itself depend on the time of the step's start (an
+/// explicit stage, RATTLE's `q_{n+1}(λ)`), which a second substitution of
+/// the time would move too.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn at_qvt(
+    g: &mut Graph,
+    model: &Model,
+    exprs: &[Id],
+    q: &[Id],
+    qs: &[Id],
+    v: &[Id],
+    vs: &[Id],
+    t: Id,
+) -> Vec<Id> {
+    let map: crate::sym::SubstMap = q
+        .iter()
+        .copied()
+        .zip(qs.iter().copied())
+        .chain(v.iter().copied().zip(vs.iter().copied()))
+        .chain(std::iter::once((model.time, t)))
+        .collect();
+    g.substitute_all(exprs, &map)
+}
+
+/// `∂f/∂t` of each expression.
+pub(crate) fn time_derivative(g: &mut Graph, model: &Model, exprs: &[Id]) -> Vec<Id> {
+    exprs
+        .iter()
+        .map(|&e| crate::sym::gradient(g, e, &[model.time])[0])
+        .collect()
+}
+
+/// The sum of the energy supplied over a step by the forces (`a`) and by
+/// the explicit time dependence (`b`), either possibly absent.
+pub(crate) fn power(g: &mut Graph, a: Option<Id>, b: Option<Id>) -> Option<Id> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(g.add2(a, b)),
+        (a, b) => a.or(b),
     }
 }
 

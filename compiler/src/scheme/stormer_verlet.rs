@@ -13,7 +13,7 @@ use crate::sym::{gradient, jacobian, Graph, Id};
 
 use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
-use super::step::{at, force_at, symbols, time_in_step, Draft, StepSystem};
+use super::step::{at, at_qvt, force_at, power, rheonomic, symbols, time_derivative, time_in_step, Draft, StepSystem};
 use super::{Frame, InvariantKind, SchemeError};
 
 /// Refuses, before anything is derived, a model with a frame or velocity
@@ -112,24 +112,33 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
     let dldq = gradient(&mut g, l, &q);
     let gs: Vec<Id> = model.holonomic.iter().map(|k| k.expr).collect();
     let gq = jacobian(&mut g, &gs, &q);
-    // ∂L/∂q(qs, vs) − G(qs)ᵀ l
-    let force = |g: &mut Graph, qs: &[Id], vs: &[Id], l: &[Id]| -> Vec<Id> {
-        let d = at(g, &dldq, &q, qs, &v, vs);
+    let gt = time_derivative(&mut g, &model, &gs);
+    // A rheonomic model's stages sit at their nodes' times, t_n and t_{n+1}:
+    // this is Störmer–Verlet (and RATTLE) on the autonomous system with the
+    // time as one more coordinate (t' = 1, advanced by the q-stage), so the
+    // step stays symmetric, second order and symplectic in that space.
+    let t0 = model.time;
+    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    // ∂L/∂q(qs, vs, ts) − G(qs, ts)ᵀ l
+    let force = |g: &mut Graph, qs: &[Id], vs: &[Id], ts: Id, l: &[Id]| -> Vec<Id> {
+        let d = at_qvt(g, &model, &dldq, &q, qs, &v, vs, ts);
         if c == 0 {
             return d;
         }
-        let gqs: Vec<Vec<Id>> = gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+        let gqs: Vec<Vec<Id>> = gq
+            .iter()
+            .map(|row| at_qvt(g, &model, row, &q, qs, &v, &v, ts))
+            .collect();
         let gl = matvec_t(g, &gqs, l);
         d.iter().zip(&gl).map(|(&a, &b)| g.sub(a, b)).collect()
     };
-    let dlq_a = force(&mut g, q0, va, lam);
+    let dlq_a = force(&mut g, q0, va, t0, lam);
     let p_a = at(&mut g, &mech.p, &q, q0, &v, va);
-    let p_b = at(&mut g, &mech.p, &q, q1, &v, vb);
+    let p_b = at_qvt(&mut g, &model, &mech.p, &q, q1, &v, vb, t1);
     let mut residual = Vec::with_capacity(4 * n + ne);
     // External force in both half steps (Lobatto IIIA–IIIB on ṗ = ∂L/∂q + F_e).
     let u = model.u_syms();
-    let fe_a = force_at(&mut g, &model, q0, va, model.time, &u);
-    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    let fe_a = force_at(&mut g, &model, q0, va, t0, &u);
     let fe_b = force_at(&mut g, &model, q1, vb, t1, &u);
     let mut r1 = axpy(&mut g, p0, hh, &dlq_a);
     if let Some(fe) = &fe_a {
@@ -141,19 +150,43 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
     let r3 = axpy(&mut g, q0, hh, &vs);
     residual.extend(q1.iter().zip(&r3).map(|(&a, &b)| g.sub(a, b)));
     residual.extend(p_b.iter().zip(ph).map(|(&a, &b)| g.sub(a, b)));
-    residual.extend(at(&mut g, &gs, &q, q1, &v, &v));
-    let dlq_b = force(&mut g, q1, vb, mu);
+    residual.extend(at_qvt(&mut g, &model, &gs, &q, q1, &v, &v, t1));
+    let dlq_b = force(&mut g, q1, vb, t1, mu);
     let mut p1 = axpy(&mut g, ph, hh, &dlq_b);
     if let Some(fe) = &fe_b {
         p1 = axpy(&mut g, &p1, hh, fe);
     }
+    // ∂g/∂t at (qs, ts)
+    let gt_at = |g: &mut Graph, qs: &[Id], ts: Id| -> Vec<Id> { at_qvt(g, &model, &gt, &q, qs, &v, &v, ts) };
     if c > 0 {
-        let p_1 = at(&mut g, &mech.p, &q, q1, &v, v1);
+        let p_1 = at_qvt(&mut g, &model, &mech.p, &q, q1, &v, v1, t1);
         residual.extend(p_1.iter().zip(&p1).map(|(&a, &b)| g.sub(a, b)));
-        let gq1: Vec<Vec<Id>> = gq.iter().map(|row| at(&mut g, row, &q, q1, &v, &v)).collect();
-        residual.extend(matvec(&mut g, &gq1, v1));
+        let gq1: Vec<Vec<Id>> = gq
+            .iter()
+            .map(|row| at_qvt(&mut g, &model, row, &q, q1, &v, &v, t1))
+            .collect();
+        // The hidden constraint d/dt g = G v + ∂g/∂t = 0 at the end.
+        let gv = matvec(&mut g, &gq1, v1);
+        let gt1 = gt_at(&mut g, q1, t1);
+        residual.extend(gv.iter().zip(&gt1).map(|(&a, &b)| g.add2(a, b)));
     }
-    let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, q1);
+    let forces = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, q1);
+    // dE/dt = −∂L/∂t + λ·∂g/∂t (the reaction −Gᵀλ has power λ·∂g/∂t, as
+    // G q̇ = −∂g/∂t): by the trapezoidal rule, each multiplier with the
+    // half step whose impulse it is.
+    let timed = rheonomic(&g, &model).then(|| {
+        let mut terms = Vec::new();
+        for (qs, vs, ts, l) in [(q0, va, t0, lam), (q1, vb, t1, mu)] {
+            terms.push(at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, vs, ts)[0]);
+            let gts = gt_at(&mut g, qs, ts);
+            let lg = dot(&mut g, l, &gts);
+            terms.push(g.neg(lg));
+        }
+        let s = g.add(&terms);
+        let w = g.mul2(hh, s);
+        g.neg(w)
+    });
+    let work = power(&mut g, forces, timed);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     // First guess: the last step's end velocity (and multipliers).
     let (wl, wv) = if c > 0 {
@@ -227,20 +260,37 @@ fn mean_work(g: &mut Graph, fa: Option<&[Id]>, fb: Option<&[Id]>, q0: &[Id], q1:
     Some(super::step::scaled_dot(g, &sum, &dq, half))
 }
 
-/// `(G M⁻¹ Gᵀ) λ + G M⁻¹ (∇V − F_e) − ∂²g(v, v)` at `qs` (zero for the hidden
-/// multiplier; without `F_e` there a normal force would drive `g` off).
+/// `(G M⁻¹ Gᵀ) λ + G M⁻¹ (∇V − F_e) − ∂²g(v, v) − 2 ∂G/∂t v − ∂²g/∂t²` at
+/// `(qs, ts)` (zero for the hidden multiplier: d²/dt² g(q, t) = 0; without
+/// `F_e` there a normal force would drive `g` off).
+#[allow(clippy::too_many_arguments)]
 fn hidden_multiplier_residual(
     g: &mut Graph,
     model: &Model,
     cm: &ConstantMass,
     qs: &[Id],
+    ts: Id,
     vel: &[Id],
     lam: &[Id],
     fe: Option<&[Id]>,
 ) -> Vec<Id> {
     let (q, v) = (model.q_syms(), model.v_syms());
-    let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
-    let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
+    let here = |g: &mut Graph, e: &[Id]| -> Vec<Id> { at_qvt(g, model, e, &q, qs, &v, &v, ts) };
+    let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| here(g, row)).collect();
+    let grad_v = here(g, &cm.grad_v);
+    // The explicit time dependence of g: 2 ∂G/∂t v + ∂²g/∂t².
+    let gt = time_derivative(g, model, &cm.g);
+    let gtq = jacobian(g, &gt, &q);
+    let gtt = time_derivative(g, model, &gt);
+    let moving: Vec<Id> = (0..cm.g.len())
+        .map(|i| {
+            let row = here(g, &gtq[i]);
+            let rv = dot(g, &row, vel);
+            let two = g.scale(2.0, rv);
+            let tt = here(g, &gtt[i..=i])[0];
+            g.add2(two, tt)
+        })
+        .collect();
     let gm = matmul(g, &gq, &cm.m_inv);
     let gmgt = matmul(g, &gm, &transpose(&gq));
     let a = matvec(g, &gmgt, lam);
@@ -251,10 +301,11 @@ fn hidden_multiplier_residual(
     }
     (0..cm.g.len())
         .map(|i| {
-            let hess: Vec<Vec<Id>> = cm.hess_g[i].iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+            let hess: Vec<Vec<Id>> = cm.hess_g[i].iter().map(|row| here(g, row)).collect();
             let hv = matvec(g, &hess, vel);
             let curv = dot(g, vel, &hv);
             let s = g.add2(a[i], b[i]);
+            let curv = g.add2(curv, moving[i]);
             g.sub(s, curv)
         })
         .collect()
@@ -275,10 +326,14 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
     let (la, lb) = rest.split_at(c);
     let vh = matvec(&mut g, &cm.m_inv, ph);
     let q1 = axpy(&mut g, q0, h, &vh);
-    // f_p(q, λ) = −∇V(q) − G(q)ᵀ λ
-    let fp = |g: &mut Graph, qs: &[Id], lam: &[Id]| -> Vec<Id> {
-        let grad_v = at(g, &cm.grad_v, &q, qs, &v, &v);
-        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| at(g, row, &q, qs, &v, &v)).collect();
+    let t0 = model.time;
+    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    // f_p(q, t, λ) = −∇V(q, t) − G(q, t)ᵀ λ, at the nodes' times as in the
+    // general form (Störmer–Verlet with the time as a coordinate)
+    let fp = |g: &mut Graph, qs: &[Id], ts: Id, lam: &[Id]| -> Vec<Id> {
+        let here = |g: &mut Graph, e: &[Id]| -> Vec<Id> { at_qvt(g, &model, e, &q, qs, &v, &v, ts) };
+        let grad_v = here(g, &cm.grad_v);
+        let gq: Vec<Vec<Id>> = cm.gq.iter().map(|row| here(g, row)).collect();
         let gl = matvec_t(g, &gq, lam);
         grad_v
             .iter()
@@ -289,11 +344,10 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
             })
             .collect()
     };
-    let fa = fp(&mut g, q0, la);
-    let fb = fp(&mut g, &q1, lb);
+    let fa = fp(&mut g, q0, t0, la);
+    let fb = fp(&mut g, &q1, t1, lb);
     let u = model.u_syms();
-    let fe_a = force_at(&mut g, &model, q0, &vh, model.time, &u);
-    let t1 = time_in_step(&mut g, &model, h, 1.0);
+    let fe_a = force_at(&mut g, &model, q0, &vh, t0, &u);
     let fe_b = force_at(&mut g, &model, &q1, &vh, t1, &u);
     let mut residual = Vec::with_capacity(n + 2 * c);
     let mut r1 = axpy(&mut g, p0, hh, &fa);
@@ -306,6 +360,7 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
         &model,
         &cm,
         q0,
+        t0,
         &vh,
         la,
         fe_a.as_deref(),
@@ -315,6 +370,7 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
         &model,
         &cm,
         &q1,
+        t1,
         &vh,
         lb,
         fe_b.as_deref(),
@@ -323,7 +379,22 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
     if let Some(fe) = &fe_b {
         p1 = axpy(&mut g, &p1, hh, fe);
     }
-    let work = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, &q1);
+    let forces = mean_work(&mut g, fe_a.as_deref(), fe_b.as_deref(), q0, &q1);
+    // −∂L/∂t + λ·∂g/∂t by the trapezoidal rule, as in the general form.
+    let timed = rheonomic(&g, &model).then(|| {
+        let gt = time_derivative(&mut g, &model, &cm.g);
+        let mut terms = Vec::new();
+        for (qs, ts, l) in [(q0, t0, la), (&q1[..], t1, lb)] {
+            terms.push(at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, &vh, ts)[0]);
+            let gts = at_qvt(&mut g, &model, &gt, &q, qs, &v, &v, ts);
+            let lg = dot(&mut g, l, &gts);
+            terms.push(g.neg(lg));
+        }
+        let s = g.add(&terms);
+        let w = g.mul2(hh, s);
+        g.neg(w)
+    });
+    let work = power(&mut g, forces, timed);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
     let wlb = &w[n + c..];
     let predictor: Vec<Id> = p0.iter().chain(wlb).chain(wlb).copied().collect();

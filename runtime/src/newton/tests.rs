@@ -93,7 +93,7 @@ impl<const N: usize> Kernels<U1, Const<N>> for Double<N> {
         true
     }
     fn physical_of(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64]) {}
-    fn invariants_of(&self, _: &[f64], _: &[f64], _: &mut [f64]) {}
+    fn invariants_of(&self, _: f64, _: &[f64], _: &[f64], _: &mut [f64]) {}
     fn initial_data(&self, _: &str, _: &mut [f64], _: &mut [f64]) -> bool {
         false
     }
