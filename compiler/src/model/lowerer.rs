@@ -51,7 +51,14 @@ pub(super) struct Lowerer<'a> {
 /// Expression nodes lowered per model at most (unrolled loops and sums included).
 pub const MAX_WORK: u64 = 5_000_000;
 
-pub(super) type LResult<T> = Result<T, ()>;
+/// Proof that an error was reported: the only way to fail a lowering step,
+/// so that no step can fail without a located message (the discipline of
+/// serde_derive's `Ctxt`). [`Lowerer::error`] makes one.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Reported(());
+
+/// A lowering step's result: the value, or the proof its error was reported.
+pub(super) type LResult<T> = Result<T, Reported>;
 
 /// What a name is bound to in scope: its value, kind and declaration place.
 pub(super) type Binding3 = (Val, Kind, Span);
@@ -68,28 +75,44 @@ pub(super) const TIME: &str = "t";
 pub(super) const CONSTANTS: &[(&str, f64)] = &[("pi", std::f64::consts::PI)];
 
 impl Lowerer<'_> {
-    pub(super) fn error(&mut self, span: Span, msg: impl Into<String>) {
+    /// Reports an error at `span`; the token it returns is what a failing
+    /// step returns.
+    pub(super) fn error(&mut self, span: Span, msg: impl Into<String>) -> Reported {
         self.errors.push(Diagnostic::new(self.file, self.src, span, msg));
+        Reported(())
+    }
+
+    /// The token of an error reported earlier (the expansion budget, spent
+    /// and reported once): only valid once one was.
+    fn reported_before(&self) -> Reported {
+        debug_assert!(!self.errors.is_empty(), "a step failed without a reported error");
+        Reported(())
+    }
+
+    /// Ends a stage: the errors reported so far, if any, end the lowering
+    /// (what follows would only repeat their damage).
+    pub(super) fn checkpoint(&mut self) -> Result<(), super::Diagnostics> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(super::Diagnostics(std::mem::take(&mut self.errors)))
+        }
     }
 
     /// Evaluates an integer expression (numbers, sizes, loop variables, `+ - *`).
     pub(super) fn eval_int(&mut self, e: &Expr) -> LResult<i64> {
         let bad = |lw: &mut Self| {
-            lw.error(
+            Err(lw.error(
                 e.span,
                 "expected an integer expression (whole numbers, sizes and loop variables with + - *)",
-            );
-            Err(())
+            ))
         };
         match &e.kind {
             ExprKind::Number(x) if x.fract() == 0.0 && x.abs() < 1e15 => Ok(*x as i64),
             ExprKind::Name(n) => match self.ienv.get(n) {
                 Some(&v) => Ok(v),
                 None if self.scope.contains_key(n) => bad(self),
-                None => {
-                    self.error(e.span, format!("unknown size or loop variable `{n}`"));
-                    Err(())
-                }
+                None => Err(self.error(e.span, format!("unknown size or loop variable `{n}`"))),
             },
             ExprKind::Neg(a) => Ok(-self.eval_int(a)?),
             ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
@@ -157,20 +180,14 @@ impl Lowerer<'_> {
     pub(super) fn scalar(&mut self, e: &Expr) -> LResult<Id> {
         match self.expr(e)? {
             Val::S(s) => Ok(s),
-            Val::V(_) => {
-                self.error(e.span, "expected a scalar here, found a 3-vector");
-                Err(())
-            }
+            Val::V(_) => Err(self.error(e.span, "expected a scalar here, found a 3-vector")),
         }
     }
 
     pub(super) fn vector(&mut self, e: &Expr, what: &str) -> LResult<[Id; 3]> {
         match self.expr(e)? {
             Val::V(v) => Ok(v),
-            Val::S(_) => {
-                self.error(e.span, format!("{what} expects a 3-vector, found a scalar"));
-                Err(())
-            }
+            Val::S(_) => Err(self.error(e.span, format!("{what} expects a 3-vector, found a scalar"))),
         }
     }
 
@@ -198,8 +215,7 @@ impl Lowerer<'_> {
         } else {
             format!("unknown name `{name}`")
         };
-        self.error(span, hint);
-        Err(())
+        Err(self.error(span, hint))
     }
 
     /// `n[k]` for a family `n`, as a full name.
@@ -212,12 +228,11 @@ impl Lowerer<'_> {
 
     pub(super) fn expr(&mut self, e: &Expr) -> LResult<Val> {
         if self.budget == 0 {
-            return Err(());
+            return Err(self.reported_before());
         }
         self.budget -= 1;
         if self.budget == 0 {
-            self.error(e.span, format!("the model expands to more than {MAX_WORK} expression nodes (loops and sums unrolled); reduce its sizes"));
-            return Err(());
+            return Err(self.error(e.span, format!("the model expands to more than {MAX_WORK} expression nodes (loops and sums unrolled); reduce its sizes")));
         }
         match &e.kind {
             ExprKind::Number(x) => Ok(Val::S(self.g.constant(*x))),
@@ -229,18 +244,12 @@ impl Lowerer<'_> {
                         let name = name?;
                         self.lookup(&format!("{name}'"), e.span)
                     }
-                    None => {
-                        self.error(
-                            e.span,
-                            "`'` applies to a coordinate's name only (write `x'[0]`, not `x[0]'`)",
-                        );
-                        Err(())
-                    }
+                    None => Err(self.error(
+                        e.span,
+                        "`'` applies to a coordinate's name only (write `x'[0]`, not `x[0]'`)",
+                    )),
                 },
-                _ => {
-                    self.error(e.span, "`'` applies to a coordinate's name only");
-                    Err(())
-                }
+                _ => Err(self.error(e.span, "`'` applies to a coordinate's name only")),
             },
             ExprKind::Index(inner, idx) => {
                 if let Some(name) = self.family_member(inner, idx) {
@@ -251,17 +260,11 @@ impl Lowerer<'_> {
                 let i = self.eval_int(idx)?;
                 match v {
                     Val::V(v) if (0..3).contains(&i) => Ok(Val::S(v[i as usize])),
-                    Val::V(_) => {
-                        self.error(
-                            e.span,
-                            format!("index {i} out of range: a vec3 has components [0], [1], [2]"),
-                        );
-                        Err(())
-                    }
-                    Val::S(_) => {
-                        self.error(e.span, "only 3-vectors and indexed families can be indexed");
-                        Err(())
-                    }
+                    Val::V(_) => Err(self.error(
+                        e.span,
+                        format!("index {i} out of range: a vec3 has components [0], [1], [2]"),
+                    )),
+                    Val::S(_) => Err(self.error(e.span, "only 3-vectors and indexed families can be indexed")),
                 }
             }
             ExprKind::Neg(a) => Ok(match self.expr(a)? {
@@ -275,11 +278,10 @@ impl Lowerer<'_> {
             }
             ExprKind::Tuple(items) => {
                 if items.len() != 3 {
-                    self.error(
+                    return Err(self.error(
                         e.span,
                         format!("a vector literal has 3 components, this one has {}", items.len()),
-                    );
-                    return Err(());
+                    ));
                 }
                 let c: Vec<LResult<Id>> = items.iter().map(|x| self.scalar(x)).collect();
                 let c: Vec<Id> = c.into_iter().collect::<LResult<_>>()?;
@@ -289,21 +291,20 @@ impl Lowerer<'_> {
             ExprKind::Sum { var, from, to, body } => {
                 let (a, b) = (self.eval_int(from)?, self.eval_int(to)?);
                 if b - a >= MAX_RANGE {
-                    self.error(
+                    return Err(self.error(
                         e.span,
                         format!("sum over {} terms exceeds the limit of {MAX_RANGE}", b - a + 1),
-                    );
-                    return Err(());
+                    ));
                 }
                 let saved = self.ienv.insert(var.text.clone(), a);
                 let mut terms: Vec<Val> = Vec::new();
-                let mut ok = true;
+                let mut ok = Ok(());
                 for k in a..=b {
                     self.ienv.insert(var.text.clone(), k);
                     match self.expr(body) {
                         Ok(v) => terms.push(v),
-                        Err(()) => {
-                            ok = false;
+                        Err(r) => {
+                            ok = Err(r);
                             break;
                         }
                     }
@@ -312,9 +313,7 @@ impl Lowerer<'_> {
                     Some(v) => self.ienv.insert(var.text.clone(), v),
                     None => self.ienv.remove(&var.text),
                 };
-                if !ok {
-                    return Err(());
-                }
+                ok?;
                 match terms.first() {
                     None => Ok(Val::S(self.g.constant(0.0))),
                     Some(Val::S(_)) => {
@@ -323,8 +322,7 @@ impl Lowerer<'_> {
                             match t {
                                 Val::S(s) => ids.push(s),
                                 Val::V(_) => {
-                                    self.error(body.span, "the terms of a sum mix scalars and vectors");
-                                    return Err(());
+                                    return Err(self.error(body.span, "the terms of a sum mix scalars and vectors"));
                                 }
                             }
                         }
@@ -336,8 +334,7 @@ impl Lowerer<'_> {
                             match t {
                                 Val::V(v) => (0..3).for_each(|i| comps[i].push(v[i])),
                                 Val::S(_) => {
-                                    self.error(body.span, "the terms of a sum mix scalars and vectors");
-                                    return Err(());
+                                    return Err(self.error(body.span, "the terms of a sum mix scalars and vectors"));
                                 }
                             }
                         }
@@ -374,11 +371,10 @@ impl Lowerer<'_> {
                 } else {
                     ""
                 };
-                self.error(
+                return Err(self.error(
                     span,
                     format!("`{sym}` is not defined for {} and {}{hint}", kind(a), kind(b)),
-                );
-                return Err(());
+                ));
             }
         })
     }
@@ -389,19 +385,17 @@ impl Lowerer<'_> {
             "sin" | "cos" | "tan" | "exp" | "ln" | "sqrt" | "norm" | "norm2" | "asin" | "acos" | "atan" | "sinh"
             | "cosh" | "tanh" => 1,
             other => {
-                self.error(
+                return Err(self.error(
                     f.span,
                     format!("unknown function `{other}` (known: {})", FUNCTIONS.join(", ")),
-                );
-                return Err(());
+                ));
             }
         };
         if args.len() != arity {
-            self.error(
+            return Err(self.error(
                 span,
                 format!("`{}` takes {arity} argument(s), found {}", f.text, args.len()),
-            );
-            return Err(());
+            ));
         }
         let elementary = |name: &str| match name {
             "sin" => Some(Func::Sin),

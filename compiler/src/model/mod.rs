@@ -10,6 +10,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics, Span};
 use crate::dsl::ast::*;
 use crate::sym::{Differentiator, Graph, Id};
 
+mod body;
 mod declare;
 mod force;
 mod initial;
@@ -20,9 +21,9 @@ mod unroll;
 pub use ir::*;
 pub use lowerer::MAX_WORK;
 
+use body::{Body, Context};
 use declare::*;
 use force::*;
-use initial::*;
 use lowerer::*;
 use unroll::*;
 
@@ -104,8 +105,105 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         budget: MAX_WORK,
         unroll_limit_hit: false,
     };
+    // The stages, in order. Each reports its errors into `lw`; a checkpoint
+    // ends the lowering where what follows would only repeat the damage.
+    // 1. Sizes (used anywhere), then the `for` families unrolled.
+    let sizes = sizes(&mut lw, ast, size_overrides);
+    let mut placed = Vec::new();
+    unroll(&mut lw, &ast.items, &[], &mut placed);
+    lw.checkpoint()?;
+    // 2. Declarations.
+    let decl = declarations(&mut lw, ast, &placed, has_frame);
+    // 3. `let` bindings, in order.
+    lets(&mut lw, &placed);
+    // 4. The body: frame, Lagrangian, constraints, invariants, initial states.
+    let cx = Context {
+        decl: &decl,
+        q_syms: decl.coords.iter().map(|s| s.sym).collect(),
+        v_syms: decl.vels.iter().map(|s| s.sym).collect(),
+        exogenous: decl.inputs.iter().map(|s| s.sym).chain([time]).collect(),
+        time,
+    };
+    let mut out = Body::new(has_frame, decl.coords.len());
+    for p in &placed {
+        set_env(&mut lw, &p.env);
+        match p.item {
+            Item::Frame(eqs) => body::frame_equations(&mut lw, &cx, eqs, &mut out),
+            Item::Lagrangian(e) => body::lagrangian(&mut lw, &cx, e, &mut out),
+            Item::Constraint(eq) => body::constraint(&mut lw, &cx, eq, true, &mut out),
+            Item::Holonomic(eq) => body::constraint(&mut lw, &cx, eq, false, &mut out),
+            Item::Invariant(b) => body::invariant(&mut lw, &cx, b, &mut out),
+            Item::Initial(init) => body::initial(&mut lw, &cx, init, &mut out),
+            _ => {}
+        }
+    }
+    let lagrangians: Vec<&Placed> = placed
+        .iter()
+        .filter(|p| matches!(p.item, Item::Lagrangian(_)))
+        .collect();
+    if lagrangians.len() > 1 {
+        let sp = lagrangians[1].span;
+        lw.error(
+            Span::new(sp.start, sp.start + "lagrangian".len()),
+            "`lagrangian` may appear only once",
+        );
+    }
+    if out.lagrangian.is_none() && lagrangians.is_empty() {
+        lw.error(
+            ast.name.span,
+            format!("model `{}` has no `lagrangian = ...`", ast.name.text),
+        );
+    }
+    // 5. The frame complete, forces, inputs used.
+    let frame = complete_frame(&mut lw, &decl, out.frame.take(), &out.frame_written);
+    let force = lower_forces(
+        &mut lw,
+        &placed,
+        &decl.coord_groups,
+        &decl.vel_groups,
+        &cx.q_syms,
+        &cx.v_syms,
+        frame.as_deref(),
+    );
+    unused_inputs(&mut lw, &decl, force.as_deref());
+    lw.checkpoint()?;
+    // 6. The model.
+    let lets = collected_lets(&lw);
+    let Declared {
+        params,
+        coords,
+        coord_groups,
+        vels,
+        vel_groups,
+        inputs,
+        input_groups,
+    } = decl;
+    Ok(Model {
+        name: ast.name.text.clone(),
+        file: file.to_string(),
+        graph: lw.g,
+        params,
+        coords,
+        coord_groups,
+        vels,
+        vel_groups,
+        frame: frame.filter(|_| has_frame),
+        lagrangian: out.lagrangian.expect("checked above"),
+        inputs,
+        input_groups,
+        time,
+        force,
+        velocity_constraints: out.vcons,
+        holonomic: out.hcons,
+        invariants: out.invariants,
+        initials: out.initials,
+        sizes,
+        lets,
+    })
+}
 
-    // Sizes first: they may be used anywhere.
+/// Stage 1: the sizes, file values or overrides, each checked.
+fn sizes(lw: &mut Lowerer, ast: &ModelAst, size_overrides: &[(String, i64)]) -> Vec<(String, i64)> {
     let mut sizes: Vec<(String, i64)> = Vec::new();
     for (item, _) in &ast.items {
         if let Item::Size(b) = item {
@@ -131,318 +229,42 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
     for (n, _) in size_overrides {
         if !sizes.iter().any(|(s, _)| s == n) {
             lw.errors.push(Diagnostic::new(
-                file,
-                src,
+                lw.file,
+                lw.src,
                 ast.name.span,
                 format!("model `{}` has no size `{n}` to set", ast.name.text),
             ));
         }
     }
     lw.sizes = lw.ienv.clone();
-    let mut placed = Vec::new();
-    unroll(&mut lw, &ast.items, &[], &mut placed);
-    if !lw.errors.is_empty() {
-        // Sizes or loops are wrong: everything after would only repeat the damage.
-        return Err(Diagnostics(lw.errors));
-    }
-    let enter = |lw: &mut Lowerer, p: &Placed| set_env(lw, &p.env);
+    sizes
+}
 
-    let mut params = Vec::new();
-    let (mut coords, mut coord_groups, mut vels, mut vel_groups) = (vec![], vec![], vec![], vec![]);
-    let (mut inputs, mut input_groups) = (vec![], vec![]);
-    let lagrangians: Vec<&Placed> = placed
-        .iter()
-        .filter(|p| matches!(p.item, Item::Lagrangian(_)))
-        .collect();
-    if lagrangians.len() > 1 {
-        let sp = lagrangians[1].span;
-        lw.error(
-            Span::new(sp.start, sp.start + "lagrangian".len()),
-            "`lagrangian` may appear only once",
-        );
-    }
-    for p in &placed {
-        enter(&mut lw, p);
-        match p.item {
-            Item::Parameters(ps) => {
-                for b in ps {
-                    let Ok(name) = lw.resolve(&b.name) else { continue };
-                    let default = lw.scalar(&b.value).ok().map(|e| lw.g.eval(e, &|_| f64::NAN));
-                    match default {
-                        Some(v) if v.is_finite() => {
-                            let sym = lw.g.symbol(&name);
-                            lw.declare(&name, b.name.span, Val::S(sym), Kind::Param);
-                            params.push(Param {
-                                field: field_name(&name),
-                                name,
-                                sym,
-                                default: v,
-                            });
-                        }
-                        Some(_) => lw.error(
-                            b.value.span,
-                            "a parameter's default must be a finite number (expressions of numbers and sizes)",
-                        ),
-                        None => {}
-                    }
-                }
-            }
-            Item::Coordinates(ds) => declare_groups(&mut lw, ds, Kind::Coord, &mut coords, &mut coord_groups),
-            Item::Velocities(ds) => declare_groups(&mut lw, ds, Kind::Vel, &mut vels, &mut vel_groups),
-            Item::Inputs(ds) => declare_groups(&mut lw, ds, Kind::Input, &mut inputs, &mut input_groups),
-            _ => {}
-        }
-    }
-    if coords.is_empty() && lw.errors.is_empty() {
-        lw.error(
-            ast.name.span,
-            format!("model `{}` declares no coordinates", ast.name.text),
-        );
-    }
-    if !has_frame {
-        if let Some(g) = vel_groups.first() {
-            let sp = lw.scope.get(&g.name).map(|x| x.2).unwrap_or_default();
-            lw.error(sp, "velocities are declared but there is no `frame` block saying how they move the coordinates (`q' = ...`); without velocities the frame is the identity and velocities are written `q'`");
-        }
-        // Identity frame: the velocity of `q` is `q'`.
-        for grp in coord_groups.clone() {
-            let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
-            declare_group(
-                &mut lw,
-                &format!("{}'", grp.name),
-                sp,
-                grp.ty,
-                Kind::Vel,
-                &mut vels,
-                &mut vel_groups,
-            );
-        }
-    } else if vels.is_empty() {
-        lw.error(
-            ast.name.span,
-            "a model with a frame must declare its velocities in a `velocities { ... }` block",
-        );
-    }
-
-    // `let` bindings, in order.
-    for p in &placed {
+/// Stage 3: the `let` bindings, in order.
+fn lets(lw: &mut Lowerer, placed: &[Placed]) {
+    for p in placed {
         if let Item::Let(b) = p.item {
-            enter(&mut lw, p);
+            set_env(lw, &p.env);
             let Ok(name) = lw.resolve(&b.name) else { continue };
             if let Ok(v) = lw.expr(&b.value) {
                 lw.declare(&name, b.name.span, v, Kind::Let);
             }
         }
     }
+}
 
-    let v_syms: Vec<Id> = vels.iter().map(|s| s.sym).collect();
-    let q_syms: Vec<Id> = coords.iter().map(|s| s.sym).collect();
-    // Inputs may drive forces only: everything else is a property of the
-    // free motion.
-    let exogenous: Vec<Id> = inputs.iter().map(|s: &Scalar| s.sym).chain([time]).collect();
-    // The Lagrangian and holonomic constraints may depend on time (`timed`):
-    // every scheme samples them at its stage times and carries the time in
-    // its state; nothing else of the free motion may.
-    let free_of_inputs = |lw: &mut Lowerer, e: Id, span: Span, what: &str, timed: bool| -> bool {
-        if lw.g.depends_on(e, &exogenous[..exogenous.len() - 1]) {
-            lw.error(
-                span,
-                format!(
-                    "{what} may not depend on the inputs; they may drive `force` and `dissipation` only{}",
-                    if timed { " (time `t` may appear)" } else { "" }
-                ),
-            );
-            return false;
-        }
-        if !timed && lw.g.depends_on(e, &[time]) {
-            lw.error(span, format!("{what} {RHEONOMIC}"));
-            return false;
-        }
-        true
-    };
-    let mut frame: Option<Vec<Option<Id>>> = has_frame.then(|| vec![None; coords.len()]);
-    // coordinates that have a frame equation (whether or not it lowered)
-    let mut frame_written: HashSet<String> = HashSet::new();
-    let mut lagrangian = None;
-    let (mut vcons, mut hcons, mut invariants, mut initials) = (vec![], vec![], vec![], vec![]);
-    for p in &placed {
-        enter(&mut lw, p);
-        match p.item {
-            Item::Frame(eqs) => {
-                for eq in eqs {
-                    let Ok(name) = lw.resolve(&eq.name) else { continue };
-                    let Some(grp) = coord_groups.iter().find(|g| g.name == name).cloned() else {
-                        lw.error(
-                            eq.name.span,
-                            format!("`{name}'`: a frame equation's left side must be a declared coordinate"),
-                        );
-                        continue;
-                    };
-                    // Whatever goes wrong below is reported there, not as a missing equation.
-                    frame_written.insert(grp.name.clone());
-                    let Ok(rhs) = lw.expr(&eq.value) else { continue };
-                    let rhs = Lowerer::flatten(rhs);
-                    if rhs.len() != grp.ty.components() {
-                        lw.error(
-                            eq.value.span,
-                            format!(
-                                "`{}` has {} component(s) but the right side has {}",
-                                grp.name,
-                                grp.ty.components(),
-                                rhs.len()
-                            ),
-                        );
-                        continue;
-                    }
-                    let fr = frame.as_mut().expect("has frame");
-                    if fr[grp.offset].is_some() {
-                        lw.error(eq.name.span, format!("second frame equation for `{}`", grp.name));
-                        continue;
-                    }
-                    for (k, &r) in rhs.iter().enumerate() {
-                        if !free_of_inputs(&mut lw, r, eq.value.span, "a frame equation", false) {
-                            break;
-                        }
-                        if !check_linear(&mut lw.g, r, &v_syms) {
-                            lw.error(
-                                eq.value.span,
-                                format!(
-                                    "the frame equation of `{}` is not linear in the velocities (q' = Ψ(q) ξ required)",
-                                    grp.name
-                                ),
-                            );
-                            break;
-                        }
-                        fr[grp.offset + k] = Some(r);
-                    }
-                }
-            }
-            Item::Lagrangian(e) => {
-                if let Ok(l) = lw.scalar(e) {
-                    if free_of_inputs(&mut lw, l, e.span, "the Lagrangian", true) {
-                        lagrangian = Some(l);
-                    }
-                }
-            }
-            Item::Constraint(eq) | Item::Holonomic(eq) => {
-                let velocity = matches!(p.item, Item::Constraint(_));
-                let (l, r) = (lw.expr(&eq.lhs), lw.expr(&eq.rhs));
-                let (Ok(l), Ok(r)) = (l, r) else { continue };
-                let (l, r) = (Lowerer::flatten(l), Lowerer::flatten(r));
-                if l.len() != r.len() {
-                    lw.error(eq.span, "the two sides of the constraint have different shapes");
-                    continue;
-                }
-                for (k, (a, b)) in l.iter().zip(&r).enumerate() {
-                    let c = lw.g.sub(*a, *b);
-                    if !free_of_inputs(
-                        &mut lw,
-                        c,
-                        eq.span,
-                        if velocity {
-                            "a velocity constraint"
-                        } else {
-                            "a holonomic constraint"
-                        },
-                        !velocity,
-                    ) {
-                        break;
-                    }
-                    let comp = if l.len() > 1 { format!("[{k}]") } else { String::new() };
-                    if velocity {
-                        if !lw.g.depends_on(c, &v_syms) || !check_linear(&mut lw.g, c, &v_syms) {
-                            lw.error(eq.span, "a velocity constraint must be linear and homogeneous in the velocities (A(q) ξ = 0); use `holonomic` for a position constraint");
-                            break;
-                        }
-                        vcons.push(Labelled {
-                            name: format!("constraint {}{comp}", vcons.len() + 1),
-                            expr: c,
-                        });
-                    } else {
-                        if lw.g.depends_on(c, &v_syms) {
-                            lw.error(eq.span, "a holonomic constraint may depend on the coordinates only; use `constraint` for velocities");
-                            break;
-                        }
-                        if !lw.g.depends_on(c, &q_syms) {
-                            lw.error(eq.span, "this holonomic constraint does not depend on the coordinates");
-                            break;
-                        }
-                        hcons.push(Labelled {
-                            name: format!("holonomic {}{comp}", hcons.len() + 1),
-                            expr: c,
-                        });
-                    }
-                }
-            }
-            Item::Invariant(b) => {
-                let Ok(name) = lw.resolve(&b.name) else { continue };
-                if name == "energy" {
-                    lw.error(
-                        b.name.span,
-                        "`energy` is monitored already (⟨p, ξ⟩ − l, from the Lagrangian): give this invariant another name",
-                    );
-                    continue;
-                }
-                if invariants
-                    .iter()
-                    .any(|i: &Labelled| i.name == name || i.name.starts_with(&format!("{name}[")))
-                {
-                    lw.error(b.name.span, format!("duplicate invariant `{name}`"));
-                    continue;
-                }
-                if let Ok(v) = lw.expr(&b.value) {
-                    if Lowerer::flatten(v)
-                        .iter()
-                        .any(|&e| !free_of_inputs(&mut lw, e, b.value.span, "an invariant", false))
-                    {
-                        continue;
-                    }
-                    match v {
-                        Val::S(s) => invariants.push(Labelled { name, expr: s }),
-                        Val::V(v) => {
-                            for (k, c) in v.iter().enumerate() {
-                                invariants.push(Labelled {
-                                    name: format!("{name}[{k}]"),
-                                    expr: *c,
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-            Item::Initial(init) => {
-                if let Some(s) = lower_initial(
-                    &mut lw,
-                    init,
-                    &coords,
-                    &coord_groups,
-                    &vels,
-                    &vel_groups,
-                    &q_syms,
-                    &v_syms,
-                ) {
-                    if s.q.iter().chain(&s.v).any(|&e| lw.g.depends_on(e, &exogenous)) {
-                        lw.error(
-                            init.name.span,
-                            "an initial state may not depend on the inputs or on time `t`",
-                        );
-                        continue;
-                    }
-                    if initials.iter().any(|i: &InitialState| i.name == s.name) {
-                        lw.error(init.name.span, format!("duplicate initial state `{}`", s.name));
-                    } else {
-                        initials.push(s);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    let frame = match frame {
+/// Stage 5: the frame `Ψ(q)` once every equation is lowered (`None` where
+/// one is missing, reported, or without a frame).
+fn complete_frame(
+    lw: &mut Lowerer,
+    decl: &Declared,
+    frame: Option<Vec<Option<Id>>>,
+    frame_written: &HashSet<String>,
+) -> Option<Vec<Id>> {
+    match frame {
         None => None,
         Some(fr) => {
-            for grp in &coord_groups {
+            for grp in &decl.coord_groups {
                 if fr[grp.offset].is_none() && !frame_written.contains(&grp.name) {
                     let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
                     lw.error(
@@ -456,27 +278,18 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             }
             fr.into_iter().collect::<Option<Vec<Id>>>()
         }
-    };
-    let force = lower_forces(
-        &mut lw,
-        &placed,
-        &coord_groups,
-        &vel_groups,
-        &q_syms,
-        &v_syms,
-        frame.as_deref(),
-    );
-    // An input that no force reads would be set by every run and change
-    // nothing, without a word.
-    for grp in &input_groups {
-        let comps: Vec<Id> = inputs[grp.offset..grp.offset + grp.ty.components()]
+    }
+}
+
+/// Stage 5: an input that no force reads would be set by every run and
+/// change nothing, without a word.
+fn unused_inputs(lw: &mut Lowerer, decl: &Declared, force: Option<&[Id]>) {
+    for grp in &decl.input_groups {
+        let comps: Vec<Id> = decl.inputs[grp.offset..grp.offset + grp.ty.components()]
             .iter()
             .map(|s| s.sym)
             .collect();
-        if !force
-            .as_ref()
-            .is_some_and(|f| f.iter().any(|&e| lw.g.depends_on(e, &comps)))
-        {
+        if !force.is_some_and(|f| f.iter().any(|&e| lw.g.depends_on(e, &comps))) {
             let sp = lw.scope.get(&grp.name).map(|x| x.2).unwrap_or_default();
             lw.error(
                 sp,
@@ -487,15 +300,10 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             );
         }
     }
-    if lagrangian.is_none() && lagrangians.is_empty() {
-        lw.error(
-            ast.name.span,
-            format!("model `{}` has no `lagrangian = ...`", ast.name.text),
-        );
-    }
-    if !lw.errors.is_empty() {
-        return Err(Diagnostics(lw.errors));
-    }
+}
+
+/// The model's `let` definitions, in file order.
+fn collected_lets(lw: &Lowerer) -> Vec<(String, Vec<Id>)> {
     let mut lets: Vec<(usize, String, Vec<Id>)> = lw
         .scope
         .iter()
@@ -509,29 +317,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         })
         .collect();
     lets.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    let lets = lets.into_iter().map(|(_, n, ids)| (n, ids)).collect();
-    Ok(Model {
-        name: ast.name.text.clone(),
-        file: file.to_string(),
-        graph: lw.g,
-        params,
-        coords,
-        coord_groups,
-        vels,
-        vel_groups,
-        frame: frame.filter(|_| has_frame),
-        lagrangian: lagrangian.expect("checked above"),
-        inputs,
-        input_groups,
-        time,
-        force,
-        velocity_constraints: vcons,
-        holonomic: hcons,
-        invariants,
-        initials,
-        sizes,
-        lets,
-    })
+    lets.into_iter().map(|(_, n, ids)| (n, ids)).collect()
 }
 
 /// True when `item` or an item nested in it satisfies `pred`.
