@@ -26,6 +26,17 @@ use hamel_load::LoadError;
 
 pub use hamel_load::{Backend, System};
 
+/// A number as the user reads it back in headers and messages: as `{}`
+/// prints it, except extreme magnitudes (`1e-300`, `1e300`), which `{}`
+/// would spell out in hundreds of digits.
+pub fn num(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-5..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// What can go wrong in a command; each variant is printed as a message and
 /// ends the command with a non-zero exit code.
 #[derive(Debug, thiserror::Error)]
@@ -115,10 +126,35 @@ impl Error {
 
 /// Reads and validates a model file, with sizes of indexed families overridden.
 pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> {
+    load_model_deriving(path, sizes, 1)
+}
+
+/// [`load_model`] for a command that will derive the model `schemes` times
+/// (`check` derives every scheme that applies): the note of a long
+/// derivation gives the time of them all.
+pub fn load_model_deriving(path: &Path, sizes: &[(String, i64)], schemes: usize) -> Result<Model, Error> {
     let (model, estimate) = hamel_load::read_model_estimated(path, sizes)?;
     // A long derivation says so before it starts.
     if let Some(e) = estimate.filter(|e| e.seconds > 5.0) {
-        eprintln!("note: deriving `{}` takes {e}, per scheme", model.name);
+        let n = if schemes > 1 {
+            Scheme::LIST.iter().filter(|s| s.applies(&model).is_ok()).count()
+        } else {
+            1
+        };
+        if n > 1 {
+            let all = e.seconds * n as f64;
+            let all = if all < 120.0 {
+                format!("{all:.0} s")
+            } else {
+                format!("{:.0} min", all / 60.0)
+            };
+            eprintln!(
+                "note: deriving `{}` takes {e}, per scheme; {n} schemes apply: about {all} in all",
+                model.name
+            );
+        } else {
+            eprintln!("note: deriving `{}` takes {e}, per scheme", model.name);
+        }
     }
     Ok(model)
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
-use hamel_cli::{load_model, Error};
+use hamel_cli::{load_model, num, Error};
 use hamel_compiler::scheme::Scheme;
 use hamel_runtime::NewtonOptions;
 
@@ -16,9 +16,9 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
     use hamel_load::LengthError as L;
     hamel_load::step_count(case.h, case.steps.map(i128::from), case.t_end).map_err(|e| {
         Error::Usage(match (&e, case.t_end) {
-            (L::StepSize(_), _) => format!("--h {}: {e}", case.h),
+            (L::StepSize(_), _) => format!("--h {}: {e}", num(case.h)),
             (L::Neither | L::Both, _) => "give --steps N or --t-end T".into(),
-            (_, Some(t)) => format!("--t-end {t} with --h {}: {e}", case.h),
+            (_, Some(t)) => format!("--t-end {} with --h {}: {e}", num(t), num(case.h)),
             (_, None) => format!("--steps: {e}"),
         })
     })
@@ -74,16 +74,8 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let mut sys = case::system(&model, scheme, case.backend.into(), &params)?;
     set_order(&mut sys, case.order)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
-    let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
-    let inputs = match (&case.inputs, case.input.is_empty()) {
-        (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
-        (None, false) => Some(
-            hamel_load::Schedule::from_assignments(&names, &case.input)
-                // the library says `input …`; here it came from `--input`
-                .map_err(|e| Error::Usage(if e.starts_with("input `") { format!("--{e}") } else { e }))?,
-        ),
-        (None, true) => None,
-    };
+    check_plot(case, &sys)?;
+    let inputs = inputs_of(case, &sys)?;
     let opt = RunOptions {
         h: case.h,
         steps,
@@ -99,6 +91,34 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
         init,
         opt,
     })
+}
+
+/// The input schedule of `--inputs FILE` or `--input NAME=EXPR` (none
+/// without either), refused with the flag named.
+pub fn inputs_of(case: &CaseArgs, sys: &hamel_cli::System) -> Result<Option<hamel_load::Schedule>, Error> {
+    let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
+    Ok(match (&case.inputs, case.input.is_empty()) {
+        (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
+        (None, false) => Some(
+            hamel_load::Schedule::from_assignments(&names, &case.input)
+                // the library says `input …`; here it came from `--input`
+                .map_err(|e| Error::Usage(if e.starts_with("input `") { format!("--{e}") } else { e }))?,
+        ),
+        (None, true) => None,
+    })
+}
+
+/// Checks `--plot X,Y` against the model's components before the run (a
+/// typo would otherwise be found only when the figures are drawn).
+pub fn check_plot(case: &CaseArgs, sys: &hamel_cli::System) -> Result<(), Error> {
+    if case.no_plots {
+        return Ok(());
+    }
+    if let Some(axes) = figure_options(case)?.axes {
+        let c = sys.compiled();
+        hamel_cli::figures::check_axis_names(&c.model, &c.coordinates, &c.velocities, &axes)?;
+    }
+    Ok(())
 }
 
 /// Runs a case streaming its CSV files into the case's output folder
@@ -160,7 +180,7 @@ pub fn headline(run: &Run) -> String {
         "{} — {}, h = {}, {} steps{}",
         run.model,
         run.scheme,
-        run.options.h,
+        num(run.options.h),
         run.options.steps,
         run.initial
             .as_ref()

@@ -95,7 +95,19 @@ fn syntax_error(file: &str, src: &str, e: pest::error::Error<Rule>) -> Diagnosti
                 .next()
                 .filter(|s| !s.is_empty())
                 .map_or("end of file".to_string(), |s| {
-                    format!("`{}`", s.chars().take(20).collect::<String>())
+                    // control characters (a NUL byte) shown escaped, not raw
+                    let shown: String = s
+                        .chars()
+                        .take(20)
+                        .map(|c| {
+                            if c.is_control() {
+                                c.escape_debug().to_string()
+                            } else {
+                                c.to_string()
+                            }
+                        })
+                        .collect();
+                    format!("`{shown}`")
                 });
             if exp.is_empty() {
                 format!("syntax error: unexpected {found}")
@@ -204,6 +216,24 @@ pub fn parse(file: &str, src: &str) -> Result<ModelAst, Diagnostic> {
         return Err(e);
     }
     Ok(ModelAst { name: mname, items })
+}
+
+/// Checks that `text` is one expression of the model language (its syntax
+/// only: names are checked where it is used). `Err` is the message, with
+/// the column where `text` has more than one line.
+pub fn check_expression(text: &str) -> Result<(), String> {
+    check_size("", text).map_err(|d| d.message)?;
+    let pairs = ModelParser::parse(Rule::expression, text).map_err(|e| {
+        let d = syntax_error("", text, e);
+        let m = d.message.replace("end of file", "the end of the expression");
+        format!("{m} (at column {})", d.column)
+    })?;
+    let p = pairs
+        .into_iter()
+        .next()
+        .and_then(|p| p.into_inner().next())
+        .expect("grammar: an expression");
+    expr(p).map(|_| ()).map_err(|(_, m)| m)
 }
 
 type PResult<T> = Result<T, (Span, String)>;
