@@ -297,3 +297,95 @@ fn a_forced_run_plots_its_energy_change_and_its_energy_balance() {
     );
     assert!(!svg.contains("Relative energy error"));
 }
+
+#[test]
+fn a_folder_of_unrelated_files_is_refused_as_the_readme_says() {
+    let dir = scratch("otherfiles");
+    std::fs::write(dir.join("precious.txt"), "mine").unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [
+        vec![
+            "simulate",
+            "models/spherical_pendulum_angles.hamel",
+            "--h",
+            "0.1",
+            "--steps",
+            "2",
+            "--no-plots",
+            "--out",
+            d,
+        ],
+        vec!["report", "--out", d],
+    ] {
+        let (code, _, err) = hamel(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("holds `precious.txt`, which hamel did not write"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "nothing written");
+    // --force writes beside it, keeping it
+    let (code, _, err) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum_angles.hamel",
+        "--h",
+        "0.1",
+        "--steps",
+        "2",
+        "--no-plots",
+        "--out",
+        d,
+        "--force",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("precious.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn compare_shows_a_forced_model_s_energy_balance_error() {
+    let o = common::tmp("cmp-forced");
+    let (code, out, err) = hamel(&[
+        "compare",
+        TORQUE,
+        "--h",
+        "0.05",
+        "--steps",
+        "100",
+        "--input",
+        "tau=1",
+        "--schemes",
+        "hamel_midpoint",
+        "--no-plots",
+        "--out",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("the energy column is the energy balance error"), "{out}");
+    assert!(out.contains("max|Δbal|") && !out.contains("max|ΔE/E|"), "{out}");
+    // the input's work (about 8e-2 of the energy) is not in the column
+    let row = out.lines().find(|l| l.starts_with("hamel_midpoint")).unwrap();
+    let col: f64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(col < 1e-10, "{row}");
+}
+
+#[test]
+fn a_step_that_overflows_names_the_step_size_or_the_parameter() {
+    let (code, _, err) = simulate(&[
+        "models/spherical_pendulum_angles.hamel",
+        "--h",
+        "1e300",
+        "--steps",
+        "10",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the step size h = 1e300 is so large"), "{err}");
+    let (code, _, err) = simulate(&[
+        "models/spherical_pendulum_angles.hamel",
+        "--h",
+        "0.1",
+        "--steps",
+        "10",
+        "--set",
+        "g=1e300",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("parameter(s) g = 1e300 are beyond"), "{err}");
+}

@@ -138,6 +138,15 @@ pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Res
         None => out_dir(case, &p.model, hamel_cli::scheme_name(scheme))?,
     };
     let run = simulate::run_into(&p.sys, p.state, p.init, &p.opt, &dir);
+    if let Err(Error::RunFailed {
+        error: hamel_runtime::StepError::NonFinite { step: 0, .. },
+        ..
+    }) = &run
+    {
+        if let Some(hint) = hamel_load::steps::non_finite_hint(&p.sys, p.opt.h) {
+            eprintln!("note: {hint}");
+        }
+    }
     run.map(|r| (r, dir))
 }
 
