@@ -1134,7 +1134,7 @@ impl Stepper {
 fn dict_arg<'py>(name: &str, d: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyDict>>> {
     d.map(|d| {
         d.cast::<PyDict>()
-            .map(|d| d.clone())
+            .cloned()
             .map_err(|_| PyTypeError::new_err(format!("argument `{name}`: give a dict, not {}", type_name(d))))
     })
     .transpose()
