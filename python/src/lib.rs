@@ -503,6 +503,7 @@ impl Model {
         let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let path = self.inner.path.clone();
         let mut interrupt = None;
+        let mut hint = None;
         let result = py.detach(|| {
             guarded(|| {
                 let mut sys = sys;
@@ -512,9 +513,14 @@ impl Model {
                 let (state, label) =
                     hamel_load::initial(&sys, member.init.as_deref(), &member.state).map_err(load_err)?;
                 let mut go_on = signal_watch(&mut interrupt);
-                Ok(hamel_load::run::run_until(
-                    &sys, state, label, &opt, 0, None, &mut go_on,
-                ))
+                let run = hamel_load::run::run_until(&sys, state, label, &opt, 0, None, &mut go_on);
+                // A step not finite from the start: a huge h or parameter, named.
+                if let Err(RunError::Failed(f)) = &run {
+                    if matches!(f.error, hamel_runtime::StepError::NonFinite { step: 0, .. }) {
+                        hint = hamel_load::steps::non_finite_hint(&sys, h);
+                    }
+                }
+                Ok(run)
             })
         })?;
         match result {
@@ -525,7 +531,19 @@ impl Model {
                 Err(err)
             }
             Ok(run) => Ok(PyRun { run, file: path }),
-            Err(e) => Err(run_err(py, e, &path)),
+            Err(e) => {
+                let err = run_err(py, e, &path);
+                match hint {
+                    Some(hint) => {
+                        let with = StepError::new_err(format!("{}: {hint}", err.value(py)));
+                        if let Ok(run) = err.value(py).getattr("run") {
+                            let _ = with.value(py).setattr("run", run);
+                        }
+                        Err(with)
+                    }
+                    None => Err(err),
+                }
+            }
         }
     }
 

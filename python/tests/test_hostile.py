@@ -95,3 +95,12 @@ def test_type_errors_name_the_argument(call, want):
     with pytest.raises(TypeError) as e:
         call(m)
     assert want in str(e.value)
+
+
+def test_a_step_that_overflows_names_the_step_size_or_the_parameter():
+    m = hamel.Model(SPHERE)
+    with pytest.raises(hamel.StepError, match="the step size h = 1e300 is so large") as e:
+        m.simulate("hamel", h=1e300, steps=10)
+    assert e.value.run is not None
+    with pytest.raises(hamel.StepError, match=r"parameter\(s\) g = 1e300"):
+        m.simulate("hamel", h=0.1, steps=10, params={"g": 1e300})
