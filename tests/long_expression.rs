@@ -2,7 +2,7 @@
 //! finding 1): it crashed rustc ("rustc unexpectedly overflowed its stack");
 //! it now compiles, and the chain, which cancels, leaves the plain pendulum.
 
-use hamel::{simulate, Integrator, Kernels};
+use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
 #[hamel(model = "tests/models/long_sum.hamel", scheme = "energy_momentum")]
