@@ -389,3 +389,20 @@ fn a_step_that_overflows_names_the_step_size_or_the_parameter() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("parameter(s) g = 1e300 are beyond"), "{err}");
 }
+
+#[test]
+fn a_force_not_finite_at_the_initial_state_is_named() {
+    let dir = scratch("force-nan");
+    let m = dir.join("f.hamel");
+    std::fs::write(
+        &m,
+        "model pend {\n parameters { m = 1.0, g = 9.81 }\n inputs { u }\n coordinates { th }\n lagrangian = 0.5 * m * th'^2 + m * g * cos(th)\n force th = u / th\n initial released { th = 0, th' = 0 }\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = simulate(&[m.to_str().unwrap(), "--h", "0.01", "--steps", "10"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("note: the force on `th'` is NaN at the initial state (th = 0, th' = 0)"),
+        "{err}"
+    );
+}
