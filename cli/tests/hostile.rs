@@ -388,6 +388,9 @@ fn a_step_that_overflows_names_the_step_size_or_the_parameter() {
     ]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("parameter(s) g = 1e300 are beyond"), "{err}");
+    let (code, _, err) = simulate(&[TORQUE, "--h", "0.05", "--steps", "10", "--input", "tau=1e308"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("input `tau` = 1e308 at t = 0 is so large"), "{err}");
 }
 
 #[test]

@@ -147,13 +147,27 @@ pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Res
         ..
     }) = &run
     {
-        let hint =
-            hamel_load::steps::non_finite_hint(&p.sys, p.opt.h).or_else(|| force_hint(&p.ir, &p.sys, &start, &p.opt));
+        let hint = hamel_load::steps::non_finite_hint(&p.sys, p.opt.h)
+            .or_else(|| input_hint(&p.sys, &p.opt))
+            .or_else(|| force_hint(&p.ir, &p.sys, &start, &p.opt));
         if let Some(hint) = hint {
             eprintln!("note: {hint}");
         }
     }
     run.map(|r| (r, dir))
+}
+
+/// Names an input so large at `t = 0` that the first step overflows.
+fn input_hint(sys: &hamel_cli::System, opt: &RunOptions) -> Option<String> {
+    let c = sys.compiled();
+    let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+    let mut u = vec![0.0; names.len()];
+    opt.inputs.as_ref()?.at(&names, 0.0, opt.h, &mut u).ok()?;
+    let (i, x) = u.iter().enumerate().find(|(_, x)| x.abs() > 1e100)?;
+    Some(format!(
+        "input `{}` = {x:e} at t = 0 is so large that the step's arithmetic overflows; give a value of a reasonable magnitude",
+        names[i]
+    ))
 }
 
 /// Names a force component that is not finite at the initial state (such
