@@ -14,7 +14,7 @@ pub fn pairs<T: std::str::FromStr>(flag: &str, items: &[String]) -> Result<Vec<(
 where
     T::Err: std::fmt::Display,
 {
-    items
+    let out: Vec<(String, T)> = items
         .iter()
         .map(|s| {
             let (name, value) = s
@@ -26,7 +26,26 @@ where
                 .map_err(|e| Error::Usage(format!("{flag} {s}: `{}` is not a valid value ({e})", value.trim())))?;
             Ok((name.trim().to_string(), v))
         })
-        .collect()
+        .collect::<Result<_, Error>>()?;
+    no_repeats(flag, items, out.iter().map(|(n, _)| n.as_str()))?;
+    Ok(out)
+}
+
+/// Refuses a name given twice to a repeatable flag (`--size N=3 --size N=4`):
+/// neither value would be right to drop without a word. `items` are the
+/// flag's arguments, `names` their names, in the same order.
+pub fn no_repeats<'a>(flag: &str, items: &[String], names: impl Iterator<Item = &'a str>) -> Result<(), Error> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, n) in names.enumerate() {
+        if let Some(j) = seen.iter().position(|m| *m == n) {
+            return Err(Error::Usage(format!(
+                "{flag} gives `{n}` twice ({flag} {} and {flag} {}); give each name once",
+                items[j], items[i]
+            )));
+        }
+        seen.push(n);
+    }
+    Ok(())
 }
 
 /// A compiled scheme with parameters set.
@@ -51,6 +70,7 @@ pub fn initial(
         .iter()
         .map(|o| hamel_load::parse_override(o).map_err(|e| Error::Usage(format!("--state: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    no_repeats("--state", overrides, parsed.iter().map(|(n, _)| n.as_str()))?;
     hamel_load::initial(sys, init, &parsed).map_err(|e| match e {
         hamel_load::LoadError::Usage(m) if !overrides.is_empty() && m.starts_with("state") => {
             Error::Usage(format!("--{m}"))

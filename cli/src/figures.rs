@@ -58,22 +58,40 @@ fn component<'a>(run: &'a Run, name: &str) -> Option<Box<dyn Fn(usize) -> f64 + 
 
 /// Checks `--plot x,y` against a run's components; `Err` names the known ones.
 pub fn check_axes(run: &Run, axes: &(String, String)) -> Result<(), Error> {
+    check_axis_names(&run.model, &run.coordinates, &run.velocities, axes)
+}
+
+/// [`check_axes`] against a model's coordinate and velocity names (before a run).
+pub fn check_axis_names(
+    model: &str,
+    coordinates: &[String],
+    velocities: &[String],
+    axes: &(String, String),
+) -> Result<(), Error> {
     for a in [&axes.0, &axes.1] {
-        if component(run, a).is_none() {
-            let known: Vec<&str> = run
-                .coordinates
-                .iter()
-                .chain(&run.velocities)
-                .map(String::as_str)
-                .collect();
+        if !coordinates.iter().chain(velocities).any(|n| n == a) {
+            let known: Vec<&str> = coordinates.iter().chain(velocities).map(String::as_str).collect();
             return Err(Error::Usage(format!(
-                "--plot: model `{}` has no coordinate or velocity `{a}` (components: {})",
-                run.model,
+                "--plot: model `{model}` has no coordinate or velocity `{a}` (components: {})",
                 known.join(", ")
             )));
         }
     }
     Ok(())
+}
+
+/// For a forced model's run: the indices of its energy and of its energy
+/// balance (`E − Σ W`, which the run is judged on).
+fn balance_index(run: &Run) -> Option<(usize, usize)> {
+    let e = run
+        .invariants
+        .iter()
+        .position(|(_, k)| *k == InvariantKind::ForcedEnergy)?;
+    let b = run
+        .invariants
+        .iter()
+        .position(|(n, _)| n == hamel_runtime::run::ENERGY_BALANCE)?;
+    Some((e, b))
 }
 
 /// [`write()`] with [`Options`].
@@ -94,14 +112,66 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             })
             .collect()
     };
-    let energy = series(&|r, k| Some(r.error(0, k)));
+    // A free model: the energy's relative error. A forced one: the energy
+    // changes by the forces' work, so its relative change is drawn with the
+    // energy balance error the run is judged on (relative to the largest
+    // energy reached, as the monitor judges it).
+    let forced = runs.iter().any(|r| balance_index(r).is_some());
+    let mut energy = Vec::new();
+    for r in runs {
+        let name = label(r, several);
+        let points = |f: &dyn Fn(usize) -> f64| (0..r.steps.len()).map(|k| (r.time(k), f(k))).collect();
+        match balance_index(r) {
+            None => energy.push(Curve {
+                label: name,
+                points: points(&|k| r.error(0, k)),
+            }),
+            Some((e, b)) => {
+                let relative = |v: f64, v0: f64| {
+                    if v0 != 0.0 {
+                        ((v - v0) / v0).abs()
+                    } else {
+                        (v - v0).abs()
+                    }
+                };
+                energy.push(Curve {
+                    label: format!("{name}: energy change |E − E₀| / |E₀|"),
+                    points: points(&|k| relative(r.values[k][e], r.values[0][e])),
+                });
+                let mut scale = r.values[0][b].abs();
+                let judged: Vec<f64> = (0..r.steps.len())
+                    .map(|k| {
+                        scale = scale.max(r.values[k][e].abs());
+                        let d = (r.values[k][b] - r.values[0][b]).abs();
+                        if scale > 0.0 {
+                            d / scale
+                        } else {
+                            d
+                        }
+                    })
+                    .collect();
+                energy.push(Curve {
+                    label: format!("{name}: energy balance error (judged)"),
+                    points: (0..r.steps.len()).map(|k| (r.time(k), judged[k])).collect(),
+                });
+            }
+        }
+    }
+    let (title, y) = if forced {
+        (
+            format!("Energy change and energy balance error — {case}"),
+            "relative (balance: |B − B₀| / max |E|)",
+        )
+    } else {
+        (format!("Relative energy error — {case}"), "|E − E₀| / |E₀|")
+    };
     files.extend(plot::log_plot(
         dir,
         "energy",
         &Labels {
-            title: &format!("Relative energy error — {case}"),
+            title: &title,
             x: "t",
-            y: "|E − E₀| / |E₀|",
+            y,
         },
         &energy,
     )?);

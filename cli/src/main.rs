@@ -240,7 +240,13 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            // a model file's diagnostics start with their own `error: `
+            let msg = e.to_string();
+            if msg.starts_with("error: ") {
+                eprintln!("{msg}");
+            } else {
+                eprintln!("error: {msg}");
+            }
             ExitCode::FAILURE
         }
     }

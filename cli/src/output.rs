@@ -13,8 +13,9 @@ pub const MARKER: &str = ".hamel-output";
 const OURS: [&str; 6] = ["csv", "json", "svg", "png", "html", "md"];
 
 /// Makes `dir` an output folder: creates it, or, where it exists without
-/// hamel's marker, refuses it if it holds files of the kinds hamel would
-/// overwrite (unless `force`). Then marks it.
+/// hamel's marker, refuses it if it holds anything at all (unless `force`):
+/// a folder of someone else's files is no place to write, even where no
+/// name collides today. Then marks it.
 pub fn claim_dir(dir: &Path, force: bool) -> Result<(), Error> {
     let io = Error::writing(dir);
     refuse_link(dir)?;
@@ -22,16 +23,19 @@ pub fn claim_dir(dir: &Path, force: bool) -> Result<(), Error> {
         return Ok(());
     }
     if dir.exists() && !force {
-        let clash = std::fs::read_dir(dir)
+        // the kinds of file hamel writes first, to name the likeliest clash
+        let entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
             .map_err(io)?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .find(|p| {
-                p.is_dir()
-                    || p.extension()
-                        .and_then(|x| x.to_str())
-                        .is_some_and(|x| OURS.contains(&x))
-            });
+            .collect();
+        let ours = |p: &&std::path::PathBuf| {
+            p.is_dir()
+                || p.extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| OURS.contains(&x))
+        };
+        let clash = entries.iter().find(ours).or(entries.first());
         if let Some(p) = clash {
             return Err(Error::Usage(format!(
                 "`{}` holds `{}`, which hamel did not write; choose another --out, or pass --force to write into it",

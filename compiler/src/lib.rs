@@ -16,6 +16,7 @@ pub mod scheme;
 pub mod sym;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Span};
+pub use dsl::parser::MAX_EXPR_DEPTH;
 pub use emit::compiled::CompiledStep;
 pub use model::{load, load_with_sizes, Model};
 pub use scheme::{Kinematics, Scheme, SchemeError, StepSystem};

@@ -25,7 +25,7 @@ enum Component {
     /// `values[0]` before `times[0]`)
     Table(Vec<f64>, Vec<f64>),
     /// one value per step (a run may not take more steps than there are
-    /// values, see [`Schedule::check_steps`]; the inputs recorded with a
+    /// values, nor fewer than one less, see [`Schedule::check_steps`]; the inputs recorded with a
     /// run's last state, of a step not taken, hold the last value)
     Steps(Vec<f64>),
 }
@@ -138,14 +138,26 @@ impl Schedule {
         Ok(())
     }
 
-    /// Refuses a run of `steps` steps longer than a per-step array: the
-    /// steps past its end would take a value nobody gave.
+    /// Refuses a run of `steps` steps longer than a per-step array (the
+    /// steps past its end would take a value nobody gave) or shorter than
+    /// it by more than the row recorded with the last state (its rows past
+    /// the end would be dropped without a word).
     pub fn check_steps(&self, steps: u64) -> Result<(), String> {
         for (name, c) in &self.components {
             if let Component::Steps(values) = c {
                 if (values.len() as u64) < steps {
                     return Err(format!(
                         "the inputs have {} row(s) (input `{name}`), the run takes {steps} steps: give one row per step",
+                        values.len()
+                    ));
+                }
+                // Longer is refused too: the rows past the end would be
+                // dropped without a word (one more is the inputs recorded
+                // with the last state). A CSV table differs: its rows carry
+                // their times, and those after the run's end are not needed.
+                if values.len() as u64 > steps.saturating_add(1) {
+                    return Err(format!(
+                        "the inputs have {} row(s) (input `{name}`), the run takes {steps} steps: give one row per step (rows past the end would not be used)",
                         values.len()
                     ));
                 }
@@ -283,6 +295,13 @@ mod tests {
         assert!(s.check_steps(2).is_ok());
         let e = s.check_steps(3).unwrap_err();
         assert!(e.contains("2 row(s)") && e.contains("the run takes 3 steps"), "{e}");
+        // ... and one longer than the run and its last state (hostile campaign)
+        assert!(s.check_steps(1).is_ok(), "the last row is recorded with the last state");
+        let e = s.check_steps(0).unwrap_err();
+        assert!(
+            e.contains("2 row(s)") && e.contains("rows past the end would not be used"),
+            "{e}"
+        );
         std::fs::write(&f, "t, c\n0, 1\n").unwrap();
         assert!(Schedule::from_csv(&names, &f)
             .unwrap_err()

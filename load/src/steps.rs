@@ -78,6 +78,32 @@ pub fn step_count(h: f64, steps: Option<i128>, t_end: Option<f64>) -> Result<u64
     })
 }
 
+/// A likely cause of a step that is not finite from the start, when one
+/// is cheap to see: a step size or a parameter so large (or so small) that
+/// the step's arithmetic overflows. `None` when nothing stands out.
+pub fn non_finite_hint(sys: &crate::System, h: f64) -> Option<String> {
+    const HUGE: f64 = 1e100;
+    if h.abs() > HUGE {
+        return Some(format!(
+            "the step size h = {h:e} is so large that the step's arithmetic overflows; reduce it"
+        ));
+    }
+    let c = sys.compiled();
+    let odd: Vec<String> = c
+        .params
+        .iter()
+        .zip(sys.parameters_vec())
+        .filter(|(_, v)| v.abs() > HUGE || (*v != 0.0 && v.abs() < 1.0 / HUGE))
+        .map(|((n, _), v)| format!("{n} = {v:e}"))
+        .collect();
+    (!odd.is_empty()).then(|| {
+        format!(
+            "parameter(s) {} are beyond what the step's arithmetic can square or invert in double precision; give values of a reasonable magnitude (change units)",
+            odd.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

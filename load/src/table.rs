@@ -70,6 +70,19 @@ impl Table {
             .next()
             .ok_or_else(|| format!("`{file}` is empty (no header row)"))?;
         let columns = cells(header);
+        if columns.len() == 1 {
+            // `t;tau` or `t<TAB>tau`: another separator than the comma
+            if let Some((sep, name)) = [(';', "semicolons"), ('\t', "tabs")]
+                .into_iter()
+                .find(|(c, _)| columns[0].contains(*c))
+            {
+                return Err(format!(
+                    "{file}:{header_line}: the header `{}` is one column holding {name}: columns are separated by commas (`{}`)",
+                    columns[0].escape_debug(),
+                    columns[0].split(sep).map(str::trim).collect::<Vec<_>>().join(",")
+                ));
+            }
+        }
         for (j, c) in columns.iter().enumerate() {
             if let Some(i) = columns[..j].iter().position(|p| p == c) {
                 return Err(format!(
@@ -139,6 +152,17 @@ fn cells(line: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_separators_than_the_comma_are_named() {
+        let e = Table::parse("f.csv", "t;tau\n0;1\n").unwrap_err();
+        assert_eq!(
+            e,
+            "f.csv:1: the header `t;tau` is one column holding semicolons: columns are separated by commas (`t,tau`)"
+        );
+        let e = Table::parse("f.csv", "t\ttau\n0\t1\n").unwrap_err();
+        assert!(e.contains("holding tabs"), "{e}");
+    }
 
     #[test]
     fn tables_are_read_with_their_lines_and_refused_with_file_and_line() {

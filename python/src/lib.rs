@@ -20,7 +20,7 @@ use hamel_runtime::{DynState, Kernels, NewtonOptions, OwnedStepper};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -298,6 +298,11 @@ impl Model {
             for (k, v) in d.iter() {
                 let k: String = k.extract()?;
                 let v = match v.extract::<f64>() {
+                    Ok(x) if !x.is_finite() => {
+                        return Err(PyValueError::new_err(format!(
+                            "input `{k}`: {x} is not a finite number"
+                        )))
+                    }
                     Ok(x) => format!("{x:e}"),
                     Err(_) => v.extract::<String>().map_err(|_| {
                         PyValueError::new_err(format!("input `{k}`: give a number or an expression in t"))
@@ -324,18 +329,36 @@ impl Model {
     #[pyo3(signature = (path, sizes=None, params=None, backend="jit"))]
     fn new(
         py: Python<'_>,
-        path: PathBuf,
-        sizes: Option<&Bound<'_, PyDict>>,
-        params: Option<&Bound<'_, PyDict>>,
+        path: &Bound<'_, PyAny>,
+        sizes: Option<&Bound<'_, PyAny>>,
+        params: Option<&Bound<'_, PyAny>>,
         backend: &str,
     ) -> PyResult<Model> {
-        let sizes: Vec<(String, i64)> = match sizes {
+        // Wrong types are refused naming the argument and what it takes.
+        let path: PathBuf = path.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "argument `path`: give a str or os.PathLike, not {}",
+                type_name(path)
+            ))
+        })?;
+        let sizes: Vec<(String, i64)> = match dict_arg("sizes", sizes)? {
             None => Vec::new(),
             Some(d) => d
                 .iter()
-                .map(|(k, v)| Ok((k.extract::<String>()?, v.extract::<i64>()?)))
+                .map(|(k, v)| {
+                    let k: String = k.extract()?;
+                    let n = v.extract::<i64>().map_err(|_| {
+                        PyTypeError::new_err(format!(
+                            "argument `sizes`: size `{k}` must be an integer (within 64 bits), not {}",
+                            v.repr().map_or_else(|_| type_name(&v), |r| r.to_string())
+                        ))
+                    })?;
+                    Ok((k, n))
+                })
                 .collect::<PyResult<_>>()?,
         };
+        let params = dict_arg("params", params)?;
+        let params = params.as_ref();
         let backend = parse_backend(backend)?;
         let params = param_pairs(params)?;
         let model = py.detach(|| guarded(|| hamel_load::read_model(&path, &sizes).map_err(load_err)))?;
@@ -480,6 +503,7 @@ impl Model {
         let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let path = self.inner.path.clone();
         let mut interrupt = None;
+        let mut hint = None;
         let result = py.detach(|| {
             guarded(|| {
                 let mut sys = sys;
@@ -489,9 +513,14 @@ impl Model {
                 let (state, label) =
                     hamel_load::initial(&sys, member.init.as_deref(), &member.state).map_err(load_err)?;
                 let mut go_on = signal_watch(&mut interrupt);
-                Ok(hamel_load::run::run_until(
-                    &sys, state, label, &opt, 0, None, &mut go_on,
-                ))
+                let run = hamel_load::run::run_until(&sys, state, label, &opt, 0, None, &mut go_on);
+                // A step not finite from the start: a huge h or parameter, named.
+                if let Err(RunError::Failed(f)) = &run {
+                    if matches!(f.error, hamel_runtime::StepError::NonFinite { step: 0, .. }) {
+                        hint = hamel_load::steps::non_finite_hint(&sys, h);
+                    }
+                }
+                Ok(run)
             })
         })?;
         match result {
@@ -502,7 +531,19 @@ impl Model {
                 Err(err)
             }
             Ok(run) => Ok(PyRun { run, file: path }),
-            Err(e) => Err(run_err(py, e, &path)),
+            Err(e) => {
+                let err = run_err(py, e, &path);
+                match hint {
+                    Some(hint) => {
+                        let with = StepError::new_err(format!("{}: {hint}", err.value(py)));
+                        if let Ok(run) = err.value(py).getattr("run") {
+                            let _ = with.value(py).setattr("run", run);
+                        }
+                        Err(with)
+                    }
+                    None => Err(err),
+                }
+            }
         }
     }
 
@@ -821,6 +862,7 @@ impl Trajectories {
                 nz.0
             )));
         }
+        finite_state(z)?;
         if let Some((s, u)) = self.states.get(&Self::key(z)) {
             return Ok((s.clone(), u.clone()));
         }
@@ -1096,12 +1138,40 @@ impl Stepper {
         if zv.len() != sys.dims().0 .0 {
             return Err(PyValueError::new_err("z has the wrong number of components"));
         }
+        finite_state(zv.as_slice())?;
         let values = sys.invariants(&zv, 0).map_err(step_err)?;
         let d = PyDict::new(py);
         for ((name, _), x) in sys.compiled().invariants.iter().zip(values) {
             d.set_item(name, x)?;
         }
         Ok(d)
+    }
+}
+
+/// An optional dict argument; another type is refused naming the argument.
+fn dict_arg<'py>(name: &str, d: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    d.map(|d| {
+        d.cast::<PyDict>()
+            .cloned()
+            .map_err(|_| PyTypeError::new_err(format!("argument `{name}`: give a dict, not {}", type_name(d))))
+    })
+    .transpose()
+}
+
+/// The Python type name of `x`, for messages.
+fn type_name(x: &Bound<'_, PyAny>) -> String {
+    x.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
+}
+
+/// Refuses a scheme state holding NaN or an infinity, naming the component
+/// (rather than failing later as a singular matrix or a non-finite step).
+fn finite_state(z: &[f64]) -> PyResult<()> {
+    match z.iter().position(|x| !x.is_finite()) {
+        Some(i) => Err(PyValueError::new_err(format!(
+            "z is not finite: component {i} is {}",
+            z[i]
+        ))),
+        None => Ok(()),
     }
 }
 

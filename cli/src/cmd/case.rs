@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
-use hamel_cli::{load_model, Error};
+use hamel_cli::{load_model, num, Error};
 use hamel_compiler::scheme::Scheme;
 use hamel_runtime::NewtonOptions;
 
@@ -16,9 +16,9 @@ pub fn steps_of(case: &CaseArgs) -> Result<u64, Error> {
     use hamel_load::LengthError as L;
     hamel_load::step_count(case.h, case.steps.map(i128::from), case.t_end).map_err(|e| {
         Error::Usage(match (&e, case.t_end) {
-            (L::StepSize(_), _) => format!("--h {}: {e}", case.h),
+            (L::StepSize(_), _) => format!("--h {}: {e}", num(case.h)),
             (L::Neither | L::Both, _) => "give --steps N or --t-end T".into(),
-            (_, Some(t)) => format!("--t-end {t} with --h {}: {e}", case.h),
+            (_, Some(t)) => format!("--t-end {} with --h {}: {e}", num(t), num(case.h)),
             (_, None) => format!("--steps: {e}"),
         })
     })
@@ -58,6 +58,8 @@ pub fn set_order(sys: &mut hamel_cli::System, order: u32) -> Result<(), Error> {
 /// A case ready to run: its compiled system, initial state and options.
 pub struct Prepared {
     pub model: String,
+    /// the model itself, to explain a failure at the first step
+    pub ir: hamel_compiler::Model,
     pub sys: hamel_cli::System,
     pub state: hamel_runtime::DynState,
     pub init: Option<String>,
@@ -74,16 +76,8 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
     let mut sys = case::system(&model, scheme, case.backend.into(), &params)?;
     set_order(&mut sys, case.order)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
-    let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
-    let inputs = match (&case.inputs, case.input.is_empty()) {
-        (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
-        (None, false) => Some(
-            hamel_load::Schedule::from_assignments(&names, &case.input)
-                // the library says `input …`; here it came from `--input`
-                .map_err(|e| Error::Usage(if e.starts_with("input `") { format!("--{e}") } else { e }))?,
-        ),
-        (None, true) => None,
-    };
+    check_plot(case, &sys)?;
+    let inputs = inputs_of(case, &sys)?;
     let opt = RunOptions {
         h: case.h,
         steps,
@@ -93,12 +87,41 @@ pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, 
         newton,
     };
     Ok(Prepared {
-        model: model.name,
+        model: model.name.clone(),
+        ir: model,
         sys,
         state,
         init,
         opt,
     })
+}
+
+/// The input schedule of `--inputs FILE` or `--input NAME=EXPR` (none
+/// without either), refused with the flag named.
+pub fn inputs_of(case: &CaseArgs, sys: &hamel_cli::System) -> Result<Option<hamel_load::Schedule>, Error> {
+    let names: Vec<&str> = sys.compiled().inputs.iter().map(String::as_str).collect();
+    Ok(match (&case.inputs, case.input.is_empty()) {
+        (Some(f), _) => Some(hamel_load::Schedule::from_csv(&names, f).map_err(Error::Usage)?),
+        (None, false) => Some(
+            hamel_load::Schedule::from_assignments(&names, &case.input)
+                // the library says `input …`; here it came from `--input`
+                .map_err(|e| Error::Usage(if e.starts_with("input `") { format!("--{e}") } else { e }))?,
+        ),
+        (None, true) => None,
+    })
+}
+
+/// Checks `--plot X,Y` against the model's components before the run (a
+/// typo would otherwise be found only when the figures are drawn).
+pub fn check_plot(case: &CaseArgs, sys: &hamel_cli::System) -> Result<(), Error> {
+    if case.no_plots {
+        return Ok(());
+    }
+    if let Some(axes) = figure_options(case)?.axes {
+        let c = sys.compiled();
+        hamel_cli::figures::check_axis_names(&c.model, &c.coordinates, &c.velocities, &axes)?;
+    }
+    Ok(())
 }
 
 /// Runs a case streaming its CSV files into the case's output folder
@@ -117,8 +140,92 @@ pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Res
         Some(d) => d.to_path_buf(),
         None => out_dir(case, &p.model, hamel_cli::scheme_name(scheme))?,
     };
+    let start = p.state.clone();
     let run = simulate::run_into(&p.sys, p.state, p.init, &p.opt, &dir);
+    if let Err(Error::RunFailed {
+        error: hamel_runtime::StepError::NonFinite { step: 0, .. },
+        ..
+    }) = &run
+    {
+        let hint = hamel_load::steps::non_finite_hint(&p.sys, p.opt.h)
+            .or_else(|| input_hint(&p.sys, &p.opt))
+            .or_else(|| force_hint(&p.ir, &p.sys, &start, &p.opt));
+        if let Some(hint) = hint {
+            eprintln!("note: {hint}");
+        }
+    }
     run.map(|r| (r, dir))
+}
+
+/// Names an input so large at `t = 0` that the first step overflows.
+fn input_hint(sys: &hamel_cli::System, opt: &RunOptions) -> Option<String> {
+    let c = sys.compiled();
+    let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+    let mut u = vec![0.0; names.len()];
+    opt.inputs.as_ref()?.at(&names, 0.0, opt.h, &mut u).ok()?;
+    let (i, x) = u.iter().enumerate().find(|(_, x)| x.abs() > 1e100)?;
+    Some(format!(
+        "input `{}` = {x:e} at t = 0 is so large that the step's arithmetic overflows; give a value of a reasonable magnitude",
+        names[i]
+    ))
+}
+
+/// Names a force component that is not finite at the initial state (such
+/// as `u / th` at `th = 0`), evaluated from the model's expressions with the
+/// run's parameters and the inputs at `t = 0`.
+fn force_hint(
+    model: &hamel_compiler::Model,
+    sys: &hamel_cli::System,
+    start: &hamel_runtime::DynState,
+    opt: &RunOptions,
+) -> Option<String> {
+    use hamel_compiler::sym::graph::Node;
+    let force = model.force.as_ref()?;
+    let (q, v) = sys.physical(&start.z, 0).ok()?;
+    let c = sys.compiled();
+    let mut u = vec![0.0; c.inputs.len()];
+    if let Some(s) = &opt.inputs {
+        let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+        s.at(&names, 0.0, opt.h, &mut u).ok()?;
+    }
+    let g = &model.graph;
+    let mut values: std::collections::HashMap<u32, f64> = Default::default();
+    let mut set = |id: hamel_compiler::sym::Id, x: f64| {
+        if let Node::Sym(k) = g.node(id) {
+            values.insert(*k, x);
+        }
+    };
+    for (s, x) in model.coords.iter().zip(&q) {
+        set(s.sym, *x);
+    }
+    for (s, x) in model.vels.iter().zip(&v) {
+        set(s.sym, *x);
+    }
+    for (s, x) in model.inputs.iter().zip(&u) {
+        set(s.sym, *x);
+    }
+    for (p, x) in model.params.iter().zip(sys.parameters_vec()) {
+        set(p.sym, x);
+    }
+    set(model.time, 0.0);
+    let at = |k: u32| values.get(&k).copied().unwrap_or(f64::NAN);
+    let (i, x) = force
+        .iter()
+        .map(|&f| g.eval(f, &at))
+        .enumerate()
+        .find(|(_, x)| !x.is_finite())?;
+    let state: Vec<String> = c
+        .coordinates
+        .iter()
+        .zip(&q)
+        .chain(c.velocities.iter().zip(&v))
+        .map(|(n, x)| format!("{n} = {x}"))
+        .collect();
+    Some(format!(
+        "the force on `{}` is {x} at the initial state ({}): a division by zero or a function outside its domain there",
+        model.vels.get(i).map_or("?", |s| s.name.as_str()),
+        state.join(", ")
+    ))
 }
 
 pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
@@ -160,7 +267,7 @@ pub fn headline(run: &Run) -> String {
         "{} — {}, h = {}, {} steps{}",
         run.model,
         run.scheme,
-        run.options.h,
+        num(run.options.h),
         run.options.steps,
         run.initial
             .as_ref()

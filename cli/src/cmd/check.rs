@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use hamel_cli::case::pairs;
-use hamel_cli::{load_model, Error};
+use hamel_cli::Error;
 use hamel_compiler::scheme::Scheme;
 
 pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
     let sizes = pairs::<i64>("--size", sizes)?;
     let mut failed = 0;
     for path in models {
-        let model = match load_model(path, &sizes) {
+        let model = match hamel_cli::load_model_deriving(path, &sizes, Scheme::LIST.len()) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("{e}");

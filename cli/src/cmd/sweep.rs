@@ -26,13 +26,15 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
     let model = load_model(&case.model, &sizes)?;
     let mut sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
     super::case::set_order(&mut sys, case.order)?;
+    let state: Vec<(String, Vec<f64>)> = case
+        .state
+        .iter()
+        .map(|o| hamel_load::parse_override(o).map_err(|e| Error::Usage(format!("--state: {e}"))))
+        .collect::<Result<_, _>>()?;
+    hamel_cli::case::no_repeats("--state", &case.state, state.iter().map(|(n, _)| n.as_str()))?;
     let base = Member {
         init: case.init.clone(),
-        state: case
-            .state
-            .iter()
-            .map(|o| hamel_load::parse_override(o).map_err(|e| Error::Usage(format!("--state: {e}"))))
-            .collect::<Result<_, _>>()?,
+        state,
         params: Vec::new(),
     };
     let names: Vec<&str> = sys.compiled().params.iter().map(|(n, _)| n.as_str()).collect();
@@ -43,9 +45,11 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         steps,
         compensated: case.compensated,
         record_every: steps.max(1),
-        inputs: None,
+        inputs: super::case::inputs_of(case, &sys)?,
         newton,
     };
+    // Refused before any member runs, as `simulate` refuses them.
+    hamel_load::run::check_run(&sys, &opt).map_err(|e| Error::Usage(hamel_cli::simulate::with_flags(e)))?;
     let started = Instant::now();
     let results = hamel_load::run_many(&sys, &members, &opt, threads)?;
     let wall = started.elapsed().as_secs_f64();
@@ -117,7 +121,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
         "{} — {}, h = {}, {} steps, {n} member(s) on {} thread(s)",
         c.model,
         c.scheme,
-        case.h,
+        hamel_cli::num(case.h),
         steps,
         threads.unwrap_or_else(hamel_load::ensemble::cores)
     );

@@ -1,7 +1,6 @@
 //! pest grammar → syntax tree.
 
-use pest::iterators::{Pair, Pairs};
-use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::iterators::Pair;
 use pest::Parser;
 
 use super::ast::*;
@@ -96,7 +95,19 @@ fn syntax_error(file: &str, src: &str, e: pest::error::Error<Rule>) -> Diagnosti
                 .next()
                 .filter(|s| !s.is_empty())
                 .map_or("end of file".to_string(), |s| {
-                    format!("`{}`", s.chars().take(20).collect::<String>())
+                    // control characters (a NUL byte) shown escaped, not raw
+                    let shown: String = s
+                        .chars()
+                        .take(20)
+                        .map(|c| {
+                            if c.is_control() {
+                                c.escape_debug().to_string()
+                            } else {
+                                c.to_string()
+                            }
+                        })
+                        .collect();
+                    format!("`{shown}`")
                 });
             if exp.is_empty() {
                 format!("syntax error: unexpected {found}")
@@ -207,6 +218,24 @@ pub fn parse(file: &str, src: &str) -> Result<ModelAst, Diagnostic> {
     Ok(ModelAst { name: mname, items })
 }
 
+/// Checks that `text` is one expression of the model language (its syntax
+/// only: names are checked where it is used). `Err` is the message, with
+/// the column where `text` has more than one line.
+pub fn check_expression(text: &str) -> Result<(), String> {
+    check_size("", text).map_err(|d| d.message)?;
+    let pairs = ModelParser::parse(Rule::expression, text).map_err(|e| {
+        let d = syntax_error("", text, e);
+        let m = d.message.replace("end of file", "the end of the expression");
+        format!("{m} (at column {})", d.column)
+    })?;
+    let p = pairs
+        .into_iter()
+        .next()
+        .and_then(|p| p.into_inner().next())
+        .expect("grammar: an expression");
+    expr(p).map(|_| ()).map_err(|(_, m)| m)
+}
+
 type PResult<T> = Result<T, (Span, String)>;
 
 fn binding(p: Pair<Rule>) -> PResult<Binding> {
@@ -308,91 +337,283 @@ fn init_entry(p: Pair<Rule>) -> PResult<InitEntry> {
     })
 }
 
-fn pratt() -> PrattParser<Rule> {
-    PrattParser::new()
-        .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
-        .op(Op::infix(Rule::mul, Assoc::Left) | Op::infix(Rule::div, Assoc::Left))
-        .op(Op::prefix(Rule::neg))
-        .op(Op::infix(Rule::pow, Assoc::Right))
-        .op(Op::postfix(Rule::index) | Op::postfix(Rule::prime))
-}
+/// Deepest expression tree accepted, counted in operators and calls nested
+/// inside each other. Long chains of `+ -` or `* /` do not count: they are
+/// balanced (see [`finish_chain`]), so only `^`, unary `-`, `'`, indexing and
+/// calls nest. Every later pass walks the tree recursively; this bound keeps
+/// them far from the end of the stack, in every host (CLI, Python, derive).
+pub const MAX_EXPR_DEPTH: usize = 256;
+
+/// Chains of more operands than this (of one precedence level, such as
+/// `a + b - c + ...`) are built as a balanced tree rather than the left-deep
+/// one that left associativity gives; shorter ones keep the exact shape the
+/// user wrote, so the usual models evaluate bit for bit as before.
+const BALANCE_ABOVE: usize = 32;
 
 fn expr(p: Pair<Rule>) -> PResult<Expr> {
-    thread_local! { static PRATT: PrattParser<Rule> = pratt(); }
-    PRATT.with(|pp| climb(pp, p.into_inner()))
+    expr_d(p).map(|(e, _)| e)
 }
 
 fn join(a: Span, b: Span) -> Span {
     Span::new(a.start.min(b.start), a.end.max(b.end))
 }
 
-fn climb(pp: &PrattParser<Rule>, pairs: Pairs<Rule>) -> PResult<Expr> {
-    pp.map_primary(primary)
-        .map_prefix(|op, rhs| {
-            let rhs = rhs?;
-            let sp = join(span(&op), rhs.span);
-            Ok(Expr {
-                kind: ExprKind::Neg(Box::new(rhs)),
-                span: sp,
-            })
-        })
-        .map_postfix(|lhs, op| {
-            let lhs = lhs?;
-            let sp = join(lhs.span, span(&op));
-            let kind = match op.as_rule() {
-                Rule::index => {
-                    let i = expr(op.into_inner().next().expect("grammar: index"))?;
-                    ExprKind::Index(Box::new(lhs), Box::new(i))
-                }
-                _ => ExprKind::Prime(Box::new(lhs)),
-            };
-            Ok(Expr { kind, span: sp })
-        })
-        .map_infix(|lhs, op, rhs| {
-            let (lhs, rhs) = (lhs?, rhs?);
-            let sp = join(lhs.span, rhs.span);
-            let o = match op.as_rule() {
-                Rule::add => BinOp::Add,
-                Rule::sub => BinOp::Sub,
-                Rule::mul => BinOp::Mul,
-                Rule::div => BinOp::Div,
-                _ => BinOp::Pow,
-            };
-            Ok(Expr {
-                kind: ExprKind::Binary(o, Box::new(lhs), Box::new(rhs)),
-                span: sp,
-            })
-        })
-        .parse(pairs)
+fn too_deep(sp: Span, depth: usize) -> (Span, String) {
+    (
+        sp,
+        format!("expression nested {depth} deep, more than the limit {MAX_EXPR_DEPTH}; split it with `let`"),
+    )
 }
 
-fn primary(p: Pair<Rule>) -> PResult<Expr> {
+fn node(kind: ExprKind, span: Span, depth: usize) -> PResult<(Expr, usize)> {
+    if depth > MAX_EXPR_DEPTH {
+        return Err(too_deep(span, depth));
+    }
+    Ok((Expr { kind, span }, depth))
+}
+
+/// An operand on the stack of [`expr_d`]: a finished expression with its
+/// depth, or a left-associative chain still growing (`+ -` is class 1,
+/// `* /` class 2); its first operand carries no operator.
+enum Operand {
+    Done(Expr, usize),
+    Chain(u8, Vec<(BinOp, Expr, usize)>),
+}
+
+fn class(op: BinOp) -> u8 {
+    match op {
+        BinOp::Add | BinOp::Sub => 1,
+        BinOp::Mul | BinOp::Div => 2,
+        BinOp::Pow => 4,
+    }
+}
+
+impl Operand {
+    fn finish(self) -> PResult<(Expr, usize)> {
+        match self {
+            Operand::Done(e, d) => Ok((e, d)),
+            Operand::Chain(c, items) => finish_chain(c, items),
+        }
+    }
+}
+
+/// Builds a chain `t0 op1 t1 op2 t2 ...` of one precedence level. Short
+/// chains are left-deep, as written. Long ones are split in two halves,
+/// recursively, which is exact algebra: `L + R`, or `L - R'` where `R'` is
+/// the right half with its signs flipped; a product is split at a `*` only
+/// (so that no factor moves into a denominator), or, when the rest holds
+/// no `*`, at a `/` (`L / (b * c ...)`, all divisors being scalars).
+fn finish_chain(class: u8, mut items: Vec<(BinOp, Expr, usize)>) -> PResult<(Expr, usize)> {
+    if items.len() <= BALANCE_ABOVE {
+        let mut it = items.into_iter();
+        let (_, mut acc, mut d) = it.next().expect("a chain has a first operand");
+        for (op, e, de) in it {
+            let sp = join(acc.span, e.span);
+            let depth = d.max(de) + 1;
+            (acc, d) = node(ExprKind::Binary(op, Box::new(acc), Box::new(e)), sp, depth)?;
+        }
+        return Ok((acc, d));
+    }
+    let n = items.len();
+    let mid = n / 2;
+    let split = if class == 1 {
+        mid
+    } else {
+        // the `*` nearest the middle, else (no `*` after the first operand
+        // at all) the middle `/`
+        let near = (1..n)
+            .filter(|&k| items[k].0 == BinOp::Mul)
+            .min_by_key(|&k| k.abs_diff(mid));
+        match near {
+            Some(k) => k,
+            None => mid,
+        }
+    };
+    let mut right = items.split_off(split);
+    let op = right[0].0;
+    let inverse = matches!(op, BinOp::Sub | BinOp::Div);
+    if inverse {
+        // every operator of a chain holding no `*` is `/`, so flipping makes
+        // a plain product of divisors
+        for (o, _, _) in right.iter_mut().skip(1) {
+            *o = match *o {
+                BinOp::Add => BinOp::Sub,
+                BinOp::Sub => BinOp::Add,
+                BinOp::Mul => BinOp::Div,
+                BinOp::Div => BinOp::Mul,
+                BinOp::Pow => BinOp::Pow,
+            };
+        }
+    }
+    let (l, dl) = finish_chain(class, items)?;
+    let (r, dr) = finish_chain(class, right)?;
+    let sp = join(l.span, r.span);
+    node(ExprKind::Binary(op, Box::new(l), Box::new(r)), sp, dl.max(dr) + 1)
+}
+
+/// Pending operators of [`expr_d`], with their precedence: `+ -` 1,
+/// `* /` 2, unary `-` 3, `^` 4 (right-associative); postfix operators (5)
+/// apply at once.
+enum Pending {
+    Infix(BinOp),
+    Neg(Span),
+}
+
+fn prec(p: &Pending) -> u8 {
+    match p {
+        Pending::Infix(op) => class(*op),
+        Pending::Neg(_) => 3,
+    }
+}
+
+/// Reduces the top pending operator.
+fn reduce(ops: &mut Vec<Pending>, vals: &mut Vec<Operand>) -> PResult<()> {
+    let top = ops.pop().expect("reduce: an operator is pending");
+    let rhs = vals.pop().expect("reduce: an operand").finish()?;
+    match top {
+        Pending::Neg(sp) => {
+            let span = join(sp, rhs.0.span);
+            let (e, d) = node(ExprKind::Neg(Box::new(rhs.0)), span, rhs.1 + 1)?;
+            vals.push(Operand::Done(e, d));
+        }
+        Pending::Infix(op) => {
+            let lhs = vals.pop().expect("reduce: a left operand");
+            let c = class(op);
+            match lhs {
+                Operand::Chain(lc, mut items) if lc == c && c != 4 => {
+                    items.push((op, rhs.0, rhs.1));
+                    vals.push(Operand::Chain(lc, items));
+                }
+                lhs if c != 4 => {
+                    let (l, dl) = lhs.finish()?;
+                    vals.push(Operand::Chain(c, vec![(BinOp::Add, l, dl), (op, rhs.0, rhs.1)]));
+                }
+                lhs => {
+                    let (l, dl) = lhs.finish()?;
+                    let span = join(l.span, rhs.0.span);
+                    let (e, d) = node(
+                        ExprKind::Binary(op, Box::new(l), Box::new(rhs.0)),
+                        span,
+                        dl.max(rhs.1) + 1,
+                    )?;
+                    vals.push(Operand::Done(e, d));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Operator-precedence parsing of the flat sequence the grammar gives
+/// (`prefix* primary postfix* (infix prefix* primary postfix*)*`), with
+/// explicit stacks: no recursion along a chain of operators, however long.
+/// Precedence, low to high: `+ -`, `* /`, unary `-`, `^` (right), postfix.
+fn expr_d(p: Pair<Rule>) -> PResult<(Expr, usize)> {
+    let mut ops: Vec<Pending> = Vec::new();
+    let mut vals: Vec<Operand> = Vec::new();
+    for q in p.into_inner() {
+        match q.as_rule() {
+            Rule::neg => ops.push(Pending::Neg(span(&q))),
+            Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::pow => {
+                let op = match q.as_rule() {
+                    Rule::add => BinOp::Add,
+                    Rule::sub => BinOp::Sub,
+                    Rule::mul => BinOp::Mul,
+                    Rule::div => BinOp::Div,
+                    _ => BinOp::Pow,
+                };
+                let pr = class(op);
+                while let Some(top) = ops.last() {
+                    let t = prec(top);
+                    // left-associative operators reduce an equal precedence
+                    if t > pr || (t == pr && op != BinOp::Pow) {
+                        reduce(&mut ops, &mut vals)?;
+                    } else {
+                        break;
+                    }
+                }
+                ops.push(Pending::Infix(op));
+            }
+            Rule::index | Rule::prime => {
+                let (lhs, dl) = vals.pop().expect("grammar: postfix follows an operand").finish()?;
+                let opsp = span(&q);
+                let sp = join(lhs.span, opsp);
+                let (kind, d) = if q.as_rule() == Rule::index {
+                    let (i, di) = expr_d(q.into_inner().next().expect("grammar: index"))?;
+                    (ExprKind::Index(Box::new(lhs), Box::new(i)), dl.max(di) + 1)
+                } else {
+                    (ExprKind::Prime(Box::new(lhs)), dl + 1)
+                };
+                let (e, d) = node(kind, sp, d)?;
+                vals.push(Operand::Done(e, d));
+            }
+            _ => {
+                let (e, d) = primary(q)?;
+                vals.push(Operand::Done(e, d));
+            }
+        }
+    }
+    while !ops.is_empty() {
+        reduce(&mut ops, &mut vals)?;
+    }
+    debug_assert_eq!(vals.len(), 1, "grammar: one expression");
+    vals.pop().expect("grammar: an expression").finish()
+}
+
+fn primary(p: Pair<Rule>) -> PResult<(Expr, usize)> {
     let sp = span(&p);
-    let kind = match p.as_rule() {
-        Rule::number => ExprKind::Number(
-            p.as_str()
-                .parse::<f64>()
-                .map_err(|e| (sp, format!("bad number: {e}")))?,
+    let (kind, d) = match p.as_rule() {
+        Rule::number => (
+            ExprKind::Number(
+                p.as_str()
+                    .parse::<f64>()
+                    .map_err(|e| (sp, format!("bad number: {e}")))?,
+            ),
+            1,
         ),
-        Rule::ident => ExprKind::Name(p.as_str().to_string()),
-        Rule::expr => return expr(p),
-        Rule::tuple => ExprKind::Tuple(p.into_inner().map(expr).collect::<PResult<_>>()?),
+        Rule::ident => (ExprKind::Name(p.as_str().to_string()), 1),
+        Rule::expr => return expr_d(p),
+        Rule::tuple => {
+            let mut d = 0;
+            let mut parts = Vec::new();
+            for q in p.into_inner() {
+                let (e, de) = expr_d(q)?;
+                d = d.max(de);
+                parts.push(e);
+            }
+            (ExprKind::Tuple(parts), d + 1)
+        }
         Rule::sum => {
             let mut it = p.into_inner();
             let var = name(it.next().expect("grammar: sum variable"));
-            let from = Box::new(expr(it.next().expect("grammar: sum start"))?);
-            let to = Box::new(expr(it.next().expect("grammar: sum end"))?);
-            let body = Box::new(expr(it.next().expect("grammar: sum body"))?);
-            ExprKind::Sum { var, from, to, body }
+            let (from, d1) = expr_d(it.next().expect("grammar: sum start"))?;
+            let (to, d2) = expr_d(it.next().expect("grammar: sum end"))?;
+            let (body, d3) = expr_d(it.next().expect("grammar: sum body"))?;
+            (
+                ExprKind::Sum {
+                    var,
+                    from: Box::new(from),
+                    to: Box::new(to),
+                    body: Box::new(body),
+                },
+                d1.max(d2).max(d3) + 1,
+            )
         }
         Rule::call => {
             let mut it = p.into_inner();
             let f = name(it.next().expect("grammar: call name"));
-            ExprKind::Call(f, it.map(expr).collect::<PResult<_>>()?)
+            let mut d = 0;
+            let mut args = Vec::new();
+            for q in it {
+                let (e, de) = expr_d(q)?;
+                d = d.max(de);
+                args.push(e);
+            }
+            (ExprKind::Call(f, args), d + 1)
         }
         r => unreachable!("grammar: unexpected primary {r:?}"),
     };
-    Ok(Expr { kind, span: sp })
+    node(kind, sp, d)
 }
 
 #[cfg(test)]

@@ -55,6 +55,8 @@ pub(super) fn lower_initial(
     let mut locals: Vec<(String, Option<Binding3>)> = Vec::new();
     let mut flat: Vec<(&InitEntry, Vec<(String, i64)>)> = Vec::new();
     flatten_initial(lw, &init.entries, &[], &mut flat);
+    // where each coordinate or velocity was given, to refuse a second value
+    let mut given: std::collections::HashMap<String, crate::diagnostic::Span> = Default::default();
     for (entry, env) in flat {
         set_env(lw, &env);
         let (is_let, b) = match entry {
@@ -90,6 +92,19 @@ pub(super) fn lower_initial(
             ok = false;
             continue;
         };
+        if let Some(prev) = given.get(&name) {
+            let prev = crate::diagnostic::Diagnostic::new(lw.file, lw.src, *prev, "");
+            lw.error(
+                b.name.span,
+                format!(
+                    "`{name}` is given twice in initial state `{}` (first at line {}, column {})",
+                    init.name.text, prev.line, prev.column
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        given.insert(name.clone(), b.name.span);
         let comps = Lowerer::flatten(val);
         if comps.len() != grp.ty.components() {
             lw.error(

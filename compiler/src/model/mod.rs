@@ -60,6 +60,9 @@ pub fn time_function(text: &str) -> Result<(Graph, Id), String> {
     if text.contains(['{', '}', '\n', ';']) || text.contains("//") || text.contains("/*") {
         return Err(format!("`{text}` is not an expression"));
     }
+    // its syntax alone first, so that errors speak of the expression, not of
+    // the model it is wrapped in below
+    crate::dsl::parser::check_expression(text)?;
     let src = format!("model schedule {{ coordinates {{ s_ }} lagrangian = s_'^2 let value = {text} }}");
     let m = load("", &src).map_err(|d| {
         d.0.first()

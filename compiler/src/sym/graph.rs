@@ -49,6 +49,9 @@ pub enum Node {
 #[derive(Default, Clone)]
 pub struct Graph {
     nodes: Vec<Node>,
+    /// per node: it holds no symbol (a number that folding left unfolded
+    /// because it is not finite, such as `0 ^ -1`, unless it is a `Const`)
+    closed: Vec<bool>,
     index: HashMap<Node, Id>,
     symbols: Vec<String>,
     symbol_index: HashMap<String, Id>,
@@ -104,6 +107,14 @@ impl Graph {
             return id;
         }
         let id = Id(u32::try_from(self.nodes.len()).expect("expression graph exceeds 2^32 nodes"));
+        let closed = match &node {
+            Node::Const(_) => true,
+            Node::Sym(_) => false,
+            Node::Add(xs) | Node::Mul(xs) => xs.iter().all(|x| self.closed[x.index()]),
+            Node::Pow(a, b) | Node::Atan2(a, b) => self.closed[a.index()] && self.closed[b.index()],
+            Node::Call(_, a) => self.closed[a.index()],
+        };
+        self.closed.push(closed);
         self.nodes.push(node.clone());
         self.index.insert(node, id);
         id
@@ -222,6 +233,9 @@ impl Graph {
             if c != 0.0 {
                 let term = if c == 1.0 { rest } else { self.scale_raw(c, rest) };
                 out.push(term);
+            } else if self.closed[rest.index()] {
+                // `inf - inf`: NaN, as in IEEE arithmetic, not 0
+                return self.constant(f64::NAN);
             }
         }
         out.sort();
@@ -261,7 +275,7 @@ impl Graph {
         let mut constant = 1.0;
         let mut order: Vec<Id> = Vec::new();
         let mut exps: HashMap<Id, Vec<Id>> = HashMap::default();
-        for f in flat {
+        for &f in &flat {
             if let Some(c) = self.as_const(f) {
                 constant *= c;
                 continue;
@@ -279,7 +293,7 @@ impl Graph {
             }
         }
         if constant == 0.0 {
-            return self.constant(0.0);
+            return self.zero_times(&flat);
         }
         let mut out = Vec::with_capacity(order.len() + 1);
         for base in order {
@@ -309,7 +323,7 @@ impl Graph {
             }
         }
         if constant == 0.0 {
-            return self.constant(0.0);
+            return self.zero_times(&flat);
         }
         out.sort();
         // A number times a single sum distributes, so that `s - s` and
@@ -331,6 +345,18 @@ impl Graph {
             return out[0];
         }
         self.intern(Node::Mul(out.into()))
+    }
+
+    /// `0 * f1 * f2 ...` for the factors `fs`: `0`, the
+    /// symbolic simplification that keeps derivatives small, unless a factor
+    /// is a number that is not finite (left unfolded, such as `0 ^ -1`):
+    /// then NaN, as IEEE arithmetic gives (`0 / 0`, `0 * inf`), for the
+    /// caller to refuse like any other non-finite value.
+    fn zero_times(&mut self, fs: &[Id]) -> Id {
+        if fs.iter().any(|&f| self.closed[f.index()] && self.as_const(f).is_none()) {
+            return self.constant(f64::NAN);
+        }
+        self.constant(0.0)
     }
 
     /// `base ^ exp`, with numeric folding and `(x^a)^n = x^(a n)` for integer `n`.
@@ -578,6 +604,30 @@ pub fn pow_value(b: f64, e: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn constant_folding_is_ieee_correct_but_zero_times_a_symbol_is_zero() {
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let (zero, one) = (g.constant(0.0), g.constant(1.0));
+        // 0/0 and 0 * (1/0) are NaN, not 0 (hostile campaign finding 3)
+        let nan = g.div(zero, zero);
+        assert!(g.as_const(nan).is_some_and(f64::is_nan), "0/0 is NaN");
+        let inf = g.div(one, zero);
+        let z_inf = g.mul2(zero, inf);
+        assert!(g.as_const(z_inf).is_some_and(f64::is_nan), "0 * (1/0) is NaN");
+        let inf_minus_inf = g.sub(inf, inf);
+        assert!(g.as_const(inf_minus_inf).is_some_and(f64::is_nan), "inf - inf is NaN");
+        // ... while 0 * x and x - x stay 0: derivatives depend on it
+        let zx = g.mul2(zero, x);
+        assert!(g.is_const(zx, 0.0));
+        let xx = g.sub(x, x);
+        assert!(g.is_const(xx, 0.0));
+        let x_over_x = g.div(x, x);
+        assert!(g.is_const(x_over_x, 1.0));
+        // 1/0 stays a non-finite expression for the caller to refuse
+        assert!(g.eval(inf, &|_| 0.0).is_infinite());
+    }
 
     #[test]
     fn like_terms_and_powers_merge() {
