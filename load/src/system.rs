@@ -97,6 +97,14 @@ impl System {
         self.order
     }
 
+    /// Whether the compiled Newton Jacobian writes only its band and the
+    /// rows its banded LU fills in (the JIT, on systems whose Jacobian is
+    /// banded): what Newton's matrices cost then grows with the band, not
+    /// with the square of the unknowns.
+    pub fn writes_jacobian_band(&self) -> bool {
+        self.kernels.writes_band(self.hot.residual_jacobian)
+    }
+
     /// The back-end evaluating the kernels.
     pub fn backend(&self) -> Backend {
         self.kernels.backend()
@@ -449,6 +457,24 @@ impl Kernels<Dyn, Dyn> for System {
         let h = [h];
         let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels.eval_split(
+            self.hot.residual_jacobian,
+            &args,
+            &mut [r.as_mut_slice(), j.as_mut_slice()],
+        );
+    }
+
+    fn residual_jacobian_band(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+        r: &mut DVector<f64>,
+        j: &mut DMatrix<f64>,
+    ) {
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval_split_band(
             self.hot.residual_jacobian,
             &args,
             &mut [r.as_mut_slice(), j.as_mut_slice()],
