@@ -469,6 +469,12 @@ impl JitCode {
         unsafe { (self.entries[k])(args, scratch, outs) }
     }
 
+    /// The native code of function `k`, to be called as [`JitCode::call_raw`]
+    /// calls it (same contract), for as long as this code lives.
+    pub fn entry(&self, k: usize) -> unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64) {
+        self.entries[k]
+    }
+
     /// Lengths of function `k`'s output arrays.
     pub fn output_arrays(&self, k: usize) -> &[usize] {
         &self.shapes[k].1

@@ -215,6 +215,26 @@ impl Evaluator {
         })
     }
 
+    /// Function `f` as a native call (the JIT's), the scratch values it
+    /// uses, and the code it lives in.
+    pub fn native(&self, f: FnId) -> Option<(hamel_runtime::native::NativeCall, usize, Arc<JitCode>)> {
+        let code = self.jit.as_ref()?;
+        let args: Vec<Slot> = self.inputs[f.0].iter().map(|&(s, _)| s).collect();
+        let call = hamel_runtime::native::NativeCall::new(code.entry(f.0), &args)?;
+        Some((call, code.scratch_len(f.0), Arc::clone(code)))
+    }
+
+    /// The argument arrays function `f` reads, and their lengths.
+    pub fn inputs(&self, f: FnId) -> &[(Slot, usize)] {
+        &self.inputs[f.0]
+    }
+
+    /// The lengths of function `f`'s output arrays in compiled code (`None`
+    /// when interpreted).
+    pub fn output_arrays(&self, f: FnId) -> Option<&[usize]> {
+        Some(self.jit.as_ref()?.output_arrays(f.0))
+    }
+
     /// Whether function `f` writes only the band of its last output array
     /// (see [`Evaluator::eval_split_band`]).
     pub fn writes_band(&self, f: FnId) -> bool {

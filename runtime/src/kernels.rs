@@ -76,6 +76,14 @@ where
         None
     }
 
+    /// The hot kernels as native functions, with the parameter values they
+    /// take: a stepper of small sizes then drives them with a Newton
+    /// driver monomorphized for those sizes (see [`crate::native`]).
+    /// `None` (the default): the stepper calls the methods of this trait.
+    fn native(&self) -> Option<(&crate::native::NativeStep, &[f64])> {
+        None
+    }
+
     /// Operations of one [`Kernels::residual`] and of one
     /// [`Kernels::residual_jacobian`] evaluation, which tell Newton what
     /// keeping a factorization saves (`None`: unknown).

@@ -5,12 +5,13 @@
 
 // The rooms a user or a host names by path: composition coefficients,
 // control design, the instruction-set ceiling, the LU generated code calls,
-// and the run loop's building blocks. Everything else is reached through the
+// the native kernels of run-time back-ends, and the run loop's building blocks. Everything else is reached through the
 // curated `pub use` list below.
 pub mod compose;
 pub mod control;
 pub mod isa;
 pub mod lu;
+pub mod native;
 pub mod run;
 
 mod error;

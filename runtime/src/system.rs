@@ -130,6 +130,8 @@ where
         let ops = system.kernel_ops();
         let exo = system.exogenous_len();
         let composition = Composition::new(system.order(), z, x)?.map(Box::new);
+        let mut work = Workspace::with_costs(z, x, band, ops);
+        work.fix_sizes(&*system);
         Ok(Self {
             system,
             life: PhantomData,
@@ -138,7 +140,7 @@ where
             stats: NewtonStats::default(),
             compensated: false,
             t0: 0.0,
-            work: Workspace::with_costs(z, x, band, ops),
+            work,
             exo: vec![0.0; exo],
             before: (exo > 0).then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,
