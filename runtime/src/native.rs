@@ -346,7 +346,11 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
         stats: &mut NewtonStats,
         parts: Parts<'_>,
     ) -> Option<Result<(), StepError>> {
-        if step.sizes != [params.len(), e.len(), NZ, NX] {
+        // One comparison each: an array of the sizes built here and compared
+        // whole is stored in words and loaded in wider pieces, which wait
+        // for the stores (about 10 ns a step).
+        let [np, ne, nz, nx] = step.sizes;
+        if np != params.len() || ne != e.len() || nz != NZ || nx != NX {
             return None;
         }
         // Copies of known length, element by element: a `memcpy` of run-time
