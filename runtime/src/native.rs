@@ -1,13 +1,13 @@
 //! Native kernels called by address, and the fixed-size drivers that step
 //! them: how a system whose sizes are known only at run time (a model file
-//! compiled by the JIT) steps a small model at the speed of derived code.
+//! compiled by the JIT) steps a small model nearly as fast as derived code.
 //!
 //! A run-time-sized step pays for its sizes everywhere: heap vectors,
 //! loops of unknown length, an LU that cannot keep a 3×3 matrix in
 //! registers, argument lists assembled per call. For the sizes of small
 //! models a stepper instead drives the system's native functions with the
 //! very Newton code derived integrators use, monomorphized for those sizes
-//! ([`FixedDriver`]); the arithmetic is the same, so are the results to the
+//! (a fixed-size driver); the arithmetic is the same, so are the results to the
 //! bit.
 
 use std::any::Any;
