@@ -1,10 +1,13 @@
 //! Speed of whole steps, measured side by side in one run (medians of
 //! interleaved rounds): the derived sphere step against a hand-written one
-//! (`benches/yardstick.rs`: its own algorithm and loop), every scheme on the
-//! double spherical pendulum, and chains of N links.
+//! (`benches/yardstick.rs`: its own algorithm and loop) and against the same
+//! model run through the JIT, every scheme on the double spherical pendulum
+//! derived and through the JIT, and chains of N links.
 //!
 //! `cargo run --release --example speed` prints a table and, as its last
-//! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the chain sizes.
+//! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the director chain's
+//! sizes (default 32: deriving it at 64 takes minutes),
+//! `SPEED_CARTESIAN_MAX=32` the maximal-coordinate chain's (default 128).
 
 use std::time::Instant;
 
@@ -87,6 +90,40 @@ fn time_derived<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     Ok(ns)
 }
 
+/// ns per step of `steps` run-time-sized steps of `sys` from `start`.
+fn time_dynamic(sys: &hamel_load::System, start: &hamel::DynState, h: f64, steps: u64) -> Result<f64, Boxed> {
+    let mut s = start.clone();
+    let mut stepper = DynStepper::new(sys, h)?;
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        stepper.step(&mut s)?;
+    }
+    let ns = t0.elapsed().as_nanos() as f64 / steps as f64;
+    std::hint::black_box(s);
+    Ok(ns)
+}
+
+/// The model file `name` of `models/`, at size `n` where given.
+fn model_file(name: &str, n: Option<usize>) -> Result<hamel_load::Model, Boxed> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
+    let size: Vec<(String, i64)> = n.map(|n| ("N".to_string(), n as i64)).into_iter().collect();
+    Ok(read_model(format!("{dir}{name}.hamel").as_ref(), &size)?)
+}
+
+/// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) to the sizes
+/// and times given.
+fn fitted_exponent(points: &[(usize, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (xs, ys): (Vec<f64>, Vec<f64>) = points.iter().map(|&(s, t)| ((s as f64).ln(), t.ln())).unzip();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    Some(sxy / sxx)
+}
+
 /// Runs every contender once per round, `rounds` times, interleaved; returns
 /// each one's median.
 fn interleaved(rounds: usize, contenders: &mut [&mut dyn FnMut() -> Result<f64, Boxed>]) -> Result<Vec<f64>, Boxed> {
@@ -132,13 +169,35 @@ fn main() -> Result<(), Boxed> {
         std::hint::black_box(s);
         Ok(ns)
     };
-    let sphere_ns = interleaved(9, &mut [&mut gen, &mut hand])?;
+    // The same model through the JIT: the same states, to the bit.
+    let sphere_jit = compile(
+        &model_file("spherical_pendulum", None)?,
+        "hamel_averaged".parse()?,
+        Backend::Jit,
+    )?;
+    let jstart = sphere_jit.initial("published")?;
+    let same_bits = {
+        let (mut a, mut b) = (start, jstart.clone());
+        let (mut sa, mut sb) = (sphere.stepper(h)?, DynStepper::new(&sphere_jit, h)?);
+        (0..steps).all(|_| {
+            sa.step(&mut a).is_ok()
+                && sb.step(&mut b).is_ok()
+                && a.z.iter().zip(b.z.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
+        })
+    };
+    let mut jit = || time_dynamic(&sphere_jit, &jstart, h, steps);
+    let sphere_ns = interleaved(9, &mut [&mut gen, &mut hand, &mut jit])?;
     println!("Spherical pendulum, averaged Hamel, h = {h}, {steps} steps (medians of 9 interleaved rounds)");
     println!("  derived step      {:>9.0} ns", sphere_ns[0]);
     println!(
         "  hand-written step {:>9.0} ns   (ratio {:.2}; states agree to {worst:.1e})",
         sphere_ns[1],
         sphere_ns[0] / sphere_ns[1]
+    );
+    println!(
+        "  JIT step          {:>9.0} ns   (JIT / derived {:.2}; same bits: {same_bits})",
+        sphere_ns[2],
+        sphere_ns[2] / sphere_ns[0]
     );
 
     // ---- double spherical pendulum: every scheme ----
@@ -155,38 +214,60 @@ fn main() -> Result<(), Boxed> {
         de.initial("pattern_I")?,
         ds.initial("pattern_I")?,
     );
-    let mut c1 = || time_derived(&dh, sh, h, steps);
-    let mut c2 = || time_derived(&dm, sm, h, steps);
-    let mut c3 = || time_derived(&dr, sr, h, steps);
-    let mut c4 = || time_derived(&de, se, h, steps);
-    let mut c5 = || time_derived(&ds, ss, h, steps);
-    let dsp = interleaved(7, &mut [&mut c1, &mut c2, &mut c3, &mut c4, &mut c5])?;
-    println!();
-    println!("Double spherical pendulum, Pattern I, h = {h}, {steps} steps (medians of 7 interleaved rounds)");
-    for (name, ns) in [
+    // The same five through the JIT.
+    let (director, maximal) = (
+        model_file("double_spherical_pendulum", None)?,
+        model_file("double_spherical_pendulum_cartesian", None)?,
+    );
+    let schemes = [
         "hamel_averaged",
         "hamel_midpoint",
         "rattle",
         "energy_momentum",
         "stormer_verlet",
-    ]
-    .iter()
-    .zip(&dsp)
-    {
-        println!("  {name:<16} {ns:>9.0} ns");
+    ];
+    let mut jits = Vec::new();
+    for (i, scheme) in schemes.iter().enumerate() {
+        let sys = compile(if i < 2 { &director } else { &maximal }, scheme.parse()?, Backend::Jit)?;
+        let start = sys.initial("pattern_I")?;
+        jits.push((sys, start));
+    }
+    let mut c1 = || time_derived(&dh, sh, h, steps);
+    let mut c2 = || time_derived(&dm, sm, h, steps);
+    let mut c3 = || time_derived(&dr, sr, h, steps);
+    let mut c4 = || time_derived(&de, se, h, steps);
+    let mut c5 = || time_derived(&ds, ss, h, steps);
+    let mut j: Vec<Box<dyn FnMut() -> Result<f64, Boxed>>> = jits
+        .iter()
+        .map(|(sys, start)| {
+            Box::new(move || time_dynamic(sys, start, h, steps)) as Box<dyn FnMut() -> Result<f64, Boxed>>
+        })
+        .collect();
+    let mut contenders: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = vec![&mut c1, &mut c2, &mut c3, &mut c4, &mut c5];
+    contenders.extend(
+        j.iter_mut()
+            .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>),
+    );
+    let both = interleaved(7, &mut contenders)?;
+    let (dsp, dsp_jit) = both.split_at(5);
+    println!();
+    println!("Double spherical pendulum, Pattern I, h = {h}, {steps} steps (medians of 7 interleaved rounds)");
+    println!("  {:<16} {:>9} {:>9} {:>14}", "", "derived", "JIT", "JIT / derived");
+    for ((name, ns), jit) in schemes.iter().zip(dsp).zip(dsp_jit) {
+        println!("  {name:<16} {ns:>6.0} ns {jit:>6.0} ns {:>14.2}", jit / ns);
     }
 
     // ---- chains (run-time back-end, JIT) ----
     // Director Hamel (spherical_chain.hamel) and, in maximal coordinates
     // (spherical_chain_cartesian.hamel), RATTLE, Störmer–Verlet and
     // energy–momentum, whose multiplier systems are banded.
-    let max_n: usize = std::env::var("SPEED_CHAIN_MAX")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(32);
-    let sizes = [2usize, 4, 8, 16, 32];
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
+    let env = |name: &str, default: usize| -> usize {
+        std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+    };
+    let (max_director, max_cartesian) = (env("SPEED_CHAIN_MAX", 32), env("SPEED_CARTESIAN_MAX", 128));
+    let sizes = [2usize, 4, 8, 16, 32, 64, 128];
     let mut hamel_ns: Vec<Option<f64>> = Vec::new();
+    let mut cartesian_ns: Vec<[Option<f64>; 3]> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
     let cartesian = ["rattle", "stormer_verlet", "energy_momentum"];
     println!();
@@ -196,66 +277,116 @@ fn main() -> Result<(), Boxed> {
         "N", "hamel_averaged", "hamel_mid", "rattle", "stormer_verlet", "energy_momentum", "prep s"
     );
     for &n in &sizes {
-        if n > max_n {
+        let with_director = n <= max_director;
+        if n > max_cartesian {
             hamel_ns.push(None);
+            cartesian_ns.push([None; 3]);
             fastest.push(None);
             continue;
         }
         let t0 = Instant::now();
-        let size = [("N".to_string(), n as i64)];
-        let director = read_model(format!("{dir}spherical_chain.hamel").as_ref(), &size)?;
-        let maximal = read_model(format!("{dir}spherical_chain_cartesian.hamel").as_ref(), &size)?;
-        let mut systems = vec![
-            (
+        let maximal = model_file("spherical_chain_cartesian", Some(n))?;
+        let mut systems = Vec::new();
+        if with_director {
+            let director = model_file("spherical_chain", Some(n))?;
+            systems.push((
                 "hamel_averaged",
                 compile(&director, "hamel_averaged".parse()?, Backend::Jit)?,
-            ),
-            (
+            ));
+            systems.push((
                 "hamel_midpoint",
                 compile(&director, "hamel_midpoint".parse()?, Backend::Jit)?,
-            ),
-        ];
+            ));
+        }
         for s in cartesian {
             systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
         }
         let prep = t0.elapsed().as_secs_f64();
+        // Few steps at large N: from `tilted` the outer links turn ever
+        // faster with N, and at h = 0.01 the 128-link chain's Newton solves
+        // stop converging after about 50 steps.
         let steps = (4000 / n).max(50) as u64;
-        let time_dyn = |sys: &hamel_load::System| -> Result<f64, Boxed> {
-            let mut s = sys.initial("tilted")?;
-            let mut stepper = DynStepper::new(sys, 0.01)?;
-            let t0 = Instant::now();
-            for _ in 0..steps {
-                stepper.step(&mut s)?;
-            }
-            Ok(t0.elapsed().as_nanos() as f64 / steps as f64)
-        };
+        let starts = systems
+            .iter()
+            .map(|(_, sys)| sys.initial("tilted"))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut runs: Vec<Box<dyn FnMut() -> Result<f64, Boxed>>> = systems
             .iter()
-            .map(|(_, sys)| Box::new(move || time_dyn(sys)) as Box<dyn FnMut() -> Result<f64, Boxed>>)
+            .zip(&starts)
+            .map(|((_, sys), start)| {
+                Box::new(move || time_dynamic(sys, start, 0.01, steps)) as Box<dyn FnMut() -> Result<f64, Boxed>>
+            })
             .collect();
         let mut refs: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = runs
             .iter_mut()
             .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>)
             .collect();
         let ns = interleaved(5, &mut refs)?;
+        let (dir_ns, cart) = ns.split_at(if with_director { 2 } else { 0 });
+        let cell = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
         println!(
-            "  {n:>3} {:>12.0} {:>12.0} {:>12.0} {:>14.0} {:>16.0} {prep:>9.1}",
-            ns[0], ns[1], ns[2], ns[3], ns[4]
+            "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {prep:>9.1}",
+            cell(dir_ns.first()),
+            cell(dir_ns.get(1)),
+            cell(cart.first()),
+            cell(cart.get(1)),
+            cell(cart.get(2))
         );
-        hamel_ns.push(Some(ns[0]));
+        hamel_ns.push(dir_ns.first().copied());
+        cartesian_ns.push([Some(cart[0]), Some(cart[1]), Some(cart[2])]);
         let best = (0..ns.len()).min_by(|&a, &b| ns[a].total_cmp(&ns[b])).expect("schemes");
         fastest.push(Some((ns[best], systems[best].0)));
     }
+    // Step time against N over 16 … 128: the exponent of each Cartesian
+    // scheme, and of the fastest form at each size.
+    let fit = |f: &dyn Fn(usize) -> Option<f64>| {
+        fitted_exponent(
+            &sizes
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n >= 16)
+                .filter_map(|(i, &n)| Some((n, f(i)?)))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let exponents: Vec<Option<f64>> = (0..cartesian.len()).map(|k| fit(&|i| cartesian_ns[i][k])).collect();
+    let fastest_exponent = fit(&|i| fastest[i].map(|(ns, _)| ns));
+    println!(
+        "  step time ∝ N^p over N = 16 … 128: rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
+        exponents[0].map_or("-".into(), |p| format!("{p:.2}")),
+        exponents[1].map_or("-".into(), |p| format!("{p:.2}")),
+        exponents[2].map_or("-".into(), |p| format!("{p:.2}")),
+        fastest_exponent.map_or("-".into(), |p| format!("{p:.2}")),
+    );
     let fastest_scheme = fastest.iter().rev().flatten().next().map(|(_, s)| *s);
+    let column = |k: usize| cartesian_ns.iter().map(|c| c[k]).collect::<Vec<_>>();
     let summary = serde_json::json!({
-        "sphere": { "generated_ns": sphere_ns[0], "hand_written_ns": sphere_ns[1] },
+        "sphere": {
+            "generated_ns": sphere_ns[0], "hand_written_ns": sphere_ns[1],
+            "jit_ns": sphere_ns[2], "jit_over_derived": sphere_ns[2] / sphere_ns[0], "jit_same_bits": same_bits,
+        },
         "dsp": {
             "hamel_ns": dsp[0], "hamel_midpoint_ns": dsp[1], "rattle_ns": dsp[2],
             "energy_momentum_ns": dsp[3], "stormer_verlet_ns": dsp[4],
+            "jit": {
+                "hamel_ns": dsp_jit[0], "hamel_midpoint_ns": dsp_jit[1], "rattle_ns": dsp_jit[2],
+                "energy_momentum_ns": dsp_jit[3], "stormer_verlet_ns": dsp_jit[4],
+            },
+            "jit_over_derived": {
+                "hamel": dsp_jit[0] / dsp[0], "hamel_midpoint": dsp_jit[1] / dsp[1], "rattle": dsp_jit[2] / dsp[2],
+                "energy_momentum": dsp_jit[3] / dsp[3], "stormer_verlet": dsp_jit[4] / dsp[4],
+            },
         },
         "chain": {
             "sizes": sizes,
             "hamel_ns": hamel_ns,
+            "rattle_ns": column(0),
+            "stormer_verlet_ns": column(1),
+            "energy_momentum_ns": column(2),
+            "exponent_16_128": {
+                "rattle": exponents[0], "stormer_verlet": exponents[1], "energy_momentum": exponents[2],
+                "fastest": fastest_exponent,
+            },
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),
             "fastest_scheme": fastest_scheme,
             "fastest_scheme_per_size": fastest.iter().map(|f| f.map(|(_, s)| s)).collect::<Vec<_>>(),

@@ -92,6 +92,24 @@ elementary!(
     Tanh => tanh,
 );
 
+/// One output array of a compiled program, of `len` values.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputArray<'a> {
+    /// the array's length
+    pub len: usize,
+    /// where the program's outputs for this array go: its next `at.len()`
+    /// outputs at these positions (the other entries are left as they are),
+    /// or, with `None`, its next `len` outputs at positions `0..len`
+    pub at: Option<&'a [usize]>,
+}
+
+impl OutputArray<'_> {
+    /// How many of the program's outputs this array takes.
+    pub fn count(&self) -> usize {
+        self.at.map_or(self.len, <[usize]>::len)
+    }
+}
+
 /// Native code for a set of programs; keeps the code alive while it is used.
 pub struct JitCode {
     module: Option<JITModule>,
@@ -140,12 +158,38 @@ impl JitCode {
     /// of the lengths `programs[i].2`, in order, each written in place (a
     /// residual and a Jacobian into their own storage, without a copy).
     pub fn compile_with_outputs(programs: &[(&Program, &[usize], &[usize])]) -> Result<JitCode, JitError> {
+        let arrays: Vec<Vec<OutputArray>> = programs
+            .iter()
+            .map(|(_, _, outs)| outs.iter().map(|&len| OutputArray { len, at: None }).collect())
+            .collect();
+        let with: Vec<(&Program, &[usize], &[OutputArray])> = programs
+            .iter()
+            .zip(&arrays)
+            .map(|(&(p, a, _), o)| (p, a, &o[..]))
+            .collect();
+        Self::compile_placed(&with)
+    }
+
+    /// [`JitCode::compile_with_outputs`] for output arrays some of whose
+    /// entries the program does not write (see [`OutputArray::at`]): a
+    /// banded Jacobian written into a dense matrix whose other entries stay
+    /// zero, at the cost of the band instead of the whole matrix.
+    pub fn compile_placed(programs: &[(&Program, &[usize], &[OutputArray])]) -> Result<JitCode, JitError> {
         for (k, (p, _, outs)) in programs.iter().enumerate() {
-            if outs.iter().sum::<usize>() != p.outputs.len() {
+            let count: usize = outs.iter().map(OutputArray::count).sum();
+            if count != p.outputs.len() {
                 return Err(JitError(format!(
-                    "program {k}: output arrays of {} values for {} outputs",
-                    outs.iter().sum::<usize>(),
+                    "program {k}: output arrays of {count} values for {} outputs",
                     p.outputs.len()
+                )));
+            }
+            if let Some(a) = outs
+                .iter()
+                .find(|a| a.at.is_some_and(|at| at.iter().any(|&i| i >= a.len)))
+            {
+                return Err(JitError(format!(
+                    "program {k}: an output placed beyond its array of {} values",
+                    a.len
                 )));
             }
         }
@@ -325,14 +369,15 @@ impl JitCode {
                     }
                     if c == parts - 1 {
                         let mut j = 0;
-                        for (a, &len) in out_arrays.iter().enumerate() {
-                            if len == 0 {
+                        for (a, array) in out_arrays.iter().enumerate() {
+                            if array.count() == 0 {
                                 continue;
                             }
                             let dst = b.ins().load(ptr, read, out, width * a as i32);
-                            for i in 0..len {
+                            for i in 0..array.count() {
                                 let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
-                                b.ins().store(flags, v, dst, (8 * i) as i32);
+                                let at = array.at.map_or(i, |at| at[i]);
+                                b.ins().store(flags, v, dst, (8 * at) as i32);
                                 j += 1;
                             }
                         }
@@ -387,7 +432,7 @@ impl JitCode {
             entries,
             shapes: programs
                 .iter()
-                .map(|(_, arrays, outs)| (arrays.to_vec(), outs.to_vec()))
+                .map(|(_, arrays, outs)| (arrays.to_vec(), outs.iter().map(|a| a.len).collect()))
                 .collect(),
             scratch,
         })
@@ -422,6 +467,12 @@ impl JitCode {
     pub unsafe fn call_raw(&self, k: usize, args: *const *const f64, scratch: *mut f64, outs: *const *mut f64) {
         // SAFETY: the caller's contract.
         unsafe { (self.entries[k])(args, scratch, outs) }
+    }
+
+    /// The native code of function `k`, to be called as [`JitCode::call_raw`]
+    /// calls it (same contract), for as long as this code lives.
+    pub fn entry(&self, k: usize) -> unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64) {
+        self.entries[k]
     }
 
     /// Lengths of function `k`'s output arrays.

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
-use hamel_jit::JitCode;
+use hamel_jit::{JitCode, OutputArray};
 use hamel_kernel::{Dd, Kernel, Program};
 
 use crate::{Backend, LoadError};
@@ -48,7 +48,42 @@ pub struct Evaluator {
     programs: Arc<[Program]>,
     /// shared by clones: native code is read-only once compiled
     jit: Option<Arc<JitCode>>,
+    /// per function: whether its compiled code writes only the band of its
+    /// last output array (see [`band_outputs`])
+    band_written: Vec<bool>,
     scratch: RefCell<Scratch>,
+}
+
+/// The residual-and-Jacobian program `p` (output arrays `outs`: the residual,
+/// then the `n × n` Jacobian column-major) reduced to the residual and the
+/// Jacobian's entries a banded LU reads or fills in, `(kl, ku)` the band:
+/// the program, and the positions of the entries kept in the matrix. `None`
+/// where the LU is dense (a band as wide as the matrix) or where an entry
+/// outside the band is not the constant zero.
+fn band_outputs(p: &Program, outs: &[usize], n: usize, (kl, ku): (usize, usize)) -> Option<(Program, Vec<usize>)> {
+    if outs != [n, n * n] || kl + ku + 1 >= n {
+        return None;
+    }
+    let kept = |i: usize, j: usize| i <= j + kl && j <= i + kl + ku;
+    let zero = |r: u32| {
+        let r = r as usize;
+        r >= p.n_inputs && r < p.result_base() && p.consts[r - p.n_inputs].to_bits() == 0
+    };
+    let mut q = p.clone();
+    q.outputs.truncate(n);
+    let mut at = Vec::new();
+    for j in 0..n {
+        for i in 0..n {
+            let r = p.outputs[n + j * n + i];
+            if kept(i, j) {
+                q.outputs.push(r);
+                at.push(j * n + i);
+            } else if !zero(r) {
+                return None;
+            }
+        }
+    }
+    Some((q, at))
 }
 
 /// A clone shares the programs and the native code and has its own scratch
@@ -60,6 +95,7 @@ impl Clone for Evaluator {
             inputs: self.inputs.clone(),
             programs: Arc::clone(&self.programs),
             jit: self.jit.clone(),
+            band_written: self.band_written.clone(),
             scratch: RefCell::new(Scratch::default()),
         }
     }
@@ -125,18 +161,47 @@ impl Evaluator {
             programs.push(program.clone());
             out_lengths.push(outs.iter().map(|(_, n)| *n).collect::<Vec<usize>>());
         }
+        let mut band_written = vec![false; names.len()];
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
                 let lengths: Vec<Vec<usize>> = inputs.iter().map(|s| s.iter().map(|&(_, n)| n).collect()).collect();
-                let refs: Vec<(&Program, &[usize], &[usize])> = programs
+                // A banded Jacobian is written as its band and the rows its
+                // LU fills in: the rest of the matrix, O(n²) stores of zeros
+                // (a 256-unknown chain: 65,536 against 3,300), stays zero.
+                let banded: Vec<Option<(Program, Vec<usize>)>> = names
                     .iter()
-                    .zip(&lengths)
+                    .zip(&programs)
                     .zip(&out_lengths)
-                    .map(|((p, l), o)| (p, &l[..], &o[..]))
+                    .map(|((&name, p), outs)| {
+                        (name == Kernel::ResidualJacobian)
+                            .then(|| band_outputs(p, outs, step.unknowns.len(), step.band?))
+                            .flatten()
+                    })
                     .collect();
+                let arrays: Vec<Vec<OutputArray>> = out_lengths
+                    .iter()
+                    .zip(&banded)
+                    .map(|(outs, b)| {
+                        let mut a: Vec<OutputArray> = outs.iter().map(|&len| OutputArray { len, at: None }).collect();
+                        if let (Some((_, at)), Some(last)) = (b, a.last_mut()) {
+                            last.at = Some(at);
+                        }
+                        a
+                    })
+                    .collect();
+                let refs: Vec<(&Program, &[usize], &[OutputArray])> = programs
+                    .iter()
+                    .zip(&banded)
+                    .zip(&lengths)
+                    .zip(&arrays)
+                    .map(|(((p, b), l), o)| (b.as_ref().map_or(p, |(q, _)| q), &l[..], &o[..]))
+                    .collect();
+                for (w, b) in band_written.iter_mut().zip(&banded) {
+                    *w = b.is_some();
+                }
                 Some(Arc::new(
-                    JitCode::compile_with_outputs(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
+                    JitCode::compile_placed(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
                 ))
             }
         };
@@ -145,8 +210,35 @@ impl Evaluator {
             inputs,
             programs: programs.into(),
             jit,
+            band_written,
             scratch: RefCell::new(Scratch::default()),
         })
+    }
+
+    /// Function `f` as a native call (the JIT's), the scratch values it
+    /// uses, and the code it lives in.
+    pub fn native(&self, f: FnId) -> Option<(hamel_runtime::native::NativeCall, usize, Arc<JitCode>)> {
+        let code = self.jit.as_ref()?;
+        let args: Vec<Slot> = self.inputs[f.0].iter().map(|&(s, _)| s).collect();
+        let call = hamel_runtime::native::NativeCall::new(code.entry(f.0), &args)?;
+        Some((call, code.scratch_len(f.0), Arc::clone(code)))
+    }
+
+    /// The argument arrays function `f` reads, and their lengths.
+    pub fn inputs(&self, f: FnId) -> &[(Slot, usize)] {
+        &self.inputs[f.0]
+    }
+
+    /// The lengths of function `f`'s output arrays in compiled code (`None`
+    /// when interpreted).
+    pub fn output_arrays(&self, f: FnId) -> Option<&[usize]> {
+        Some(self.jit.as_ref()?.output_arrays(f.0))
+    }
+
+    /// Whether function `f` writes only the band of its last output array
+    /// (see [`Evaluator::eval_split_band`]).
+    pub fn writes_band(&self, f: FnId) -> bool {
+        self.band_written[f.0]
     }
 
     /// The back-end evaluating these kernels.
@@ -195,9 +287,14 @@ impl Evaluator {
         if let Some(code) = &self.jit {
             let mut outs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
             let mut at = 0;
-            for (p, &n) in outs.iter_mut().zip(code.output_arrays(f.0)) {
+            let lengths = code.output_arrays(f.0);
+            for (p, &n) in outs.iter_mut().zip(lengths) {
                 *p = out[at..at + n].as_mut_ptr();
                 at += n;
+            }
+            if self.band_written[f.0] {
+                // Only the band is written: the rest of the matrix is zero.
+                out[at - lengths.last().copied().unwrap_or(0)..].fill(0.0);
             }
             self.call_jit(code, f, args, &outs);
             return;
@@ -237,6 +334,19 @@ impl Evaluator {
     /// array of the function, in order (their lengths must add up to its
     /// output count).
     pub fn eval_split(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
+        if self.band_written[f.0] {
+            if let Some(last) = outs.last_mut() {
+                last.fill(0.0);
+            }
+        }
+        self.eval_split_band(f, args, outs)
+    }
+
+    /// [`Evaluator::eval_split`], except that a function that
+    /// [writes a band](Evaluator::writes_band) leaves the entries of its
+    /// last array outside the band and its LU fill-in as they are: zero, in
+    /// a matrix that only a banded LU has overwritten since.
+    pub fn eval_split_band(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
         if let Some(code) = &self.jit {
             // In place: no copy of (large) Jacobians.
             let lengths = code.output_arrays(f.0);

@@ -6,6 +6,7 @@ use hamel_compiler::emit::compiled::CompiledStep;
 use hamel_kernel::Kernel;
 use hamel_runtime::lu;
 use hamel_runtime::nalgebra::{DMatrix, DVector, Dyn};
+use hamel_runtime::native::NativeStep;
 use hamel_runtime::{DynState, InvariantKind, Kernels, NameList, StepError};
 
 use crate::evaluator::{Args, Evaluator, FnId, Slot};
@@ -22,6 +23,9 @@ pub struct System {
     params: Vec<f64>,
     kernels: Evaluator,
     hot: Hot,
+    /// the hot kernels as native functions (the JIT's, where they write
+    /// whole matrices)
+    native: Option<NativeStep>,
     /// time spent preparing the kernels (JIT: compiling them)
     prepared_in: std::time::Duration,
     /// the order of the steps a stepper takes (2: the scheme's own; 4, 6: composed)
@@ -47,7 +51,7 @@ struct Hot {
 impl System {
     /// The step with the parameter values of the model file, evaluated by `backend`.
     pub fn new(step: CompiledStep, backend: Backend) -> Result<Self, LoadError> {
-        let params = step.params.iter().map(|(_, d)| *d).collect();
+        let params: Vec<f64> = step.params.iter().map(|(_, d)| *d).collect();
         let started = std::time::Instant::now();
         let kernels = Evaluator::new(&step, backend)?;
         let prepared_in = started.elapsed();
@@ -65,10 +69,12 @@ impl System {
             input_sensitivity: kernels.id(Kernel::InputSensitivityParts),
             work: kernels.id(Kernel::Work),
         };
+        let native = native_step(&step, &kernels, &hot, params.len());
         Ok(Self {
             step: step.into(),
             params,
             kernels,
+            native,
             hot,
             prepared_in,
             order: 2,
@@ -95,6 +101,14 @@ impl System {
     /// The order of the steps steppers of this system take (see [`System::set_order`]).
     pub fn step_order(&self) -> u32 {
         self.order
+    }
+
+    /// Whether the compiled Newton Jacobian writes only its band and the
+    /// rows its banded LU fills in (the JIT, on systems whose Jacobian is
+    /// banded): what Newton's matrices cost then grows with the band, not
+    /// with the square of the unknowns.
+    pub fn writes_jacobian_band(&self) -> bool {
+        self.kernels.writes_band(self.hot.residual_jacobian)
     }
 
     /// The back-end evaluating the kernels.
@@ -244,7 +258,59 @@ impl System {
     }
 }
 
+/// The native step of a JIT-compiled system: its four hot kernels, where
+/// the Jacobian is written whole.
+fn native_step(step: &CompiledStep, kernels: &Evaluator, hot: &Hot, np: usize) -> Option<NativeStep> {
+    if kernels.writes_band(hot.residual_jacobian) {
+        return None;
+    }
+    let (residual, s1, code) = kernels.native(hot.residual)?;
+    let (residual_jacobian, s2, _) = kernels.native(hot.residual_jacobian)?;
+    let (increment, s3, _) = kernels.native(hot.increment)?;
+    let (predict, s4, _) = kernels.native(hot.predict)?;
+    let (nz, nx) = (step.state.len(), step.unknowns.len());
+    // The argument arrays each function declares, of their declared lengths.
+    let declared = |f: FnId| {
+        kernels.inputs(f).iter().all(|&(s, n)| match s {
+            Slot::P => n == np,
+            Slot::H => n == 1,
+            Slot::E => n == step.exogenous_len,
+            Slot::Z => n == nz,
+            Slot::X | Slot::W => n == nx,
+            _ => false,
+        })
+    };
+    let outputs = |f: FnId, lengths: &[usize]| kernels.output_arrays(f) == Some(lengths);
+    let fits = [hot.residual, hot.residual_jacobian, hot.increment, hot.predict]
+        .into_iter()
+        .all(declared)
+        && outputs(hot.residual, &[nx])
+        && outputs(hot.residual_jacobian, &[nx, nx * nx])
+        && outputs(hot.increment, &[nz])
+        && outputs(hot.predict, &[nx]);
+    // SAFETY: the functions are the JIT's code of the step's kernels, which
+    // read the argument arrays they declare (checked above to be of the
+    // sizes given) and write their output arrays (checked above), the
+    // Jacobian whole (not band-written), using at most their scratch
+    // lengths of scratch space; `code` keeps them alive.
+    fits.then(|| unsafe {
+        NativeStep::new(
+            residual,
+            residual_jacobian,
+            increment,
+            predict,
+            (np, step.exogenous_len, nz, nx),
+            s1.max(s2).max(s3).max(s4),
+            code,
+        )
+    })
+}
+
 impl Kernels<Dyn, Dyn> for System {
+    fn native(&self) -> Option<(&NativeStep, &[f64])> {
+        Some((self.native.as_ref()?, &self.params))
+    }
+
     fn model(&self) -> &str {
         &self.step.model
     }
@@ -330,6 +396,24 @@ impl Kernels<Dyn, Dyn> for System {
         let h = [h];
         let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
         self.kernels.eval_split(
+            self.hot.residual_jacobian,
+            &args,
+            &mut [r.as_mut_slice(), j.as_mut_slice()],
+        );
+    }
+
+    fn residual_jacobian_band(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+        r: &mut DVector<f64>,
+        j: &mut DMatrix<f64>,
+    ) {
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels.eval_split_band(
             self.hot.residual_jacobian,
             &args,
             &mut [r.as_mut_slice(), j.as_mut_slice()],

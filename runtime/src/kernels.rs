@@ -76,6 +76,14 @@ where
         None
     }
 
+    /// The hot kernels as native functions, with the parameter values they
+    /// take: a stepper of small sizes then drives them with a Newton
+    /// driver monomorphized for those sizes (see [`crate::native`]).
+    /// `None` (the default): the stepper calls the methods of this trait.
+    fn native(&self) -> Option<(&crate::native::NativeStep, &[f64])> {
+        None
+    }
+
     /// Operations of one [`Kernels::residual`] and of one
     /// [`Kernels::residual_jacobian`] evaluation, which tell Newton what
     /// keeping a factorization saves (`None`: unknown).
@@ -114,6 +122,23 @@ where
     ) {
         self.residual(h, e, z, x, r);
         self.jacobian(h, e, z, x, j);
+    }
+    /// [`Kernels::residual_jacobian`] into the matrix of a banded LU (see
+    /// [`Kernels::jacobian_band`]), which has been zero or only factored by
+    /// that LU since: entries more than `kl` below or `kl + ku` above the
+    /// diagonal are zero already and need not be written, so that a long
+    /// chain's Jacobian costs its band, not `n²` stores.
+    #[allow(clippy::too_many_arguments)]
+    fn residual_jacobian_band(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &OVector<f64, Z>,
+        x: &OVector<f64, X>,
+        r: &mut OVector<f64, X>,
+        j: &mut OMatrix<f64, X, X>,
+    ) {
+        self.residual_jacobian(h, e, z, x, r, j);
     }
     /// The increment `z' − z = U(x; z, e)` once `R(x; z, e) = 0`.
     fn increment(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);

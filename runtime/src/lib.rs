@@ -4,14 +4,16 @@
 #![warn(missing_docs)]
 
 // The rooms a user or a host names by path: composition coefficients,
-// control design, the diagnosis of a state's health kernels, the instruction-set ceiling, the LU generated code calls,
-// and the run loop's building blocks. Everything else is reached through the
+// control design, the diagnosis of a state's health kernels, the
+// instruction-set ceiling, the LU generated code calls, the native kernels
+// of run-time back-ends, and the run loop's building blocks. Everything else is reached through the
 // curated `pub use` list below.
 pub mod compose;
 pub mod control;
 pub mod diagnosis;
 pub mod isa;
 pub mod lu;
+pub mod native;
 pub mod run;
 
 mod error;

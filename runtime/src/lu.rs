@@ -83,6 +83,13 @@ where
         lu
     }
 
+    /// `(kl, ku)` where factoring and solving skip the entries outside the
+    /// band (see [`Lu::banded`]); they then write no entry more than `kl`
+    /// below or `kl + ku` above the diagonal. `None`: dense.
+    pub fn band(&self) -> Option<(usize, usize)> {
+        self.band
+    }
+
     /// The matrix to factor next: fill it, then call [`Lu::factor_in_place`].
     pub fn matrix_mut(&mut self) -> &mut OMatrix<f64, D, D> {
         &mut self.m

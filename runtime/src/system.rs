@@ -135,6 +135,8 @@ where
         // dependence) but no exogenous data.
         let keeps_before = exo > 0 || system.forced();
         let composition = Composition::new(system.order(), z, x)?.map(Box::new);
+        let mut work = Workspace::with_costs(z, x, band, ops);
+        work.fix_sizes(&*system);
         Ok(Self {
             system,
             life: PhantomData,
@@ -143,7 +145,7 @@ where
             stats: NewtonStats::default(),
             compensated: false,
             t0: 0.0,
-            work: Workspace::with_costs(z, x, band, ops),
+            work,
             exo: vec![0.0; exo],
             before: keeps_before.then(|| OVector::<f64, Z>::zeros_generic(z, nalgebra::U1)),
             work_done: 0.0,

@@ -299,7 +299,11 @@ fn evaluate<S, Z, X, const COMP: bool>(
     DefaultAllocator: Alloc<Z, X>,
 {
     if refresh && !COMP {
-        sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
+        if lu.band().is_some() {
+            sys.residual_jacobian_band(h, e, z, x, r, lu.matrix_mut());
+        } else {
+            sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
+        }
     } else {
         residual::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
         if refresh {

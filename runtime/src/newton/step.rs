@@ -11,6 +11,7 @@ use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
 use crate::lu::Lu;
 use crate::memory::NewtonMemory;
+use crate::native::{self, FixedDriver, Parts};
 
 /// What one Newton solve needs besides the state: allocated once per stepper,
 /// so that a step allocates nothing, at fixed and at run-time sizes alike.
@@ -32,6 +33,9 @@ where
     /// relative costs of a chord and of a Newton iteration (see
     /// [`super::chord::chord_pays`])
     costs: IterationCosts,
+    /// the driver of fixed sizes that steps a run-time-sized system's
+    /// native kernels (see [`Workspace::fix_sizes`])
+    fixed: Option<Box<dyn FixedDriver>>,
 }
 
 impl<Z: Dim, X: Dim> Workspace<Z, X>
@@ -65,6 +69,18 @@ where
                 None => Lu::new(x),
             },
             dz: OVector::zeros_generic(z, U1),
+            fixed: None,
+        }
+    }
+
+    /// Steps of `sys` through a driver of fixed sizes where `sys` has
+    /// native kernels ([`Kernels::native`]), a dense Jacobian, and sizes
+    /// that have such a driver (see [`crate::native`]).
+    pub fn fix_sizes<S: Kernels<Z, X> + ?Sized>(&mut self, sys: &S) {
+        let (z, x) = sys.dims();
+        let dense = sys.jacobian_band().is_none_or(|(kl, ku)| kl + ku + 1 >= x.value());
+        if sys.native().is_some() && dense && Z::try_to_usize().is_none() {
+            self.fixed = native::driver(z.value(), x.value(), sys.kernel_ops());
         }
     }
 
@@ -87,6 +103,7 @@ where
             dz: self.dz.clone(),
             memory: self.memory.clone(),
             costs: self.costs,
+            fixed: self.fixed.as_ref().map(|f| f.boxed()),
         }
     }
 }
@@ -172,6 +189,21 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
+    if let (Some(fixed), Some((native, params)), false) = (&mut work.fixed, sys.native(), compensated) {
+        let parts = Parts {
+            z: st.z.as_mut_slice(),
+            warm: st.warm.as_mut_slice(),
+            step: &mut *st.step,
+            guess: st.newton.guess.as_mut_slice(),
+            error: st.newton.error.as_mut_slice(),
+            error2: st.newton.error2.as_mut_slice(),
+            known: &mut st.newton.known,
+            contraction: &mut st.newton.contraction,
+        };
+        if let Some(done) = fixed.advance(native, params, h, e, opt, stats, parts) {
+            return done;
+        }
+    }
     if compensated {
         advance_on::<S, Z, X, true>(sys, h, e, opt, stats, work, st)
     } else {
@@ -240,6 +272,7 @@ where
             dz,
             memory,
             costs,
+            ..
         } = work;
         // The state changes only if the step succeeds.
         memory.copy_from(st.newton);
