@@ -539,9 +539,6 @@ impl Recorder<'_, '_, '_> {
             self.energy_seen = energy;
             return true;
         }
-        if self.taken < 16 {
-            return true;
-        }
         step >= self.conditioning_next
     }
 
@@ -550,7 +547,12 @@ impl Recorder<'_, '_, '_> {
     /// at most [`CONDITIONING_SHARE`] of the stepping (per step, the mean of
     /// the timed steps so far).
     fn conditioning_taken(&mut self, step: u64, cost: Duration) {
-        let per_step = self.stepping.as_secs_f64() / self.timed.max(1) as f64;
+        // Until steps have been timed, the next is due once 16 have.
+        if self.timed < 16 {
+            self.conditioning_next = 16;
+            return;
+        }
+        let per_step = self.stepping.as_secs_f64() / self.timed as f64;
         let every = (cost.as_secs_f64() / (CONDITIONING_SHARE * per_step)).ceil();
         self.conditioning_next = step + (every as u64).max(1);
     }
