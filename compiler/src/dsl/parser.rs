@@ -339,7 +339,7 @@ fn init_entry(p: Pair<Rule>) -> PResult<InitEntry> {
 
 /// Deepest expression tree accepted, counted in operators and calls nested
 /// inside each other. Long chains of `+ -` or `* /` do not count: they are
-/// balanced (see [`finish_chain`]), so only `^`, unary `-`, `'`, indexing and
+/// balanced, so only `^`, unary `-`, `'`, indexing and
 /// calls nest. Every later pass walks the tree recursively; this bound keeps
 /// them far from the end of the stack, in every host (CLI, Python, derive).
 pub const MAX_EXPR_DEPTH: usize = 256;
