@@ -158,13 +158,12 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
         let rows: Vec<Vec<f64>> = c_rows.iter().map(|r| r.iter().map(|&e| ev(e, &xi)).collect()).collect();
         let ortho = orthonormal(&rows);
         for o in &ortho {
-            let c: f64 = o.iter().zip(&xi).map(|(a, b)| a * b).sum();
+            let c = dot(o, &xi);
             xi.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
         }
         let psi_xi: Vec<f64> = (0..nq)
             .map(|i| (0..nv).map(|a| ev(frame.psi[i][a], &xi) * xi[a]).sum())
             .collect();
-        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
         let evr = |r: &[Id]| -> Vec<f64> { r.iter().map(|&e| ev(e, &xi)).collect() };
         // KKT system [[M, Cᵀ], [C, 0]] (ξ', λ) = (F − P_q Ψξ, −C_q Ψξ), rows of
         // the independent constraints only.
@@ -204,11 +203,19 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
     true
 }
 
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// An orthonormal basis of the span of `rows` (Gram–Schmidt twice; rows
-/// dependent on earlier ones to 1e-10 are dropped).
+/// dependent on earlier ones to 1e-10 of the longest row are dropped).
 fn orthonormal(rows: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
     let scale = rows.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
+    orthonormal_to(rows, scale)
+}
+
+/// [`orthonormal`], dropping rows left shorter than `1e-10 · scale`.
+fn orthonormal_to(rows: &[Vec<f64>], scale: f64) -> Vec<Vec<f64>> {
     let mut ortho: Vec<Vec<f64>> = vec![];
     for b in rows {
         let mut b = b.clone();
@@ -335,22 +342,8 @@ pub(crate) fn sample_points(seed: u64, lo: f64) -> impl FnMut() -> f64 {
 /// Whether `r` is a combination of `basis` to round-off: Gram–Schmidt (twice,
 /// for orthogonality) on the basis, then the residual of `r`.
 fn in_span(r: &[f64], basis: &[Vec<f64>]) -> bool {
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
     let scale = dot(r, r).sqrt() + basis.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
-    let mut ortho: Vec<Vec<f64>> = vec![];
-    for b in basis {
-        let mut b = b.clone();
-        for _ in 0..2 {
-            for o in &ortho {
-                let c = dot(&b, o);
-                b.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
-            }
-        }
-        let n = dot(&b, &b).sqrt();
-        if n > 1e-10 * scale {
-            ortho.push(b.iter().map(|x| x / n).collect());
-        }
-    }
+    let ortho = orthonormal_to(basis, scale);
     let mut res = r.to_vec();
     for _ in 0..2 {
         for o in &ortho {
