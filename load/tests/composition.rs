@@ -8,6 +8,7 @@
 //! equations of motion derived by hand in this file.
 
 mod driven;
+mod rk4;
 use driven::{duffing_reference, lqr_follows_design, pendulum_reference, rk4};
 use hamel_load::{compile, compile_with_sensitivity, load_source, read_model, run, Backend, Model, RunOptions, System};
 use hamel_runtime::nalgebra::{DMatrix, DVector};

@@ -7,13 +7,20 @@
 //! conservation laws, under both Hamel kinematics and both back-ends.
 
 mod common;
+mod rk4;
 
 use common::{simulate, systems};
 use hamel_load::System;
+use rk4::rk4;
 
 const KINEMATICS: [&str; 2] = ["hamel_averaged", "hamel_midpoint"];
 
 /// `max |I − I₀|` of a monitored quantity over a run.
+/// An autonomous right-hand side `f(y)` as RK4's `f(t, y)`.
+fn autonomous(f: impl Fn(&[f64]) -> Vec<f64>) -> impl Fn(f64, &[f64]) -> Vec<f64> {
+    move |_, y| f(y)
+}
+
 fn drift(r: &hamel_load::Run, name: &str) -> f64 {
     r.monitor
         .get(name)
@@ -31,23 +38,6 @@ fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
         a[2] * b[0] - a[0] * b[2],
         a[0] * b[1] - a[1] * b[0],
     ]
-}
-
-/// Classical RK4 for `y' = f(y)` over `[0, t]` in `n` steps.
-fn rk4(f: impl Fn(&[f64]) -> Vec<f64>, y0: &[f64], t: f64, n: usize) -> Vec<f64> {
-    let h = t / n as f64;
-    let mut y = y0.to_vec();
-    let axpy = |y: &[f64], k: &[f64], s: f64| -> Vec<f64> { y.iter().zip(k).map(|(a, b)| a + s * b).collect() };
-    for _ in 0..n {
-        let k1 = f(&y);
-        let k2 = f(&axpy(&y, &k1, h / 2.0));
-        let k3 = f(&axpy(&y, &k2, h / 2.0));
-        let k4 = f(&axpy(&y, &k3, h));
-        for i in 0..y.len() {
-            y[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
-        }
-    }
-    y
 }
 
 /// Euler–Poisson as Arnold writes them: `IΩ' = IΩ × Ω + m g l Γ × χ`,
@@ -83,7 +73,7 @@ fn heavy_top_in_euler_poisson_form_follows_rk4_and_keeps_its_casimirs() {
     let (inertia, mgl) = ([1.0, 1.0, 0.5], 9.81 * 0.4);
     let y0 = [0.0, 0.5f64.sin(), 0.5f64.cos(), 0.3, -0.2, 12.0];
     let t = 2.0;
-    let want = rk4(euler_poisson(inertia, mgl), &y0, t, 40_000);
+    let want = rk4(autonomous(euler_poisson(inertia, mgl)), &y0, t, 40_000);
     let (e0, l0) = {
         let iom = [inertia[0] * y0[3], inertia[1] * y0[4], inertia[2] * y0[5]];
         (
@@ -127,7 +117,7 @@ fn free_rigid_body_in_reduced_form_follows_eulers_equations() {
     let norm = (im[0] * im[0] + im[1] * im[1] + im[2] * im[2]).sqrt();
     let y0 = [im[0] / norm, im[1] / norm, im[2] / norm, om0[0], om0[1], om0[2]];
     let t = 4.0;
-    let want = rk4(euler_poisson(inertia, 0.0), &y0, t, 40_000);
+    let want = rk4(autonomous(euler_poisson(inertia, 0.0)), &y0, t, 40_000);
     for (label, sys) in systems("free_rigid_body", &KINEMATICS) {
         let (e, order, r) = gamma_errors(&sys, "tumbling", 0.01, t, &want);
         let om = r.v.last().unwrap();
@@ -204,7 +194,7 @@ fn cart_with_spherical_pendulum_follows_cartesian_rk4_and_keeps_its_momenta() {
         r * we[2],
     ];
     let t = 3.0;
-    let s = rk4(cart_pendulum(big_m, m, r, g), &s0, t, 60_000);
+    let s = rk4(autonomous(cart_pendulum(big_m, m, r, g)), &s0, t, 60_000);
     // hamel's coordinates (x, y, e) from the Cartesian state.
     let want = [s[0], s[1], (s[4] - s[0]) / r, (s[5] - s[1]) / r, s[6] / r];
     for (label, sys) in systems("cart_spherical_pendulum", &KINEMATICS) {

@@ -8,28 +8,12 @@
 //! its energy balance E_k − Σ W_j with the power −∂L/∂t + λ·∂g/∂t.
 
 mod common;
+mod rk4;
 
 use common::{simulate, systems};
 use hamel_load::{Run, System};
 use hamel_runtime::InvariantKind;
-
-/// Classical RK4 for `y' = f(t, y)` over `[0, t]` in `n` steps.
-fn rk4(f: impl Fn(f64, &[f64]) -> Vec<f64>, y0: &[f64], t: f64, n: usize) -> Vec<f64> {
-    let h = t / n as f64;
-    let mut y = y0.to_vec();
-    let axpy = |y: &[f64], k: &[f64], s: f64| -> Vec<f64> { y.iter().zip(k).map(|(a, b)| a + s * b).collect() };
-    for i in 0..n {
-        let s = i as f64 * h;
-        let k1 = f(s, &y);
-        let k2 = f(s + h / 2.0, &axpy(&y, &k1, h / 2.0));
-        let k3 = f(s + h / 2.0, &axpy(&y, &k2, h / 2.0));
-        let k4 = f(s + h, &axpy(&y, &k3, h));
-        for j in 0..y.len() {
-            y[j] += h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
-        }
-    }
-    y
-}
+use rk4::rk4;
 
 fn param(sys: &System, name: &str) -> f64 {
     sys.parameter(name).unwrap()

@@ -8,6 +8,7 @@
 //! finest one, on equations of motion derived by hand in this file.
 
 mod driven;
+mod rk4;
 use driven::{drive, duffing_reference, lqr_follows_design, pendulum_reference};
 use hamel_load::{compile, compile_with_sensitivity, load_source, run, Backend, RunOptions, Schedule, System};
 
