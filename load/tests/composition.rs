@@ -142,7 +142,7 @@ fn chain_reference_with(t_end: f64, n: usize) -> Vec<f64> {
     let vz1 = -(x1 * vx1 + y1 * vy1) / z1;
     let vz2 = vz1 - ((x2 - x1) * (vx2 - vx1) + (y2 - y1) * (vy2 - vy1)) / (z2 - z1);
     let y0 = [x1, y1, z1, x2, y2, z2, vx1, vy1, vz1, vx2, vy2, vz2];
-    rk4(&f, &y0, t_end, n)[..6].to_vec()
+    rk4(f, &y0, t_end, n)[..6].to_vec()
 }
 
 #[test]
@@ -241,7 +241,7 @@ fn sleigh_reference(t_end: f64) -> Vec<f64> {
             -m * a * u * om / (i + m * a * a),
         ]
     };
-    rk4(&f, &[0.0, 0.0, 0.0, 1.0, 1.0], t_end, 20_000)[..3].to_vec()
+    rk4(f, &[0.0, 0.0, 0.0, 1.0, 1.0], t_end, 20_000)[..3].to_vec()
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub use super::rk4::rk4;
 /// from `x = 0.5` at rest, by RK4 in `n` steps.
 pub fn duffing_reference(t_end: f64, n: usize) -> Vec<f64> {
     let f = |t: f64, y: &[f64]| vec![y[1], -0.1 * y[1] - y[0] - 0.5 * y[0].powi(3) + drive(t)];
-    rk4(&f, &[0.5, 0.0], t_end, n)[..1].to_vec()
+    rk4(f, &[0.5, 0.0], t_end, n)[..1].to_vec()
 }
 
 /// The bob position at `t_end` of the spherical pendulum (r = 1, m = 1,
@@ -29,7 +29,7 @@ pub fn pendulum_reference(t_end: f64, n: usize) -> Vec<f64> {
         d.extend((0..3).map(|i| force[i] + lam * x[i]));
         d
     };
-    rk4(&f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], t_end, n)[..3].to_vec()
+    rk4(f, &[0.6, 0.0, -0.8, 0.0, 0.7, 0.0], t_end, n)[..3].to_vec()
 }
 
 /// Designs a discrete LQR (`Q = I`, `R = I`) on the step's linearization
