@@ -175,16 +175,11 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
     // G q̇ = −∂g/∂t): by the trapezoidal rule, each multiplier with the
     // half step whose impulse it is.
     let timed = rheonomic(&g, &model).then(|| {
-        let mut terms = Vec::new();
-        for (qs, vs, ts, l) in [(q0, va, t0, lam), (q1, vb, t1, mu)] {
-            terms.push(at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, vs, ts)[0]);
-            let gts = gt_at(&mut g, qs, ts);
-            let lg = dot(&mut g, l, &gts);
-            terms.push(g.neg(lg));
-        }
-        let s = g.add(&terms);
-        let w = g.mul2(hh, s);
-        g.neg(w)
+        let nodes = [(q0, va, t0, lam), (q1, vb, t1, mu)].map(|(qs, vs, ts, l)| {
+            let lt = at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, vs, ts)[0];
+            (lt, l, gt_at(&mut g, qs, ts))
+        });
+        time_power(&mut g, hh, nodes)
     });
     let work = power(&mut g, forces, timed);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
@@ -249,6 +244,21 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         work,
     };
     draft.assemble(&model, g, mech.energy)
+}
+
+/// The work of a step's explicit time dependence, `−(h/2) Σ (∂L/∂t −
+/// λ·∂g/∂t)` over its two nodes `(∂L/∂t, λ, ∂g/∂t)` (the trapezoidal rule,
+/// each multiplier with the half step whose impulse it is).
+fn time_power(g: &mut Graph, hh: Id, nodes: [(Id, &[Id], Vec<Id>); 2]) -> Id {
+    let mut terms = Vec::new();
+    for (lt, l, gts) in nodes {
+        terms.push(lt);
+        let lg = dot(g, l, &gts);
+        terms.push(g.neg(lg));
+    }
+    let s = g.add(&terms);
+    let w = g.mul2(hh, s);
+    g.neg(w)
 }
 
 /// `⟨F⁻ + F⁺, (q_{n+1} − q_n)/h⟩` with `F∓ = (h/2) F_e`: `½⟨F_a + F_b, q_{n+1} − q_n⟩`.
@@ -383,16 +393,11 @@ fn index_reduced(model: Model, mech: Mechanics, cm: ConstantMass) -> StepSystem 
     // −∂L/∂t + λ·∂g/∂t by the trapezoidal rule, as in the general form.
     let timed = rheonomic(&g, &model).then(|| {
         let gt = time_derivative(&mut g, &model, &cm.g);
-        let mut terms = Vec::new();
-        for (qs, ts, l) in [(q0, t0, la), (&q1[..], t1, lb)] {
-            terms.push(at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, &vh, ts)[0]);
-            let gts = at_qvt(&mut g, &model, &gt, &q, qs, &v, &v, ts);
-            let lg = dot(&mut g, l, &gts);
-            terms.push(g.neg(lg));
-        }
-        let s = g.add(&terms);
-        let w = g.mul2(hh, s);
-        g.neg(w)
+        let nodes = [(q0, t0, la), (&q1[..], t1, lb)].map(|(qs, ts, l)| {
+            let lt = at_qvt(&mut g, &model, &[mech.lt], &q, qs, &v, &vh, ts)[0];
+            (lt, l, at_qvt(&mut g, &model, &gt, &q, qs, &v, &v, ts))
+        });
+        time_power(&mut g, hh, nodes)
     });
     let work = power(&mut g, forces, timed);
     let next: Vec<Id> = q1.iter().copied().chain(p1).collect();
