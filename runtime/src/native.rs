@@ -164,6 +164,42 @@ struct Fixed<'a, const NZ: usize, const NX: usize> {
     scratch: *mut f64,
 }
 
+impl<const NZ: usize, const NX: usize> Fixed<'_, NZ, NX> {
+    /// Calls `f` on `(h, e, z, x)`: its first output array (`N` values)
+    /// into `out` through [`settle`], a second one, if it has one, in place
+    /// at `second`.
+    #[inline(always)]
+    fn run<const N: usize>(
+        &self,
+        f: &NativeCall,
+        h: f64,
+        e: &[f64],
+        (z, x): (*const f64, *const f64),
+        out: &mut [f64],
+        second: Option<*mut f64>,
+    ) {
+        let mut fresh = [0.0; N];
+        let outs = [fresh.as_mut_ptr(), second.unwrap_or(std::ptr::null_mut())];
+        // SAFETY: `driver` made this only for a step of these sizes;
+        // `advance` checked the parameters' and exogenous values' counts and
+        // gave it the step's scratch space; `outs` holds one pointer per
+        // output array of `f` (the null one is never read by a kernel with
+        // one output array).
+        unsafe {
+            f.call(
+                self.params,
+                &h,
+                e,
+                z,
+                x,
+                self.scratch,
+                &outs[..1 + usize::from(second.is_some())],
+            )
+        }
+        settle(&fresh, out);
+    }
+}
+
 impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'_, NZ, NX> {
     // Only the hot kernels are called: what a stepper needs besides them it
     // asks of the system itself.
@@ -187,22 +223,14 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
     }
     #[inline(always)]
     fn residual(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SVector<f64, NX>) {
-        // SAFETY: `driver` made this only for a step of these sizes;
-        // `advance` checked the parameters' and exogenous values' counts and
-        // gave it the step's scratch space.
-        let mut fresh = [0.0; NX];
-        unsafe {
-            self.step.residual.call(
-                self.params,
-                &h,
-                e,
-                z.as_ptr(),
-                x.as_ptr(),
-                self.scratch,
-                &[fresh.as_mut_ptr()],
-            )
-        }
-        settle(&fresh, out.as_mut_slice());
+        self.run::<NX>(
+            &self.step.residual,
+            h,
+            e,
+            (z.as_ptr(), x.as_ptr()),
+            out.as_mut_slice(),
+            None,
+        );
     }
     #[inline(always)]
     fn jacobian(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SMatrix<f64, NX, NX>) {
@@ -219,54 +247,37 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
         r: &mut SVector<f64, NX>,
         j: &mut SMatrix<f64, NX, NX>,
     ) {
-        // SAFETY: as in `residual`.
-        let mut fresh = [0.0; NX];
-        unsafe {
-            self.step.residual_jacobian.call(
-                self.params,
-                &h,
-                e,
-                z.as_ptr(),
-                x.as_ptr(),
-                self.scratch,
-                &[fresh.as_mut_ptr(), j.as_mut_ptr()],
-            )
-        }
-        settle(&fresh, r.as_mut_slice());
+        let j = j.as_mut_ptr();
+        self.run::<NX>(
+            &self.step.residual_jacobian,
+            h,
+            e,
+            (z.as_ptr(), x.as_ptr()),
+            r.as_mut_slice(),
+            Some(j),
+        );
     }
     #[inline(always)]
     fn increment(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SVector<f64, NZ>) {
-        // SAFETY: as in `residual`.
-        let mut fresh = [0.0; NZ];
-        unsafe {
-            self.step.increment.call(
-                self.params,
-                &h,
-                e,
-                z.as_ptr(),
-                x.as_ptr(),
-                self.scratch,
-                &[fresh.as_mut_ptr()],
-            )
-        }
-        settle(&fresh, out.as_mut_slice());
+        self.run::<NZ>(
+            &self.step.increment,
+            h,
+            e,
+            (z.as_ptr(), x.as_ptr()),
+            out.as_mut_slice(),
+            None,
+        );
     }
     #[inline(always)]
     fn predict(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, w: &SVector<f64, NX>, out: &mut SVector<f64, NX>) {
-        // SAFETY: as in `residual`.
-        let mut fresh = [0.0; NX];
-        unsafe {
-            self.step.predict.call(
-                self.params,
-                &h,
-                e,
-                z.as_ptr(),
-                w.as_ptr(),
-                self.scratch,
-                &[fresh.as_mut_ptr()],
-            )
-        }
-        settle(&fresh, out.as_mut_slice());
+        self.run::<NX>(
+            &self.step.predict,
+            h,
+            e,
+            (z.as_ptr(), w.as_ptr()),
+            out.as_mut_slice(),
+            None,
+        );
     }
     fn observe_size(&self) -> usize {
         0
