@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+mod common;
+
 fn hamel(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
         .args(args)
@@ -240,34 +242,28 @@ fn a_size_too_large_to_derive_is_refused_at_once_with_its_estimate() {
 /// most `m g l` (at the bottom; the closed form of its energy).
 #[test]
 fn an_energy_at_round_off_is_not_a_false_alarm_and_a_blow_up_still_is() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let run = |scheme: &str, h: &str| {
-        let out_dir = std::env::temp_dir().join(format!("hamel-zero-energy-{scheme}-{h}-{}", std::process::id()));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hamel"))
-            .args([
-                "simulate",
-                "models/gallery/planar_pendulum.hamel",
-                "--h",
-                h,
-                "--t-end",
-                "10",
-                "--state",
-                "th=1.5707963267948966",
-                "--scheme",
-                scheme,
-                "--no-plots",
-                "--summary",
-                "json",
-                "--out",
-                out_dir.to_str().unwrap(),
-            ])
-            .current_dir(root)
-            .output()
-            .unwrap();
+        let out_dir = common::tmp(&format!("zero-energy-{scheme}-{h}"));
+        let (code, stdout, _) = common::hamel(&[
+            "simulate",
+            "models/gallery/planar_pendulum.hamel",
+            "--h",
+            h,
+            "--t-end",
+            "10",
+            "--state",
+            "th=1.5707963267948966",
+            "--scheme",
+            scheme,
+            "--no-plots",
+            "--summary",
+            "json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
         let _ = std::fs::remove_dir_all(&out_dir);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let s: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-        (out.status.code(), s, stdout)
+        (code, s, stdout)
     };
     let mgl = 9.81;
     for scheme in ["hamel_midpoint", "rattle", "energy_momentum"] {
