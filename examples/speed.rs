@@ -72,6 +72,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// ns per step of `steps` calls of `step` on `state`.
+fn time_steps<T, E: Into<Boxed>>(
+    steps: u64,
+    state: &mut T,
+    mut step: impl FnMut(&mut T) -> Result<(), E>,
+) -> Result<f64, Boxed> {
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        step(state).map_err(Into::into)?;
+    }
+    let ns = t0.elapsed().as_nanos() as f64 / steps as f64;
+    std::hint::black_box(state);
+    Ok(ns)
+}
+
 /// ns per step of `steps` derived steps from `start`.
 fn time_derived<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     sys: &S,
@@ -79,28 +94,14 @@ fn time_derived<S: StepSystem<NZ, NX>, const NZ: usize, const NX: usize>(
     h: f64,
     steps: u64,
 ) -> Result<f64, Boxed> {
-    let mut s = start;
     let mut stepper = Stepper::new(sys, h)?;
-    let t0 = Instant::now();
-    for _ in 0..steps {
-        stepper.step(&mut s)?;
-    }
-    let ns = t0.elapsed().as_nanos() as f64 / steps as f64;
-    std::hint::black_box(s);
-    Ok(ns)
+    time_steps(steps, &mut { start }, |s| stepper.step(s))
 }
 
 /// ns per step of `steps` run-time-sized steps of `sys` from `start`.
 fn time_dynamic(sys: &hamel_load::System, start: &hamel::DynState, h: f64, steps: u64) -> Result<f64, Boxed> {
-    let mut s = start.clone();
     let mut stepper = DynStepper::new(sys, h)?;
-    let t0 = Instant::now();
-    for _ in 0..steps {
-        stepper.step(&mut s)?;
-    }
-    let ns = t0.elapsed().as_nanos() as f64 / steps as f64;
-    std::hint::black_box(s);
-    Ok(ns)
+    time_steps(steps, &mut start.clone(), |s| stepper.step(s))
 }
 
 /// The model file `name` of `models/`, at size `n` where given.
@@ -159,15 +160,10 @@ fn main() -> Result<(), Boxed> {
         }
     }
     let mut gen = || time_derived(&sphere, start, h, steps);
-    let mut hand = || -> Result<f64, Boxed> {
-        let mut s = ystart;
-        let t0 = Instant::now();
-        for _ in 0..steps {
-            yard.step(&mut s).ok_or("yardstick diverged")?;
-        }
-        let ns = t0.elapsed().as_nanos() as f64 / steps as f64;
-        std::hint::black_box(s);
-        Ok(ns)
+    let mut hand = || {
+        time_steps(steps, &mut { ystart }, |s| {
+            yard.step(s).map(|_| ()).ok_or("yardstick diverged")
+        })
     };
     // The same model through the JIT: the same states, to the bit.
     let sphere_jit = compile(
