@@ -186,7 +186,22 @@ pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System
         model.coords.len(),
         model.vels.len()
     );
-    Ok(with_status(&what, || hamel_load::compile(model, scheme, backend))?)
+    Ok(with_status(&what, || {
+        hamel_load::compile_cached(model, scheme, backend, cache())
+    })?)
+}
+
+static CACHE: std::sync::OnceLock<Option<hamel_load::Cache>> = std::sync::OnceLock::new();
+
+/// Makes [`compile`] keep derivations and machine code in `cache` (`None`:
+/// derive and compile every time). Only the first call counts; without one,
+/// the cache is [`hamel_load::Cache::from_env`].
+pub fn use_cache(cache: Option<hamel_load::Cache>) {
+    let _ = CACHE.set(cache);
+}
+
+fn cache() -> Option<&'static hamel_load::Cache> {
+    CACHE.get_or_init(hamel_load::Cache::from_env).as_ref()
 }
 
 /// Runs `f`; if it takes longer than two seconds and standard error is a

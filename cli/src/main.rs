@@ -14,6 +14,12 @@ use hamel_cli::{parse_scheme, Backend, Error};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// derive and compile afresh, without reading or writing the cache of
+    /// derivations and machine code (by default in `$HAMEL_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/hamel` or `~/.cache/hamel`; `HAMEL_CACHE=off` also
+    /// turns it off)
+    #[arg(long, global = true)]
+    no_cache: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -201,6 +207,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    hamel_cli::use_cache(if cli.no_cache {
+        None
+    } else {
+        hamel_load::Cache::from_env()
+    });
     let result = match cli.command {
         Command::Check { models, sizes } => cmd::check::check(&models, &sizes),
         Command::Simulate {

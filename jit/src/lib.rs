@@ -14,13 +14,17 @@
 
 #![warn(missing_docs)]
 
-use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Value};
-use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::Context;
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+mod codegen;
+mod ir;
+mod kept;
+
+use codegen::{compile_all, host_isa};
+use cranelift_codegen::ir::AbiParam;
+use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
-use hamel_kernel::{Func, Instr, Outputs, Partition, Program};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use hamel_kernel::{Func, Outputs, Partition, Program};
+use ir::{calls_in_order, Imports, Part};
 
 /// Why a program could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +146,43 @@ impl Drop for JitCode {
     }
 }
 
+/// Whether [`JitCode::compile_on`] compiles (and keeps the code as bytes)
+/// or loads code kept before.
+enum Code<'a> {
+    Compile { keep: bool },
+    Load(&'a [u8]),
+}
+
+/// Refuses argument and output arrays that do not match their programs.
+fn check_shapes(programs: &[(&Program, &[usize], &[OutputArray])]) -> Result<(), JitError> {
+    for (k, (p, arrays, outs)) in programs.iter().enumerate() {
+        let count: usize = outs.iter().map(OutputArray::count).sum();
+        if count != p.outputs.len() {
+            return Err(JitError(format!(
+                "program {k}: output arrays of {count} values for {} outputs",
+                p.outputs.len()
+            )));
+        }
+        if let Some(a) = outs
+            .iter()
+            .find(|a| a.at.is_some_and(|at| at.iter().any(|&i| i >= a.len)))
+        {
+            return Err(JitError(format!(
+                "program {k}: an output placed beyond its array of {} values",
+                a.len
+            )));
+        }
+        if arrays.iter().sum::<usize>() != p.n_inputs {
+            return Err(JitError(format!(
+                "program {k}: argument arrays of {} values for {} inputs",
+                arrays.iter().sum::<usize>(),
+                p.n_inputs
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl JitCode {
     /// Compiles `programs`; function `i` of the result runs `programs[i].0`,
     /// whose input registers are filled from argument arrays of the lengths
@@ -175,248 +216,106 @@ impl JitCode {
     /// banded Jacobian written into a dense matrix whose other entries stay
     /// zero, at the cost of the band instead of the whole matrix.
     pub fn compile_placed(programs: &[(&Program, &[usize], &[OutputArray])]) -> Result<JitCode, JitError> {
-        for (k, (p, _, outs)) in programs.iter().enumerate() {
-            let count: usize = outs.iter().map(OutputArray::count).sum();
-            if count != p.outputs.len() {
-                return Err(JitError(format!(
-                    "program {k}: output arrays of {count} values for {} outputs",
-                    p.outputs.len()
-                )));
-            }
-            if let Some(a) = outs
-                .iter()
-                .find(|a| a.at.is_some_and(|at| at.iter().any(|&i| i >= a.len)))
-            {
-                return Err(JitError(format!(
-                    "program {k}: an output placed beyond its array of {} values",
-                    a.len
-                )));
-            }
-        }
-        for (k, (p, arrays, _)) in programs.iter().enumerate() {
-            if arrays.iter().sum::<usize>() != p.n_inputs {
-                return Err(JitError(format!(
-                    "program {k}: argument arrays of {} values for {} inputs",
-                    arrays.iter().sum::<usize>(),
-                    p.n_inputs
-                )));
-            }
-        }
-        let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(err)?;
-        flags.set("use_colocated_libcalls", "false").map_err(err)?;
-        flags.set("is_pic", "false").map_err(err)?;
-        let isa = cranelift_native::builder()
-            .map_err(err)?
-            .finish(settings::Flags::new(flags))
-            .map_err(err)?;
-        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+        Self::compile_on(programs, None, Code::Compile { keep: false }).map(|(code, _)| code)
+    }
+
+    /// [`JitCode::compile_placed`], with the machine code as bytes that
+    /// [`JitCode::load_placed`] accepts in a later process on this machine
+    /// and build (`None` if this code cannot be kept).
+    pub fn compile_keeping(
+        programs: &[(&Program, &[usize], &[OutputArray])],
+    ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
+        Self::compile_on(programs, None, Code::Compile { keep: true })
+    }
+
+    /// The code [`JitCode::compile_keeping`] compiled for the same
+    /// `programs` and kept as `bytes`, without compiling again. Bytes that
+    /// were cut, changed, or compiled for another instruction set are refused
+    /// (compile instead).
+    pub fn load_placed(programs: &[(&Program, &[usize], &[OutputArray])], bytes: &[u8]) -> Result<JitCode, JitError> {
+        Self::compile_on(programs, None, Code::Load(bytes)).map(|(code, _)| code)
+    }
+
+    /// Compiles (or loads) on `threads` threads (`None`: as many as
+    /// [`codegen::threads_for`] chooses), so that tests can force either path.
+    fn compile_on(
+        programs: &[(&Program, &[usize], &[OutputArray])],
+        threads: Option<usize>,
+        how: Code,
+    ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
+        check_shapes(programs)?;
+        let isa = host_isa()?;
+        let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
         builder.symbols(host_symbols());
         let mut module = JITModule::new(builder);
-        let tcfg = module.target_config();
-        let ptr = tcfg.pointer_type();
-
-        let mut import = |name: &str, params: &[types::Type]| -> Result<FuncId, JitError> {
-            let mut sig = module.make_signature();
-            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-            sig.returns.push(AbiParam::new(types::F64));
-            module.declare_function(name, Linkage::Import, &sig).map_err(err)
-        };
-        let powi_id = import("hamel_powi", &[types::F64, types::I32])?;
-        let powf_id = import("hamel_powf", &[types::F64, types::F64])?;
-        let atan2_id = import("hamel_atan2", &[types::F64, types::F64])?;
-        let mut func_ids = Vec::new();
-        for f in Func::ALL {
-            func_ids.push((f, import(func_symbol(f), &[types::F64])?));
-        }
-
+        let imports = Imports::declare(&mut module)?;
         // Every function — a program's entry and the parts of a long program —
         // takes (argument array pointers, scratch, outputs).
         let mut sig = module.make_signature();
         for _ in 0..3 {
-            sig.params.push(AbiParam::new(ptr));
+            sig.params.push(AbiParam::new(module.target_config().pointer_type()));
         }
-        let mut ctx: Context = module.make_context();
+        let build = matches!(how, Code::Compile { .. });
         let mut fctx = FunctionBuilderContext::new();
+        let mut functions = Vec::new();
+        let mut defined = Vec::new();
         let mut ids = Vec::with_capacity(programs.len());
         let mut scratch = Vec::with_capacity(programs.len());
-        let width = i32::from(ptr.bytes() as u8);
         for (k, &(prog, arrays, out_arrays)) in programs.iter().enumerate() {
             // Long programs are compiled as parts (register allocation grows
             // faster than linearly with function size), cut by the rule the Rust
             // printer uses; results read by a later part, or outputs of an
             // earlier one, pass through the scratch array.
             let cut = Partition::new(prog, CHUNK, Outputs::LastPart);
-            let (parts, slot, slots) = (cut.parts, &cut.slot, cut.slots);
-            let base = prog.result_base();
-            // input register → (argument array, offset)
-            let input_at: Vec<(usize, usize)> = arrays
-                .iter()
-                .enumerate()
-                .flat_map(|(a, &len)| (0..len).map(move |i| (a, i)))
-                .collect();
-
-            let mut part_ids = Vec::with_capacity(parts);
-            for c in 0..parts {
+            let mut part_ids = Vec::with_capacity(cut.parts);
+            for c in 0..cut.parts {
                 let id = module
                     .declare_function(&format!("program{k}_part{c}"), Linkage::Local, &sig)
                     .map_err(err)?;
-                ctx.func.signature = sig.clone();
-                {
-                    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                    let block = b.create_block();
-                    b.append_block_params_for_function_params(block);
-                    b.switch_to_block(block);
-                    b.seal_block(block);
-                    let params = b.block_params(block).to_vec();
-                    let (args, tmp, out) = (params[0], params[1], params[2]);
-                    let mut refs =
-                        |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
-                    let powi_ref = refs(powi_id, &mut b);
-                    let powf_ref = refs(powf_id, &mut b);
-                    let atan2_ref = refs(atan2_id, &mut b);
-                    let func_refs: Vec<(Func, FuncRef)> =
-                        func_ids.iter().map(|&(f, id)| (f, refs(id, &mut b))).collect();
-                    let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
-                        let c = b.ins().call(f, args);
-                        b.inst_results(c)[0]
+                if build {
+                    let part = Part {
+                        prog,
+                        arrays,
+                        out_arrays,
+                        cut: &cut,
+                        index: c,
                     };
-                    let flags = MemFlagsData::trusted();
-                    let read = MemFlagsData::trusted().with_readonly();
-                    // Values of the registers this part has read or computed.
-                    let mut vals: Vec<Option<Value>> = vec![None; prog.registers()];
-                    let mut arg_base: Vec<Option<Value>> = vec![None; arrays.len()];
-                    let value = |r: u32,
-                                 b: &mut FunctionBuilder,
-                                 vals: &mut Vec<Option<Value>>,
-                                 arg_base: &mut Vec<Option<Value>>|
-                     -> Value {
-                        let r = r as usize;
-                        if let Some(v) = vals[r] {
-                            return v;
-                        }
-                        let v = if r < prog.n_inputs {
-                            let (a, i) = input_at[r];
-                            let p = *arg_base[a].get_or_insert_with(|| b.ins().load(ptr, read, args, width * a as i32));
-                            b.ins().load(types::F64, read, p, (8 * i) as i32)
-                        } else if r < base {
-                            b.ins().f64const(prog.consts[r - prog.n_inputs])
-                        } else {
-                            let s = slot[r - base].expect("a result from another part has a scratch slot");
-                            b.ins().load(types::F64, flags, tmp, 8 * s as i32)
-                        };
-                        vals[r] = Some(v);
-                        v
-                    };
-                    for i in cut.range(c) {
-                        let v = match prog.instrs[i] {
-                            Instr::Add(a, d) | Instr::Sub(a, d) | Instr::Mul(a, d) | Instr::Div(a, d) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                let y = value(d, &mut b, &mut vals, &mut arg_base);
-                                match prog.instrs[i] {
-                                    Instr::Add(..) => b.ins().fadd(x, y),
-                                    Instr::Sub(..) => b.ins().fsub(x, y),
-                                    Instr::Mul(..) => b.ins().fmul(x, y),
-                                    _ => b.ins().fdiv(x, y),
-                                }
-                            }
-                            Instr::Neg(a) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                b.ins().fneg(x)
-                            }
-                            Instr::Sqrt(a) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                b.ins().sqrt(x)
-                            }
-                            Instr::Powi(a, e) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                let e = b.ins().iconst(types::I32, i64::from(e));
-                                call(&mut b, powi_ref, &[x, e])
-                            }
-                            Instr::Powf(a, e) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                let e = b.ins().f64const(e);
-                                call(&mut b, powf_ref, &[x, e])
-                            }
-                            Instr::Pow(a, d) => {
-                                let (x, y) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                call(&mut b, powf_ref, &[x, y])
-                            }
-                            Instr::Atan2(a, d) => {
-                                let (y, x) = (
-                                    value(a, &mut b, &mut vals, &mut arg_base),
-                                    value(d, &mut b, &mut vals, &mut arg_base),
-                                );
-                                call(&mut b, atan2_ref, &[y, x])
-                            }
-                            Instr::Call(f, a) => {
-                                let x = value(a, &mut b, &mut vals, &mut arg_base);
-                                let fr = func_refs
-                                    .iter()
-                                    .find(|(g, _)| *g == f)
-                                    .map(|p| p.1)
-                                    .expect("every Func imported");
-                                call(&mut b, fr, &[x])
-                            }
-                        };
-                        vals[base + i] = Some(v);
-                        if let Some(s) = slot[i] {
-                            b.ins().store(flags, v, tmp, 8 * s as i32);
-                        }
-                    }
-                    if c == parts - 1 {
-                        let mut j = 0;
-                        for (a, array) in out_arrays.iter().enumerate() {
-                            if array.count() == 0 {
-                                continue;
-                            }
-                            let dst = b.ins().load(ptr, read, out, width * a as i32);
-                            for i in 0..array.count() {
-                                let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
-                                let at = array.at.map_or(i, |at| at[i]);
-                                b.ins().store(flags, v, dst, (8 * at) as i32);
-                                j += 1;
-                            }
-                        }
-                    }
-                    b.ins().return_(&[]);
-                    b.finalize(tcfg);
+                    functions.push((id, part.build(&mut module, &imports, &sig, &mut fctx)));
                 }
-                module.define_function(id, &mut ctx).map_err(err)?;
-                module.clear_context(&mut ctx);
+                defined.push(id);
                 part_ids.push(id);
             }
-            let id = if parts == 1 {
+            let id = if cut.parts == 1 {
                 part_ids[0]
             } else {
-                // The entry calls the parts in order.
                 let id = module
                     .declare_function(&format!("program{k}"), Linkage::Local, &sig)
                     .map_err(err)?;
-                ctx.func.signature = sig.clone();
-                {
-                    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                    let block = b.create_block();
-                    b.append_block_params_for_function_params(block);
-                    b.switch_to_block(block);
-                    b.seal_block(block);
-                    let params = b.block_params(block).to_vec();
-                    for &p in &part_ids {
-                        let f = module.declare_func_in_func(p, b.func);
-                        b.ins().call(f, &params);
-                    }
-                    b.ins().return_(&[]);
-                    b.finalize(tcfg);
+                if build {
+                    functions.push((id, calls_in_order(&mut module, &sig, &part_ids, &mut fctx)));
                 }
-                module.define_function(id, &mut ctx).map_err(err)?;
-                module.clear_context(&mut ctx);
+                defined.push(id);
                 id
             };
             ids.push(id);
-            scratch.push(slots);
+            scratch.push(cut.slots);
+        }
+        let (code, kept) = match how {
+            Code::Compile { keep } => {
+                let threads = threads.unwrap_or_else(|| codegen::threads_for(&functions));
+                let code = compile_all(&*isa, functions, threads)?;
+                let kept = if keep { kept::write(&*isa, &code) } else { None };
+                (code, kept)
+            }
+            Code::Load(bytes) => {
+                let declared = module.declarations().get_functions().count() as u32;
+                (kept::read(&*isa, bytes, defined.len(), declared)?, None)
+            }
+        };
+        for (id, code) in defined.into_iter().zip(code) {
+            module
+                .define_function_bytes(id, code.alignment, &code.bytes, &code.relocs)
+                .map_err(err)?;
         }
         module.finalize_definitions().map_err(err)?;
         let entries = ids
@@ -427,7 +326,7 @@ impl JitCode {
                 unsafe { std::mem::transmute::<*const u8, Entry>(p) }
             })
             .collect();
-        Ok(JitCode {
+        let code = JitCode {
             module: Some(module),
             entries,
             shapes: programs
@@ -435,7 +334,8 @@ impl JitCode {
                 .map(|(_, arrays, outs)| (arrays.to_vec(), outs.iter().map(|a| a.len).collect()))
                 .collect(),
             scratch,
-        })
+        };
+        Ok((code, kept))
     }
 
     /// Number of compiled functions.
@@ -524,6 +424,7 @@ impl JitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hamel_kernel::Instr;
 
     #[test]
     fn agrees_with_the_interpreter_to_the_bit() {
@@ -598,12 +499,73 @@ mod tests {
             instrs,
             outputs: vec![base + n - 1, base + 5, base + CHUNK as u32 + 1, 1, 2],
         };
-        let code = JitCode::compile(&[(&p, &[1, 1])]).unwrap();
-        assert!(code.scratch_len(0) > 0, "the program was split");
-        let mut out = vec![0.0; p.outputs.len()];
-        code.call(0, &[&[0.3], &[0.7]], &mut out);
+        let outs = [OutputArray {
+            len: p.outputs.len(),
+            at: None,
+        }];
         let want = p.eval(&[0.3, 0.7]);
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&out), bits(&want));
+        // Its parts compiled on one thread and on two give the same code.
+        for threads in [1, 2] {
+            let code = JitCode::compile_on(&[(&p, &[1, 1], &outs)], Some(threads), Code::Compile { keep: false })
+                .unwrap()
+                .0;
+            assert!(code.scratch_len(0) > 0, "the program was split");
+            let mut out = vec![0.0; p.outputs.len()];
+            code.call(0, &[&[0.3], &[0.7]], &mut out);
+            assert_eq!(bits(&out), bits(&want), "{threads} thread(s)");
+        }
+    }
+
+    #[test]
+    fn kept_code_runs_as_compiled_and_damaged_code_is_refused() {
+        // A long program (split into parts that call each other and the
+        // host's `sin`) and a short one, so that both kinds of relocation occur.
+        let mut instrs = Vec::new();
+        for i in 0..(CHUNK + 50) as u32 {
+            let r = 2 + i;
+            instrs.push(if i % 3 == 0 {
+                Instr::Call(Func::Sin, r - 1)
+            } else {
+                Instr::Add(r - 1, 0)
+            });
+        }
+        let n = instrs.len() as u32;
+        let long = Program {
+            n_inputs: 1,
+            consts: vec![0.5],
+            instrs,
+            outputs: vec![1 + n, 5],
+        };
+        let short = Program {
+            n_inputs: 1,
+            consts: vec![],
+            instrs: vec![Instr::Call(Func::Cos, 0)],
+            outputs: vec![1],
+        };
+        let (o2, o1) = ([OutputArray { len: 2, at: None }], [OutputArray { len: 1, at: None }]);
+        let programs: [(&Program, &[usize], &[OutputArray]); 2] = [(&long, &[1], &o2), (&short, &[1], &o1)];
+        let (compiled, kept) = JitCode::compile_keeping(&programs).unwrap();
+        let kept = kept.expect("this code can be kept");
+        let loaded = JitCode::load_placed(&programs, &kept).unwrap();
+        let run = |code: &JitCode, k: usize, len: usize| {
+            let mut out = vec![0.0; len];
+            code.call(k, &[&[0.3]], &mut out);
+            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(&loaded, 0, 2), run(&compiled, 0, 2));
+        assert_eq!(run(&loaded, 1, 1), run(&compiled, 1, 1));
+        assert_eq!(
+            run(&loaded, 0, 2),
+            long.eval(&[0.3]).iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        // One flipped bit anywhere, a cut, or other programs: refused.
+        for at in [0, 9, kept.len() / 2, kept.len() - 1] {
+            let mut bad = kept.clone();
+            bad[at] ^= 1;
+            assert!(JitCode::load_placed(&programs, &bad).is_err(), "bit flipped at {at}");
+        }
+        assert!(JitCode::load_placed(&programs, &kept[..kept.len() - 9]).is_err());
+        assert!(JitCode::load_placed(&programs[..1], &kept).is_err());
     }
 }

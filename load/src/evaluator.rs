@@ -130,6 +130,16 @@ pub struct FnId(usize);
 impl Evaluator {
     /// Prepares every function of `step` for `backend` (JIT: compiles them all now).
     pub fn new(step: &CompiledStep, backend: Backend) -> Result<Evaluator, LoadError> {
+        Self::new_kept(step, backend, None)
+    }
+
+    /// [`Evaluator::new`], with the JIT's machine code loaded from a cache
+    /// entry if it holds code for these programs (else compiled and kept).
+    pub(crate) fn new_kept(
+        step: &CompiledStep,
+        backend: Backend,
+        cache: Option<(&crate::Cache, &crate::cache::Entry)>,
+    ) -> Result<Evaluator, LoadError> {
         let mut names = Vec::new();
         let mut inputs = Vec::new();
         let mut programs = Vec::new();
@@ -200,9 +210,20 @@ impl Evaluator {
                 for (w, b) in band_written.iter_mut().zip(&banded) {
                     *w = b.is_some();
                 }
-                Some(Arc::new(
-                    JitCode::compile_placed(&refs).map_err(|e| LoadError::Jit(e.to_string()))?,
-                ))
+                let jit_err = |e: hamel_jit::JitError| LoadError::Jit(e.to_string());
+                let kept = cache.and_then(|(c, entry)| JitCode::load_placed(&refs, &c.code(entry)?).ok());
+                let code = match (kept, cache) {
+                    (Some(code), _) => code,
+                    (None, None) => JitCode::compile_placed(&refs).map_err(jit_err)?,
+                    (None, Some((c, entry))) => {
+                        let (code, bytes) = JitCode::compile_keeping(&refs).map_err(jit_err)?;
+                        if let Some(bytes) = bytes {
+                            c.keep_code(entry, &bytes);
+                        }
+                        code
+                    }
+                };
+                Some(Arc::new(code))
             }
         };
         Ok(Evaluator {

@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod cache;
 pub mod ensemble;
 pub mod evaluator;
 pub mod initial;
@@ -42,6 +43,7 @@ use hamel_compiler::emit::compiled::CompiledStep;
 pub use hamel_compiler::scheme::Scheme;
 pub use hamel_compiler::Model;
 
+pub use cache::Cache;
 pub use ensemble::{run_many, Member};
 pub use evaluator::{Args, Evaluator, Slot};
 pub use initial::{initial, parse_override, Overrides};
@@ -167,9 +169,35 @@ fn load_source_estimated(
 
 /// Derives `scheme` for `model` and prepares it for `backend`.
 pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, LoadError> {
-    let sys = scheme.derive(model)?;
-    let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
-    System::new(step, backend)
+    compile_cached(model, scheme, backend, None)
+}
+
+/// [`compile`], reading the derivation and the JIT's machine code from
+/// `cache` when it holds them for this model, scheme and build of hamel, and
+/// keeping them there when it does not (see [`Cache`]). The system is the
+/// same to the bit either way.
+pub fn compile_cached(
+    model: &Model,
+    scheme: Scheme,
+    backend: Backend,
+    cache: Option<&Cache>,
+) -> Result<System, LoadError> {
+    let Some(cache) = cache else {
+        let sys = scheme.derive(model)?;
+        let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
+        return System::new(step, backend);
+    };
+    let entry = cache.entry(model, scheme, false);
+    let step = match cache.step(&entry) {
+        Some(step) => step,
+        None => {
+            let sys = scheme.derive(model)?;
+            let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
+            cache.keep_step(&entry, &step);
+            step
+        }
+    };
+    System::new_kept(step, backend, Some((cache, &entry)))
 }
 
 /// [`compile`], with the step map's sensitivity `∂z'/∂z` compiled too (for

@@ -51,9 +51,20 @@ struct Hot {
 impl System {
     /// The step with the parameter values of the model file, evaluated by `backend`.
     pub fn new(step: CompiledStep, backend: Backend) -> Result<Self, LoadError> {
+        Self::new_kept(step, backend, None)
+    }
+
+    /// [`System::new`], loading the JIT's machine code from a cache entry
+    /// instead of compiling it when the entry holds code for this step, and
+    /// keeping it there when it does not.
+    pub(crate) fn new_kept(
+        step: CompiledStep,
+        backend: Backend,
+        cache: Option<(&crate::Cache, &crate::cache::Entry)>,
+    ) -> Result<Self, LoadError> {
         let params: Vec<f64> = step.params.iter().map(|(_, d)| *d).collect();
         let started = std::time::Instant::now();
-        let kernels = Evaluator::new(&step, backend)?;
+        let kernels = Evaluator::new_kept(&step, backend, cache)?;
         let prepared_in = started.elapsed();
         let get = |k: Kernel| {
             kernels

@@ -79,7 +79,14 @@ impl Inner {
         let mut sys = if sensitivity {
             hamel_load::compile_with_sensitivity(&self.model, scheme, self.backend)?
         } else {
-            hamel_load::compile(&self.model, scheme, self.backend)?
+            // Derivations and machine code kept between sessions, as the CLI
+            // keeps them (`HAMEL_CACHE=off` turns it off).
+            hamel_load::compile_cached(
+                &self.model,
+                scheme,
+                self.backend,
+                hamel_load::Cache::from_env().as_ref(),
+            )?
         };
         for (n, x) in &self.params {
             sys.set_param(n, *x).map_err(LoadError::Usage)?;

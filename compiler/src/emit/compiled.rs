@@ -62,7 +62,7 @@ pub struct CompiledStep {
     /// the state component that carries the time of a rheonomic model's
     /// state (see [`StepSystem::time`]); its invariants read that time
     pub time_slot: Option<usize>,
-    functions: BTreeMap<Kernel, CompiledFunction>,
+    pub(crate) functions: BTreeMap<Kernel, CompiledFunction>,
 }
 
 /// One function: its program and the arrays it reads and writes.

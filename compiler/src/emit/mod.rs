@@ -5,5 +5,6 @@
 
 pub mod compiled;
 pub mod integrator;
+mod persist;
 pub mod program;
 pub mod rust;

@@ -101,7 +101,24 @@ pub struct Model {
     /// top-level `let` definitions in file order (`x[1]` for indexed ones): one
     /// expression for a scalar, three for a vector; tools evaluate them on runs
     pub lets: Vec<(String, Vec<Id>)>,
+    /// a hash of the source text and the sizes this model was lowered from:
+    /// equal for every load of the same file at the same sizes, by any
+    /// build (hosts key kept derivations by it together with their build)
+    pub source_hash: u64,
 }
+
+/// FNV-1a over `bytes`, continuing from `h` (start at [`FNV_OFFSET`]): a hash
+/// that is the same in every process, unlike the standard library's.
+pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The start of an [`fnv1a`] hash.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Model {
     /// Symbol nodes of the coordinates.

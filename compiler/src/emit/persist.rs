@@ -1,0 +1,418 @@
+//! A compiled step as bytes and back, so that a host can keep a derivation
+//! (in a cache file) and skip it the next time the same model is run.
+//!
+//! The format is private to one build of hamel: hosts key their files by
+//! the build (see `hamel_load::cache`), so it carries no version of its own
+//! beyond a magic word. Numbers are stored by their bits, so a step read
+//! back evaluates to the same bits as the one written.
+
+use std::collections::BTreeMap;
+
+use hamel_kernel::{Arg, Func, Instr, InvariantKind, Kernel, Program};
+
+use super::compiled::{CompiledFunction, CompiledStep};
+use crate::scheme::Scheme;
+
+const MAGIC: &[u8; 8] = b"HAMELCS1";
+
+impl CompiledStep {
+    /// The step as bytes, for [`CompiledStep::from_bytes`] of the same build.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer(MAGIC.to_vec());
+        w.str(&self.model);
+        w.str(&self.scheme);
+        w.opt(self.kind, |w, s| w.usize(scheme_code(s)));
+        w.seq(&self.params, |w, (n, d)| {
+            w.str(n);
+            w.f64(*d);
+        });
+        for names in [&self.state, &self.unknowns, &self.coordinates, &self.velocities] {
+            w.seq(names, |w, n| w.str(n));
+        }
+        w.seq(&self.invariants, |w, (n, k)| {
+            w.str(n);
+            w.usize(invariant_code(*k));
+        });
+        w.seq(&self.initials, |w, n| w.str(n));
+        w.seq(&self.inputs, |w, n| w.str(n));
+        w.opt(self.band, |w, (l, u)| {
+            w.usize(l);
+            w.usize(u);
+        });
+        w.usize(self.exogenous_len);
+        w.usize(self.observe_size);
+        w.seq(&self.lets, |w, (n, k)| {
+            w.str(n);
+            w.usize(*k);
+        });
+        w.usize(self.metric_size);
+        w.usize(usize::from(self.metric_varies));
+        w.opt(self.frame_check, |w, (r, c)| {
+            w.usize(r);
+            w.usize(c);
+        });
+        w.opt(self.time_slot, Writer::usize);
+        let functions: Vec<(Kernel, &CompiledFunction)> = self.functions().collect();
+        w.seq(&functions, |w, (k, f)| {
+            w.kernel(*k);
+            w.program(&f.program);
+            w.seq(&f.inputs, |w, (a, n)| {
+                w.usize(arg_code(*a));
+                w.usize(*n);
+            });
+            w.seq(&f.outputs, |w, (n, len)| {
+                w.str(n);
+                w.usize(*len);
+            });
+        });
+        w.0
+    }
+
+    /// A step written by [`CompiledStep::to_bytes`] of the same build; an
+    /// error for anything else (a truncated or foreign file).
+    pub fn from_bytes(bytes: &[u8]) -> Result<CompiledStep, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(MAGIC.len())? != MAGIC {
+            return Err("not a compiled hamel step".into());
+        }
+        let model = r.str()?;
+        let scheme = r.str()?;
+        let kind = r.opt(|r| scheme_of(r.usize()?))?;
+        let params = r.seq(|r| Ok((r.str()?, r.f64()?)))?;
+        let state = r.seq(Reader::str)?;
+        let unknowns = r.seq(Reader::str)?;
+        let coordinates = r.seq(Reader::str)?;
+        let velocities = r.seq(Reader::str)?;
+        let invariants = r.seq(|r| Ok((r.str()?, invariant_of(r.usize()?)?)))?;
+        let initials = r.seq(Reader::str)?;
+        let inputs = r.seq(Reader::str)?;
+        let band = r.opt(|r| Ok((r.usize()?, r.usize()?)))?;
+        let exogenous_len = r.usize()?;
+        let observe_size = r.usize()?;
+        let lets = r.seq(|r| Ok((r.str()?, r.usize()?)))?;
+        let metric_size = r.usize()?;
+        let metric_varies = r.usize()? != 0;
+        let frame_check = r.opt(|r| Ok((r.usize()?, r.usize()?)))?;
+        let time_slot = r.opt(Reader::usize)?;
+        let functions: BTreeMap<Kernel, CompiledFunction> = r
+            .seq(|r| {
+                let k = r.kernel()?;
+                let program = r.program()?;
+                let inputs = r.seq(|r| Ok((arg_of(r.usize()?)?, r.usize()?)))?;
+                let outputs = r.seq(|r| Ok((r.str()?, r.usize()?)))?;
+                Ok((
+                    k,
+                    CompiledFunction {
+                        program,
+                        inputs,
+                        outputs,
+                    },
+                ))
+            })?
+            .into_iter()
+            .collect();
+        if r.at != bytes.len() {
+            return Err("trailing bytes after a compiled step".into());
+        }
+        Ok(CompiledStep {
+            model,
+            scheme,
+            kind,
+            params,
+            state,
+            unknowns,
+            coordinates,
+            velocities,
+            invariants,
+            initials,
+            inputs,
+            band,
+            exogenous_len,
+            observe_size,
+            lets,
+            metric_size,
+            metric_varies,
+            frame_check,
+            time_slot,
+            functions,
+        })
+    }
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn usize(&mut self, x: usize) {
+        self.u64(x as u64);
+    }
+    fn u32(&mut self, x: u32) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn f64(&mut self, x: f64) {
+        self.u64(x.to_bits());
+    }
+    fn str(&mut self, s: &str) {
+        self.usize(s.len());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt<T>(&mut self, x: Option<T>, f: impl FnOnce(&mut Self, T)) {
+        self.usize(usize::from(x.is_some()));
+        if let Some(x) = x {
+            f(self, x);
+        }
+    }
+    fn seq<T>(&mut self, xs: &[T], mut f: impl FnMut(&mut Self, &T)) {
+        self.usize(xs.len());
+        for x in xs {
+            f(self, x);
+        }
+    }
+    fn kernel(&mut self, k: Kernel) {
+        match k {
+            Kernel::Initial(i) => {
+                self.usize(KERNELS.len());
+                self.usize(i);
+            }
+            k => self.usize(KERNELS.iter().position(|&x| x == k).expect("every fixed kernel listed")),
+        }
+    }
+    fn program(&mut self, p: &Program) {
+        self.usize(p.n_inputs);
+        self.seq(&p.consts, |w, c| w.f64(*c));
+        self.seq(&p.instrs, |w, i| w.instr(i));
+        self.seq(&p.outputs, |w, o| w.u32(*o));
+    }
+    fn instr(&mut self, i: &Instr) {
+        let (code, a, b) = match *i {
+            Instr::Add(a, b) => (0, a, u64::from(b)),
+            Instr::Sub(a, b) => (1, a, u64::from(b)),
+            Instr::Mul(a, b) => (2, a, u64::from(b)),
+            Instr::Div(a, b) => (3, a, u64::from(b)),
+            Instr::Neg(a) => (4, a, 0),
+            Instr::Sqrt(a) => (5, a, 0),
+            Instr::Powi(a, n) => (6, a, u64::from(n as u32)),
+            Instr::Powf(a, e) => (7, a, e.to_bits()),
+            Instr::Pow(a, b) => (8, a, u64::from(b)),
+            Instr::Call(f, a) => (
+                9,
+                a,
+                Func::ALL.iter().position(|&g| g == f).expect("every Func listed") as u64,
+            ),
+            Instr::Atan2(a, b) => (10, a, u64::from(b)),
+        };
+        self.0.push(code);
+        self.u32(a);
+        self.u64(b);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or("a compiled step cut short")?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn usize(&mut self) -> Result<usize, String> {
+        usize::try_from(self.u64()?).map_err(|e| e.to_string())
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    fn f64(&mut self) -> Result<f64, String> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    fn str(&mut self) -> Result<String, String> {
+        let n = self.usize()?;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|e| e.to_string())
+    }
+    fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<Option<T>, String> {
+        match self.usize()? {
+            0 => Ok(None),
+            1 => f(self).map(Some),
+            _ => Err("a compiled step with a bad option".into()),
+        }
+    }
+    fn seq<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T, String>) -> Result<Vec<T>, String> {
+        let n = self.usize()?;
+        // Each element takes at least one byte: a count beyond what is left is corrupt.
+        if n > self.bytes.len() - self.at {
+            return Err("a compiled step with a bad length".into());
+        }
+        (0..n).map(|_| f(self)).collect()
+    }
+    fn kernel(&mut self) -> Result<Kernel, String> {
+        match self.usize()? {
+            i if i < KERNELS.len() => Ok(KERNELS[i]),
+            i if i == KERNELS.len() => Ok(Kernel::Initial(self.usize()?)),
+            i => Err(format!("unknown kernel code {i}")),
+        }
+    }
+    fn program(&mut self) -> Result<Program, String> {
+        let n_inputs = self.usize()?;
+        let consts = self.seq(Reader::f64)?;
+        let instrs = self.seq(Reader::instr)?;
+        let outputs = self.seq(Reader::u32)?;
+        let p = Program {
+            n_inputs,
+            consts,
+            instrs,
+            outputs,
+        };
+        // A program whose operands or outputs point past their registers
+        // would read out of bounds when evaluated.
+        let base = p.result_base() as u64;
+        for (k, i) in p.instrs.iter().enumerate() {
+            let (ops, n) = i.operands();
+            if ops[..n].iter().any(|&r| u64::from(r) >= base + k as u64) {
+                return Err("a compiled step with a bad operand".into());
+            }
+        }
+        if p.outputs.iter().any(|&r| r as usize >= p.registers()) {
+            return Err("a compiled step with a bad output".into());
+        }
+        Ok(p)
+    }
+    fn instr(&mut self) -> Result<Instr, String> {
+        let code = self.take(1)?[0];
+        let a = self.u32()?;
+        let b = self.u64()?;
+        let reg = |b: u64| u32::try_from(b).map_err(|e| e.to_string());
+        Ok(match code {
+            0 => Instr::Add(a, reg(b)?),
+            1 => Instr::Sub(a, reg(b)?),
+            2 => Instr::Mul(a, reg(b)?),
+            3 => Instr::Div(a, reg(b)?),
+            4 => Instr::Neg(a),
+            5 => Instr::Sqrt(a),
+            6 => Instr::Powi(a, reg(b)? as i32),
+            7 => Instr::Powf(a, f64::from_bits(b)),
+            8 => Instr::Pow(a, reg(b)?),
+            9 => Instr::Call(a_func(b)?, a),
+            10 => Instr::Atan2(a, reg(b)?),
+            c => return Err(format!("unknown instruction code {c}")),
+        })
+    }
+}
+
+fn a_func(code: u64) -> Result<Func, String> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| Func::ALL.get(i).copied())
+        .ok_or_else(|| format!("unknown function code {code}"))
+}
+
+/// The kernels other than `Initial(i)`, in the order of their codes.
+const KERNELS: [Kernel; 14] = [
+    Kernel::Residual,
+    Kernel::ResidualJacobian,
+    Kernel::Increment,
+    Kernel::Predict,
+    Kernel::ObserveSystem,
+    Kernel::Physical,
+    Kernel::Invariants,
+    Kernel::InitState,
+    Kernel::SensitivityParts,
+    Kernel::InputSensitivityParts,
+    Kernel::Work,
+    Kernel::Lets,
+    Kernel::Metric,
+    Kernel::FrameCheck,
+];
+
+const INVARIANTS: [InvariantKind; 8] = [
+    InvariantKind::Energy,
+    InvariantKind::ForcedEnergy,
+    InvariantKind::Momentum,
+    InvariantKind::Geometric,
+    InvariantKind::Monitored,
+    InvariantKind::Constraint,
+    InvariantKind::DriftingConstraint,
+    InvariantKind::HiddenConstraint,
+];
+
+const ARGS: [Arg; Arg::COUNT] = [
+    Arg::P,
+    Arg::H,
+    Arg::Z,
+    Arg::X,
+    Arg::W,
+    Arg::Q,
+    Arg::V,
+    Arg::Y,
+    Arg::E,
+    Arg::T,
+];
+
+fn scheme_code(s: Scheme) -> usize {
+    Scheme::LIST.iter().position(|&x| x == s).expect("every scheme listed")
+}
+fn scheme_of(i: usize) -> Result<Scheme, String> {
+    Scheme::LIST
+        .get(i)
+        .copied()
+        .ok_or_else(|| format!("unknown scheme code {i}"))
+}
+fn invariant_code(k: InvariantKind) -> usize {
+    INVARIANTS
+        .iter()
+        .position(|&x| x == k)
+        .expect("every invariant kind listed")
+}
+fn invariant_of(i: usize) -> Result<InvariantKind, String> {
+    INVARIANTS
+        .get(i)
+        .copied()
+        .ok_or_else(|| format!("unknown invariant code {i}"))
+}
+fn arg_code(a: Arg) -> usize {
+    ARGS.iter().position(|&x| x == a).expect("every argument listed")
+}
+fn arg_of(i: usize) -> Result<Arg, String> {
+    ARGS.get(i).copied().ok_or_else(|| format!("unknown argument code {i}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain() -> CompiledStep {
+        let src = include_str!("../../../models/spherical_chain_cartesian.hamel");
+        let model = crate::model::load_with_sizes("chain.hamel", src, &[("N".into(), 3)]).unwrap();
+        CompiledStep::new(&Scheme::Rattle.derive(&model).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_step_read_back_is_the_step_written() {
+        let step = chain();
+        let bytes = step.to_bytes();
+        let back = CompiledStep::from_bytes(&bytes).unwrap();
+        // Debug prints every field and every number to its last bit.
+        assert_eq!(format!("{back:?}"), format!("{step:?}"));
+        assert_eq!(back.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn cut_or_foreign_bytes_are_refused() {
+        let bytes = chain().to_bytes();
+        for cut in [0, 7, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(CompiledStep::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(CompiledStep::from_bytes(&longer).is_err());
+        assert!(CompiledStep::from_bytes(b"HAMELCS0").is_err());
+    }
+}

@@ -1,0 +1,228 @@
+//! Cranelift IR of a register program: one function per part of the
+//! program's partition, and an entry that calls the parts in order.
+
+use cranelift_codegen::ir::{
+    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId, Linkage, Module};
+use hamel_kernel::{Func, Instr, Partition, Program};
+
+use crate::{err, func_symbol, JitError, OutputArray};
+
+/// The host functions compiled code calls, declared in the module.
+pub(crate) struct Imports {
+    powi: FuncId,
+    powf: FuncId,
+    atan2: FuncId,
+    elementary: Vec<(Func, FuncId)>,
+}
+
+impl Imports {
+    pub(crate) fn declare(module: &mut JITModule) -> Result<Self, JitError> {
+        let mut import = |name: &str, params: &[types::Type]| -> Result<FuncId, JitError> {
+            let mut sig = module.make_signature();
+            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            sig.returns.push(AbiParam::new(types::F64));
+            module.declare_function(name, Linkage::Import, &sig).map_err(err)
+        };
+        let powi = import("hamel_powi", &[types::F64, types::I32])?;
+        let powf = import("hamel_powf", &[types::F64, types::F64])?;
+        let atan2 = import("hamel_atan2", &[types::F64, types::F64])?;
+        let mut elementary = Vec::new();
+        for f in Func::ALL {
+            elementary.push((f, import(func_symbol(f), &[types::F64])?));
+        }
+        Ok(Self {
+            powi,
+            powf,
+            atan2,
+            elementary,
+        })
+    }
+}
+
+/// Part `index` of a program cut by `cut`, with the arrays it reads and writes.
+pub(crate) struct Part<'a> {
+    pub(crate) prog: &'a Program,
+    pub(crate) arrays: &'a [usize],
+    pub(crate) out_arrays: &'a [OutputArray<'a>],
+    pub(crate) cut: &'a Partition,
+    pub(crate) index: usize,
+}
+
+impl Part<'_> {
+    /// The part's IR: its instructions in program order, one IEEE operation
+    /// each; the last part also stores the outputs.
+    pub(crate) fn build(
+        &self,
+        module: &mut JITModule,
+        imports: &Imports,
+        sig: &Signature,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Function {
+        let (prog, arrays) = (self.prog, self.arrays);
+        let tcfg = module.target_config();
+        let ptr = tcfg.pointer_type();
+        let width = i32::from(ptr.bytes() as u8);
+        let base = prog.result_base();
+        let slot = &self.cut.slot;
+        // input register → (argument array, offset)
+        let input_at: Vec<(usize, usize)> = arrays
+            .iter()
+            .enumerate()
+            .flat_map(|(a, &len)| (0..len).map(move |i| (a, i)))
+            .collect();
+        let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
+        let mut b = FunctionBuilder::new(&mut func, fctx);
+        let block = b.create_block();
+        b.append_block_params_for_function_params(block);
+        b.switch_to_block(block);
+        b.seal_block(block);
+        let params = b.block_params(block).to_vec();
+        let (args, tmp, out) = (params[0], params[1], params[2]);
+        let mut refs = |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
+        let powi_ref = refs(imports.powi, &mut b);
+        let powf_ref = refs(imports.powf, &mut b);
+        let atan2_ref = refs(imports.atan2, &mut b);
+        let func_refs: Vec<(Func, FuncRef)> = imports
+            .elementary
+            .iter()
+            .map(|&(f, id)| (f, refs(id, &mut b)))
+            .collect();
+        let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
+            let c = b.ins().call(f, args);
+            b.inst_results(c)[0]
+        };
+        let flags = MemFlagsData::trusted();
+        let read = MemFlagsData::trusted().with_readonly();
+        // Values of the registers this part has read or computed.
+        let mut vals: Vec<Option<Value>> = vec![None; prog.registers()];
+        let mut arg_base: Vec<Option<Value>> = vec![None; arrays.len()];
+        let value = |r: u32,
+                     b: &mut FunctionBuilder,
+                     vals: &mut Vec<Option<Value>>,
+                     arg_base: &mut Vec<Option<Value>>|
+         -> Value {
+            let r = r as usize;
+            if let Some(v) = vals[r] {
+                return v;
+            }
+            let v = if r < prog.n_inputs {
+                let (a, i) = input_at[r];
+                let p = *arg_base[a].get_or_insert_with(|| b.ins().load(ptr, read, args, width * a as i32));
+                b.ins().load(types::F64, read, p, (8 * i) as i32)
+            } else if r < base {
+                b.ins().f64const(prog.consts[r - prog.n_inputs])
+            } else {
+                let s = slot[r - base].expect("a result from another part has a scratch slot");
+                b.ins().load(types::F64, flags, tmp, 8 * s as i32)
+            };
+            vals[r] = Some(v);
+            v
+        };
+        for i in self.cut.range(self.index) {
+            let v = match prog.instrs[i] {
+                Instr::Add(a, d) | Instr::Sub(a, d) | Instr::Mul(a, d) | Instr::Div(a, d) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    let y = value(d, &mut b, &mut vals, &mut arg_base);
+                    match prog.instrs[i] {
+                        Instr::Add(..) => b.ins().fadd(x, y),
+                        Instr::Sub(..) => b.ins().fsub(x, y),
+                        Instr::Mul(..) => b.ins().fmul(x, y),
+                        _ => b.ins().fdiv(x, y),
+                    }
+                }
+                Instr::Neg(a) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    b.ins().fneg(x)
+                }
+                Instr::Sqrt(a) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    b.ins().sqrt(x)
+                }
+                Instr::Powi(a, e) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    let e = b.ins().iconst(types::I32, i64::from(e));
+                    call(&mut b, powi_ref, &[x, e])
+                }
+                Instr::Powf(a, e) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    let e = b.ins().f64const(e);
+                    call(&mut b, powf_ref, &[x, e])
+                }
+                Instr::Pow(a, d) => {
+                    let (x, y) = (
+                        value(a, &mut b, &mut vals, &mut arg_base),
+                        value(d, &mut b, &mut vals, &mut arg_base),
+                    );
+                    call(&mut b, powf_ref, &[x, y])
+                }
+                Instr::Atan2(a, d) => {
+                    let (y, x) = (
+                        value(a, &mut b, &mut vals, &mut arg_base),
+                        value(d, &mut b, &mut vals, &mut arg_base),
+                    );
+                    call(&mut b, atan2_ref, &[y, x])
+                }
+                Instr::Call(f, a) => {
+                    let x = value(a, &mut b, &mut vals, &mut arg_base);
+                    let fr = func_refs
+                        .iter()
+                        .find(|(g, _)| *g == f)
+                        .map(|p| p.1)
+                        .expect("every Func imported");
+                    call(&mut b, fr, &[x])
+                }
+            };
+            vals[base + i] = Some(v);
+            if let Some(s) = slot[i] {
+                b.ins().store(flags, v, tmp, 8 * s as i32);
+            }
+        }
+        if self.index == self.cut.parts - 1 {
+            let mut j = 0;
+            for (a, array) in self.out_arrays.iter().enumerate() {
+                if array.count() == 0 {
+                    continue;
+                }
+                let dst = b.ins().load(ptr, read, out, width * a as i32);
+                for i in 0..array.count() {
+                    let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
+                    let at = array.at.map_or(i, |at| at[i]);
+                    b.ins().store(flags, v, dst, (8 * at) as i32);
+                    j += 1;
+                }
+            }
+        }
+        b.ins().return_(&[]);
+        b.finalize(tcfg);
+        func
+    }
+}
+
+/// The entry of a program cut into parts: calls them in order with its own
+/// arguments.
+pub(crate) fn calls_in_order(
+    module: &mut JITModule,
+    sig: &Signature,
+    parts: &[FuncId],
+    fctx: &mut FunctionBuilderContext,
+) -> Function {
+    let tcfg = module.target_config();
+    let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
+    let mut b = FunctionBuilder::new(&mut func, fctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    b.seal_block(block);
+    let params = b.block_params(block).to_vec();
+    for &p in parts {
+        let f = module.declare_func_in_func(p, b.func);
+        b.ins().call(f, &params);
+    }
+    b.ins().return_(&[]);
+    b.finalize(tcfg);
+    func
+}

@@ -1,0 +1,122 @@
+//! Derivations and native code kept between runs, so that running a model
+//! again (another step size, other parameters, another host) costs only its
+//! steps: the derived step is read back instead of derived, the JIT's
+//! machine code loaded instead of compiled.
+//!
+//! An entry is keyed by the model's source and sizes
+//! ([`Model::source_hash`]), the scheme, and the build of hamel that wrote it
+//! (a hash of its sources and locked dependencies), so that a changed model
+//! or a new hamel never reads an old entry. Machine code also records the
+//! instruction set and settings it was compiled for and a checksum, and is
+//! refused when either differs. Entries are written whole (to a temporary
+//! file, then renamed), so concurrent runs never read half an entry; an entry
+//! that cannot be read is derived again and replaced. Parameters are not part
+//! of the key: they are arguments of the derived functions.
+
+use std::path::{Path, PathBuf};
+
+use hamel_compiler::emit::compiled::CompiledStep;
+use hamel_compiler::model::{fnv1a, FNV_OFFSET};
+use hamel_compiler::scheme::Scheme;
+use hamel_compiler::Model;
+
+/// The hash of the build that writes and reads entries (see `build.rs`).
+const BUILD: &str = env!("HAMEL_BUILD");
+
+/// A folder of kept derivations and machine code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+/// One model derived with one scheme: the names of its entries.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    step: PathBuf,
+    code: PathBuf,
+}
+
+impl Cache {
+    /// A cache in `dir` (created when the first entry is written).
+    pub fn at(dir: impl Into<PathBuf>) -> Cache {
+        Cache { dir: dir.into() }
+    }
+
+    /// The cache hosts use unless told otherwise: `HAMEL_CACHE_DIR` if set,
+    /// else `$XDG_CACHE_HOME/hamel`, else `~/.cache/hamel`; none if
+    /// `HAMEL_CACHE` is `off` (or `0`, `no`, `false`) or no home is known.
+    pub fn from_env() -> Option<Cache> {
+        if std::env::var("HAMEL_CACHE").is_ok_and(|v| ["off", "0", "no", "false"].contains(&v.to_lowercase().as_str()))
+        {
+            return None;
+        }
+        let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(dir) = non_empty("HAMEL_CACHE_DIR") {
+            return Some(Cache::at(dir));
+        }
+        let base = non_empty("XDG_CACHE_HOME").or_else(|| non_empty("HOME").map(|h| h.join(".cache")))?;
+        Some(Cache::at(base.join("hamel")))
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The entries of `model` derived with `scheme` (with the step map's
+    /// sensitivity if `sensitivity`).
+    pub(crate) fn entry(&self, model: &Model, scheme: Scheme, sensitivity: bool) -> Entry {
+        let mut h = fnv1a(FNV_OFFSET, BUILD.as_bytes());
+        h = fnv1a(h, &model.source_hash.to_le_bytes());
+        h = fnv1a(h, scheme.name().as_bytes());
+        h = fnv1a(h, &[u8::from(sensitivity)]);
+        let stem = format!("{}-{h:016x}", safe_name(&model.name));
+        Entry {
+            step: self.dir.join(format!("{stem}.step")),
+            code: self.dir.join(format!("{stem}.code")),
+        }
+    }
+
+    /// The derived step kept in `entry`, if there is one this build can read.
+    pub(crate) fn step(&self, entry: &Entry) -> Option<CompiledStep> {
+        CompiledStep::from_bytes(&std::fs::read(&entry.step).ok()?).ok()
+    }
+
+    /// Keeps `step` in `entry` (best effort: a cache that cannot be written
+    /// costs the next run its derivation, nothing else).
+    pub(crate) fn keep_step(&self, entry: &Entry, step: &CompiledStep) {
+        self.write(&entry.step, &step.to_bytes());
+    }
+
+    /// The machine code kept in `entry`, unchecked (the JIT checks it).
+    pub(crate) fn code(&self, entry: &Entry) -> Option<Vec<u8>> {
+        std::fs::read(&entry.code).ok()
+    }
+
+    /// Keeps machine code in `entry` (best effort, as [`Cache::keep_step`]).
+    pub(crate) fn keep_code(&self, entry: &Entry, bytes: &[u8]) {
+        self.write(&entry.code, bytes);
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) {
+        if std::fs::create_dir_all(&self.dir).is_err() {
+            return;
+        }
+        // A name no other process uses, renamed over the entry when whole.
+        let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
+        let tmp = PathBuf::from(tmp.to_string_lossy().replace(['(', ')'], ""));
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_ok() {
+            return;
+        }
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The model's name as a file-name prefix (letters, digits, `_`), so that a
+/// person looking in the folder sees which model an entry is.
+fn safe_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(48)
+        .collect()
+}
