@@ -11,6 +11,7 @@ pub mod case;
 pub mod doc;
 pub mod figures;
 pub mod gallery;
+pub mod interrupt;
 pub mod output;
 pub mod patterns;
 pub mod plot;
@@ -76,6 +77,10 @@ pub enum Error {
     /// or constraint error beyond bounds); its outputs were written
     #[error("{0}")]
     Untrustworthy(String),
+    /// the run was stopped by Ctrl-C; what it computed was written (exit
+    /// code 130, as for a process a shell's Ctrl-C ends)
+    #[error("{0}")]
+    Interrupted(String),
     /// standard output was closed by its reader (e.g. `| head`): the command
     /// stops quietly
     #[error("standard output closed")]

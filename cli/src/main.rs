@@ -250,6 +250,10 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::from(2)
         }
+        Err(Error::Interrupted(msg)) => {
+            eprintln!("{msg}");
+            ExitCode::from(130)
+        }
         Err(e) => {
             // a model file's diagnostics start with their own `error: `
             let msg = e.to_string();

@@ -68,18 +68,23 @@ fn run_to(
             b.set_position(k);
         }
     };
+    // Ctrl-C stops the run where it is; the caller writes what it holds.
+    let mut go_on = |k: u64| {
+        tick(k);
+        !crate::interrupt::requested()
+    };
     let result = match sink {
-        None => hamel_load::run::run_observed(sys, state, initial, opt, &mut tick),
+        None => hamel_load::run::run_until(sys, state, initial, opt, 0, None, &mut go_on),
         Some(sink) => {
             let keep = opt.steps.div_ceil(20_000).max(1);
-            hamel_load::run::run_streamed(
+            hamel_load::run::run_until(
                 sys,
                 state,
                 initial,
                 opt,
                 keep,
                 Some(sink as &mut dyn hamel_load::run::Sink),
-                &mut tick,
+                &mut go_on,
             )
         }
     };

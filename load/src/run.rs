@@ -263,6 +263,7 @@ impl Run {
             "backend_prepare_ms": self.prepare_ms,
             "initial": self.initial,
             "steps": self.options.steps,
+            "stopped": self.stopped,
             "h": self.options.h,
             "t_end": self.options.steps as f64 * self.options.h,
             "compensated": self.options.compensated,

@@ -7,6 +7,7 @@ use super::case::{headline, out_dir, run_case_streamed};
 use crate::CaseArgs;
 
 pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
+    hamel_cli::interrupt::watch();
     // The CSV files are written as the run goes (they hold every recorded
     // state however long the run); the run keeps about 20,000 for plots.
     let (run, dir) = match run_case_streamed(case, scheme) {
@@ -95,6 +96,13 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
     );
     if case.summary.is_some() {
         hamel_cli::out!("{summary}");
+    }
+    if run.stopped {
+        return Err(Error::Interrupted(format!(
+            "stopped by Ctrl-C after {} steps (t = {}); the files above hold the run so far",
+            run.options.steps,
+            run.options.steps as f64 * run.options.h
+        )));
     }
     untrustworthy(run.warnings())
 }
