@@ -104,6 +104,93 @@ pub fn non_finite_hint(sys: &crate::System, h: f64) -> Option<String> {
     })
 }
 
+/// A likely cause of a run whose first step is not finite, for the message
+/// every host shows: a step size or parameter beyond double precision
+/// ([`non_finite_hint`]), an input so large at `t = 0` that the step
+/// overflows, or a force component that is not finite at the initial state
+/// `start` (such as `u / th` at `th = 0`), named. `None` when nothing stands out.
+pub fn first_step_hint(
+    model: &hamel_compiler::Model,
+    sys: &crate::System,
+    start: &hamel_runtime::DynState,
+    opt: &crate::RunOptions,
+) -> Option<String> {
+    non_finite_hint(sys, opt.h)
+        .or_else(|| input_hint(sys, opt))
+        .or_else(|| force_hint(model, sys, start, opt))
+}
+
+/// Names an input so large at `t = 0` that the first step overflows.
+fn input_hint(sys: &crate::System, opt: &crate::RunOptions) -> Option<String> {
+    let c = sys.compiled();
+    let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+    let mut u = vec![0.0; names.len()];
+    opt.inputs.as_ref()?.at(&names, 0.0, opt.h, &mut u).ok()?;
+    let (i, x) = u.iter().enumerate().find(|(_, x)| x.abs() > 1e100)?;
+    Some(format!(
+        "input `{}` = {x:e} at t = 0 is so large that the step's arithmetic overflows; give a value of a reasonable magnitude",
+        names[i]
+    ))
+}
+
+/// Names a force component that is not finite at the initial state (such
+/// as `u / th` at `th = 0`), evaluated from the model's expressions with the
+/// run's parameters and the inputs at `t = 0`.
+fn force_hint(
+    model: &hamel_compiler::Model,
+    sys: &crate::System,
+    start: &hamel_runtime::DynState,
+    opt: &crate::RunOptions,
+) -> Option<String> {
+    use hamel_compiler::sym::graph::Node;
+    let force = model.force.as_ref()?;
+    let (q, v) = sys.physical(&start.z, 0).ok()?;
+    let c = sys.compiled();
+    let mut u = vec![0.0; c.inputs.len()];
+    if let Some(s) = &opt.inputs {
+        let names: Vec<&str> = c.inputs.iter().map(String::as_str).collect();
+        s.at(&names, 0.0, opt.h, &mut u).ok()?;
+    }
+    let g = &model.graph;
+    let mut values: std::collections::HashMap<u32, f64> = Default::default();
+    let mut set = |id: hamel_compiler::sym::Id, x: f64| {
+        if let Node::Sym(k) = g.node(id) {
+            values.insert(*k, x);
+        }
+    };
+    for (s, x) in model.coords.iter().zip(&q) {
+        set(s.sym, *x);
+    }
+    for (s, x) in model.vels.iter().zip(&v) {
+        set(s.sym, *x);
+    }
+    for (s, x) in model.inputs.iter().zip(&u) {
+        set(s.sym, *x);
+    }
+    for (p, x) in model.params.iter().zip(sys.parameters_vec()) {
+        set(p.sym, x);
+    }
+    set(model.time, 0.0);
+    let at = |k: u32| values.get(&k).copied().unwrap_or(f64::NAN);
+    let (i, x) = force
+        .iter()
+        .map(|&f| g.eval(f, &at))
+        .enumerate()
+        .find(|(_, x)| !x.is_finite())?;
+    let state: Vec<String> = c
+        .coordinates
+        .iter()
+        .zip(&q)
+        .chain(c.velocities.iter().zip(&v))
+        .map(|(n, x)| format!("{n} = {x}"))
+        .collect();
+    Some(format!(
+        "the force on `{}` is {x} at the initial state ({}): a division by zero or a function outside its domain there",
+        model.vels.get(i).map_or("?", |s| s.name.as_str()),
+        state.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

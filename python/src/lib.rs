@@ -509,6 +509,7 @@ impl Model {
         };
         let sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let path = self.inner.path.clone();
+        let model = &self.inner.model;
         let mut interrupt = None;
         let mut hint = None;
         let result = py.detach(|| {
@@ -520,11 +521,13 @@ impl Model {
                 let (state, label) =
                     hamel_load::initial(&sys, member.init.as_deref(), &member.state).map_err(load_err)?;
                 let mut go_on = signal_watch(&mut interrupt);
+                let start = state.clone();
                 let run = hamel_load::run::run_until(&sys, state, label, &opt, 0, None, &mut go_on);
-                // A step not finite from the start: a huge h or parameter, named.
+                // A step not finite from the start: a huge h, parameter or
+                // input, or a force not finite there, named.
                 if let Err(RunError::Failed(f)) = &run {
                     if matches!(f.error, hamel_runtime::StepError::NonFinite { step: 0, .. }) {
-                        hint = hamel_load::steps::non_finite_hint(&sys, h);
+                        hint = hamel_load::steps::first_step_hint(&model, &sys, &start, &opt);
                     }
                 }
                 Ok(run)

@@ -104,3 +104,16 @@ def test_a_step_that_overflows_names_the_step_size_or_the_parameter():
     assert e.value.run is not None
     with pytest.raises(hamel.StepError, match=r"parameter\(s\) g = 1e300"):
         m.simulate("hamel", h=0.1, steps=10, params={"g": 1e300})
+
+
+def test_a_force_not_finite_at_the_initial_state_is_named(tmp_path):
+    # The same words as the CLI's (one rule in hamel_load::steps::first_step_hint).
+    f = tmp_path / "f.hamel"
+    f.write_text(
+        "model pend {\n parameters { m = 1.0, g = 9.81 }\n inputs { u }\n coordinates { th }\n"
+        " lagrangian = 0.5 * m * th'^2 + m * g * cos(th)\n force th = u / th\n"
+        " initial released { th = 0, th' = 0 }\n}\n"
+    )
+    m = hamel.Model(str(f))
+    with pytest.raises(hamel.StepError, match=r"the force on `th'` is NaN at the initial state \(th = 0, th' = 0\)"):
+        m.simulate("hamel", h=0.01, steps=10)
