@@ -527,7 +527,7 @@ impl Model {
                 // input, or a force not finite there, named.
                 if let Err(RunError::Failed(f)) = &run {
                     if matches!(f.error, hamel_runtime::StepError::NonFinite { step: 0, .. }) {
-                        hint = hamel_load::steps::first_step_hint(&model, &sys, &start, &opt);
+                        hint = hamel_load::steps::first_step_hint(model, &sys, &start, &opt);
                     }
                 }
                 Ok(run)
