@@ -137,8 +137,38 @@ fn interleaved(rounds: usize, contenders: &mut [&mut dyn FnMut() -> Result<f64, 
     Ok(samples.into_iter().map(median).collect())
 }
 
+/// A timed contender: one call, one median sample in ns per step.
+type Contender<'a> = Box<dyn FnMut() -> Result<f64, Boxed> + 'a>;
+
+/// Runs boxed contenders through [`interleaved`].
+fn interleaved_boxed(rounds: usize, contenders: &mut [Contender]) -> Result<Vec<f64>, Boxed> {
+    let mut refs: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = contenders
+        .iter_mut()
+        .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>)
+        .collect();
+    interleaved(rounds, &mut refs)
+}
+
 fn main() -> Result<(), Boxed> {
-    // ---- sphere: derived vs hand-written ----
+    let sphere = sphere()?;
+    println!();
+    let dsp = double_pendulum()?;
+    println!();
+    let chains = chains()?;
+    println!("{}", summary(&sphere, &dsp, &chains));
+    Ok(())
+}
+
+/// The sphere's step times (derived, hand-written, JIT) and whether the JIT
+/// gives the derived step's states to the bit.
+struct SphereTimes {
+    ns: Vec<f64>,
+    same_bits: bool,
+}
+
+/// The derived sphere step against the hand-written one and against the
+/// JIT; prints its table.
+fn sphere() -> Result<SphereTimes, Boxed> {
     let (h, steps) = (0.2, 10_000u64);
     let sphere = Sphere::with_defaults();
     let start = sphere.initial("published")?;
@@ -195,8 +225,31 @@ fn main() -> Result<(), Boxed> {
         sphere_ns[2],
         sphere_ns[2] / sphere_ns[0]
     );
+    Ok(SphereTimes {
+        ns: sphere_ns,
+        same_bits,
+    })
+}
 
-    // ---- double spherical pendulum: every scheme ----
+/// The double spherical pendulum's schemes, in the order of [`DSP_SCHEMES`].
+const DSP_SCHEMES: [&str; 5] = [
+    "hamel_averaged",
+    "hamel_midpoint",
+    "rattle",
+    "energy_momentum",
+    "stormer_verlet",
+];
+
+/// Step times of every scheme on the double spherical pendulum, derived and
+/// through the JIT, in the order of [`DSP_SCHEMES`].
+struct DspTimes {
+    derived: Vec<f64>,
+    jit: Vec<f64>,
+}
+
+/// Every scheme on the double spherical pendulum, derived and through the
+/// JIT; prints its table.
+fn double_pendulum() -> Result<DspTimes, Boxed> {
     let (h, steps) = (0.01, 2000u64);
     let dh = DspHamel::with_defaults();
     let dm = DspMidpoint::with_defaults();
@@ -215,129 +268,93 @@ fn main() -> Result<(), Boxed> {
         model_file("double_spherical_pendulum", None)?,
         model_file("double_spherical_pendulum_cartesian", None)?,
     );
-    let schemes = [
-        "hamel_averaged",
-        "hamel_midpoint",
-        "rattle",
-        "energy_momentum",
-        "stormer_verlet",
-    ];
     let mut jits = Vec::new();
-    for (i, scheme) in schemes.iter().enumerate() {
+    for (i, scheme) in DSP_SCHEMES.iter().enumerate() {
         let sys = compile(if i < 2 { &director } else { &maximal }, scheme.parse()?, Backend::Jit)?;
         let start = sys.initial("pattern_I")?;
         jits.push((sys, start));
     }
-    let mut c1 = || time_derived(&dh, sh, h, steps);
-    let mut c2 = || time_derived(&dm, sm, h, steps);
-    let mut c3 = || time_derived(&dr, sr, h, steps);
-    let mut c4 = || time_derived(&de, se, h, steps);
-    let mut c5 = || time_derived(&ds, ss, h, steps);
-    let mut j: Vec<Box<dyn FnMut() -> Result<f64, Boxed>>> = jits
-        .iter()
-        .map(|(sys, start)| {
-            Box::new(move || time_dynamic(sys, start, h, steps)) as Box<dyn FnMut() -> Result<f64, Boxed>>
-        })
-        .collect();
-    let mut contenders: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = vec![&mut c1, &mut c2, &mut c3, &mut c4, &mut c5];
+    let mut contenders: Vec<Contender> = vec![
+        Box::new(|| time_derived(&dh, sh, h, steps)),
+        Box::new(|| time_derived(&dm, sm, h, steps)),
+        Box::new(|| time_derived(&dr, sr, h, steps)),
+        Box::new(|| time_derived(&de, se, h, steps)),
+        Box::new(|| time_derived(&ds, ss, h, steps)),
+    ];
     contenders.extend(
-        j.iter_mut()
-            .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>),
+        jits.iter()
+            .map(|(sys, start)| Box::new(move || time_dynamic(sys, start, h, steps)) as Contender),
     );
-    let both = interleaved(7, &mut contenders)?;
+    let both = interleaved_boxed(7, &mut contenders)?;
     let (dsp, dsp_jit) = both.split_at(5);
-    println!();
     println!("Double spherical pendulum, Pattern I, h = {h}, {steps} steps (medians of 7 interleaved rounds)");
     println!("  {:<16} {:>9} {:>9} {:>14}", "", "derived", "JIT", "JIT / derived");
-    for ((name, ns), jit) in schemes.iter().zip(dsp).zip(dsp_jit) {
+    for ((name, ns), jit) in DSP_SCHEMES.iter().zip(dsp).zip(dsp_jit) {
         println!("  {name:<16} {ns:>6.0} ns {jit:>6.0} ns {:>14.2}", jit / ns);
     }
+    Ok(DspTimes {
+        derived: dsp.to_vec(),
+        jit: dsp_jit.to_vec(),
+    })
+}
 
-    // ---- chains (run-time back-end, JIT) ----
-    // Director Hamel (spherical_chain.hamel) and, in maximal coordinates
-    // (spherical_chain_cartesian.hamel), RATTLE, Störmer–Verlet and
-    // energy–momentum, whose multiplier systems are banded.
+/// The chain sizes timed.
+const CHAIN_SIZES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
+/// The schemes timed on the chain in maximal coordinates.
+const CARTESIAN: [&str; 3] = ["rattle", "stormer_verlet", "energy_momentum"];
+
+/// Step times of the chains, one entry per size of [`CHAIN_SIZES`] (`None`:
+/// not timed at that size).
+struct Chains {
+    /// director form, averaged Hamel
+    hamel_ns: Vec<Option<f64>>,
+    /// maximal coordinates, the schemes of [`CARTESIAN`]
+    cartesian_ns: Vec<[Option<f64>; 3]>,
+    /// the fastest scheme at each size, and its time
+    fastest: Vec<Option<(f64, &'static str)>>,
+    /// exponent `p` of step time ∝ N^p over 16 … 128, per scheme of [`CARTESIAN`]
+    exponents: Vec<Option<f64>>,
+    /// the same for the fastest form at each size
+    fastest_exponent: Option<f64>,
+}
+
+/// Chains of N links through the JIT: director Hamel (spherical_chain.hamel)
+/// and, in maximal coordinates (spherical_chain_cartesian.hamel), RATTLE,
+/// Störmer–Verlet and energy–momentum, whose multiplier systems are banded.
+/// Prints its table and the fitted exponents.
+fn chains() -> Result<Chains, Boxed> {
     let env = |name: &str, default: usize| -> usize {
         std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
     };
     let (max_director, max_cartesian) = (env("SPEED_CHAIN_MAX", 32), env("SPEED_CARTESIAN_MAX", 128));
-    let sizes = [2usize, 4, 8, 16, 32, 64, 128];
     let mut hamel_ns: Vec<Option<f64>> = Vec::new();
     let mut cartesian_ns: Vec<[Option<f64>; 3]> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
-    let cartesian = ["rattle", "stormer_verlet", "energy_momentum"];
-    println!();
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
     println!(
         "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
         "N", "hamel_averaged", "hamel_mid", "rattle", "stormer_verlet", "energy_momentum", "prep s"
     );
-    for &n in &sizes {
-        let with_director = n <= max_director;
+    for &n in &CHAIN_SIZES {
         if n > max_cartesian {
             hamel_ns.push(None);
             cartesian_ns.push([None; 3]);
             fastest.push(None);
             continue;
         }
-        let t0 = Instant::now();
-        let maximal = model_file("spherical_chain_cartesian", Some(n))?;
-        let mut systems = Vec::new();
-        if with_director {
-            let director = model_file("spherical_chain", Some(n))?;
-            systems.push((
-                "hamel_averaged",
-                compile(&director, "hamel_averaged".parse()?, Backend::Jit)?,
-            ));
-            systems.push((
-                "hamel_midpoint",
-                compile(&director, "hamel_midpoint".parse()?, Backend::Jit)?,
-            ));
-        }
-        for s in cartesian {
-            systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
-        }
-        let prep = t0.elapsed().as_secs_f64();
-        // Few steps at large N: from `tilted` the outer links turn ever
-        // faster with N, and at h = 0.01 the 128-link chain's Newton solves
-        // stop converging after about 50 steps.
-        let steps = (4000 / n).max(50) as u64;
-        let starts = systems
-            .iter()
-            .map(|(_, sys)| sys.initial("tilted"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut runs: Vec<Box<dyn FnMut() -> Result<f64, Boxed>>> = systems
-            .iter()
-            .zip(&starts)
-            .map(|((_, sys), start)| {
-                Box::new(move || time_dynamic(sys, start, 0.01, steps)) as Box<dyn FnMut() -> Result<f64, Boxed>>
-            })
-            .collect();
-        let mut refs: Vec<&mut dyn FnMut() -> Result<f64, Boxed>> = runs
-            .iter_mut()
-            .map(|b| b.as_mut() as &mut dyn FnMut() -> Result<f64, Boxed>)
-            .collect();
-        let ns = interleaved(5, &mut refs)?;
+        let with_director = n <= max_director;
+        let (names, ns) = chain_times(n, with_director)?;
         let (dir_ns, cart) = ns.split_at(if with_director { 2 } else { 0 });
-        let cell = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
-        println!(
-            "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {prep:>9.1}",
-            cell(dir_ns.first()),
-            cell(dir_ns.get(1)),
-            cell(cart.first()),
-            cell(cart.get(1)),
-            cell(cart.get(2))
-        );
         hamel_ns.push(dir_ns.first().copied());
         cartesian_ns.push([Some(cart[0]), Some(cart[1]), Some(cart[2])]);
         let best = (0..ns.len()).min_by(|&a, &b| ns[a].total_cmp(&ns[b])).expect("schemes");
-        fastest.push(Some((ns[best], systems[best].0)));
+        fastest.push(Some((ns[best], names[best])));
     }
     // Step time against N over 16 … 128: the exponent of each Cartesian
     // scheme, and of the fastest form at each size.
     let fit = |f: &dyn Fn(usize) -> Option<f64>| {
         fitted_exponent(
-            &sizes
+            &CHAIN_SIZES
                 .iter()
                 .enumerate()
                 .filter(|&(_, &n)| n >= 16)
@@ -345,7 +362,7 @@ fn main() -> Result<(), Boxed> {
                 .collect::<Vec<_>>(),
         )
     };
-    let exponents: Vec<Option<f64>> = (0..cartesian.len()).map(|k| fit(&|i| cartesian_ns[i][k])).collect();
+    let exponents: Vec<Option<f64>> = (0..CARTESIAN.len()).map(|k| fit(&|i| cartesian_ns[i][k])).collect();
     let fastest_exponent = fit(&|i| fastest[i].map(|(ns, _)| ns));
     println!(
         "  step time ∝ N^p over N = 16 … 128: rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
@@ -354,9 +371,77 @@ fn main() -> Result<(), Boxed> {
         exponents[2].map_or("-".into(), |p| format!("{p:.2}")),
         fastest_exponent.map_or("-".into(), |p| format!("{p:.2}")),
     );
+    Ok(Chains {
+        hamel_ns,
+        cartesian_ns,
+        fastest,
+        exponents,
+        fastest_exponent,
+    })
+}
+
+/// The chain of `n` links under each scheme (the director ones first where
+/// `with_director`): their names and step times; prints the table's row.
+fn chain_times(n: usize, with_director: bool) -> Result<(Vec<&'static str>, Vec<f64>), Boxed> {
+    let t0 = Instant::now();
+    let maximal = model_file("spherical_chain_cartesian", Some(n))?;
+    let mut systems = Vec::new();
+    if with_director {
+        let director = model_file("spherical_chain", Some(n))?;
+        systems.push((
+            "hamel_averaged",
+            compile(&director, "hamel_averaged".parse()?, Backend::Jit)?,
+        ));
+        systems.push((
+            "hamel_midpoint",
+            compile(&director, "hamel_midpoint".parse()?, Backend::Jit)?,
+        ));
+    }
+    for s in CARTESIAN {
+        systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
+    }
+    let prep = t0.elapsed().as_secs_f64();
+    // Few steps at large N: from `tilted` the outer links turn ever
+    // faster with N, and at h = 0.01 the 128-link chain's Newton solves
+    // stop converging after about 50 steps.
+    let steps = (4000 / n).max(50) as u64;
+    let starts = systems
+        .iter()
+        .map(|(_, sys)| sys.initial("tilted"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs: Vec<Contender> = systems
+        .iter()
+        .zip(&starts)
+        .map(|((_, sys), start)| Box::new(move || time_dynamic(sys, start, 0.01, steps)) as Contender)
+        .collect();
+    let ns = interleaved_boxed(5, &mut runs)?;
+    let (dir_ns, cart) = ns.split_at(if with_director { 2 } else { 0 });
+    let cell = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    println!(
+        "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {prep:>9.1}",
+        cell(dir_ns.first()),
+        cell(dir_ns.get(1)),
+        cell(cart.first()),
+        cell(cart.get(1)),
+        cell(cart.get(2))
+    );
+    Ok((systems.iter().map(|(name, _)| *name).collect(), ns))
+}
+
+/// The one JSON object the run ends with.
+fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json::Value {
+    let (sphere_ns, same_bits) = (&sphere.ns, sphere.same_bits);
+    let (dsp, dsp_jit) = (&dsp.derived, &dsp.jit);
+    let Chains {
+        hamel_ns,
+        cartesian_ns,
+        fastest,
+        exponents,
+        fastest_exponent,
+    } = chains;
     let fastest_scheme = fastest.iter().rev().flatten().next().map(|(_, s)| *s);
     let column = |k: usize| cartesian_ns.iter().map(|c| c[k]).collect::<Vec<_>>();
-    let summary = serde_json::json!({
+    serde_json::json!({
         "sphere": {
             "generated_ns": sphere_ns[0], "hand_written_ns": sphere_ns[1],
             "jit_ns": sphere_ns[2], "jit_over_derived": sphere_ns[2] / sphere_ns[0], "jit_same_bits": same_bits,
@@ -374,7 +459,7 @@ fn main() -> Result<(), Boxed> {
             },
         },
         "chain": {
-            "sizes": sizes,
+            "sizes": CHAIN_SIZES,
             "hamel_ns": hamel_ns,
             "rattle_ns": column(0),
             "stormer_verlet_ns": column(1),
@@ -389,7 +474,5 @@ fn main() -> Result<(), Boxed> {
             "backend": "jit",
             "models": ["spherical_chain.hamel (hamel, hamel_midpoint)", "spherical_chain_cartesian.hamel (rattle, stormer_verlet, energy_momentum)"],
         },
-    });
-    println!("{summary}");
-    Ok(())
+    })
 }

@@ -96,65 +96,34 @@ fn balance_index(run: &Run) -> Option<(usize, usize)> {
 
 /// [`write()`] with [`Options`].
 pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBuf>, Error> {
-    let several = runs.len() > 1;
     let mut files = Vec::new();
     let case = match runs.first() {
         Some(r) => format!("{}, h = {}, {} steps", r.model, r.options.h, r.options.steps),
         None => return Ok(files),
     };
-    let series = |f: &dyn Fn(&Run, usize) -> Option<f64>| -> Vec<Curve> {
-        runs.iter()
-            .map(|r| Curve {
-                label: label(r, several),
-                points: (0..r.steps.len())
-                    .filter_map(|k| f(r, k).map(|y| (r.time(k), y)))
-                    .collect(),
-            })
-            .collect()
-    };
-    // A free model: the energy's relative error. A forced one: the energy
-    // changes by the forces' work, so its relative change is drawn with the
-    // energy balance error the run is judged on (relative to the largest
-    // energy reached, as the monitor judges it).
+    files.extend(energy_figure(runs, dir, &case)?);
+    files.extend(constraint_figures(runs, dir, &case)?);
+    files.extend(momentum_figure(runs, dir, &case)?);
+    files.extend(trajectory_figure(runs[0], dir, opt)?);
+    Ok(files)
+}
+
+/// The energy figure. A free model: the energy's relative error. A forced
+/// one: the energy changes by the forces' work, so its relative change is
+/// drawn with the energy balance error the run is judged on (relative to the
+/// largest energy reached, as the monitor judges it).
+fn energy_figure(runs: &[&Run], dir: &Path, case: &str) -> Result<Vec<PathBuf>, Error> {
+    let several = runs.len() > 1;
     let forced = runs.iter().any(|r| balance_index(r).is_some());
     let mut energy = Vec::new();
     for r in runs {
         let name = label(r, several);
-        let points = |f: &dyn Fn(usize) -> f64| (0..r.steps.len()).map(|k| (r.time(k), f(k))).collect();
         match balance_index(r) {
             None => energy.push(Curve {
                 label: name,
-                points: points(&|k| r.error(0, k)),
+                points: (0..r.steps.len()).map(|k| (r.time(k), r.error(0, k))).collect(),
             }),
-            Some((e, b)) => {
-                let relative = |v: f64, v0: f64| {
-                    if v0 != 0.0 {
-                        ((v - v0) / v0).abs()
-                    } else {
-                        (v - v0).abs()
-                    }
-                };
-                energy.push(Curve {
-                    label: format!("{name}: energy change |E − E₀| / |E₀|"),
-                    points: points(&|k| relative(r.values[k][e], r.values[0][e])),
-                });
-                let mut scale = r.values[0][b].abs();
-                let judged: Vec<f64> = (0..r.steps.len())
-                    .map(|k| {
-                        scale = scale.max(r.values[k][e].abs());
-                        let d = (r.values[k][b] - r.values[0][b]).abs();
-                        if scale > 0.0 {
-                            d / scale
-                        } else {
-                            d
-                        }
-                    })
-                    .collect();
-                energy.push(Curve {
-                    label: format!("{name}: energy balance error (judged)"),
-                    points: (0..r.steps.len()).map(|k| (r.time(k), judged[k])).collect(),
-                });
-            }
+            Some((e, b)) => energy.extend(balance_curves(r, &name, e, b)),
         }
     }
     let (title, y) = if forced {
@@ -165,7 +134,7 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
     } else {
         (format!("Relative energy error — {case}"), "|E − E₀| / |E₀|")
     };
-    files.extend(plot::log_plot(
+    plot::log_plot(
         dir,
         "energy",
         &Labels {
@@ -174,34 +143,58 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             y,
         },
         &energy,
-    )?);
-    // One quantity per axis: constraint residuals (in the model's units,
-    // one curve per constraint) apart from the relative drift of the
-    // lengths and norms that director and body-frame models keep.
-    let per_quantity = |pick: &dyn Fn(&Run, usize) -> bool, relative: bool| -> Vec<Curve> {
-        let mut out = Vec::new();
-        for r in runs {
-            for i in (0..r.invariants.len()).filter(|&i| pick(r, i)) {
-                let v0 = r.values[0][i];
-                out.push(Curve {
-                    label: if several {
-                        format!("{}: {}", r.scheme, r.invariants[i].0)
-                    } else {
-                        r.invariants[i].0.clone()
-                    },
-                    points: (0..r.steps.len())
-                        .map(|k| {
-                            let e = r.error(i, k);
-                            (r.time(k), if relative && v0 != 0.0 { e / v0.abs() } else { e })
-                        })
-                        .collect(),
-                });
-            }
+    )
+}
+
+/// A forced run's energy curves: the energy's relative change (invariant
+/// `e`) and the error of the energy balance (invariant `b`), the latter
+/// relative to the largest energy reached so far.
+fn balance_curves(r: &Run, name: &str, e: usize, b: usize) -> [Curve; 2] {
+    let relative = |v: f64, v0: f64| {
+        if v0 != 0.0 {
+            ((v - v0) / v0).abs()
+        } else {
+            (v - v0).abs()
         }
-        out
     };
+    let mut scale = r.values[0][b].abs();
+    let judged: Vec<f64> = (0..r.steps.len())
+        .map(|k| {
+            scale = scale.max(r.values[k][e].abs());
+            let d = (r.values[k][b] - r.values[0][b]).abs();
+            if scale > 0.0 {
+                d / scale
+            } else {
+                d
+            }
+        })
+        .collect();
+    [
+        Curve {
+            label: format!("{name}: energy change |E − E₀| / |E₀|"),
+            points: (0..r.steps.len())
+                .map(|k| (r.time(k), relative(r.values[k][e], r.values[0][e])))
+                .collect(),
+        },
+        Curve {
+            label: format!("{name}: energy balance error (judged)"),
+            points: (0..r.steps.len()).map(|k| (r.time(k), judged[k])).collect(),
+        },
+    ]
+}
+
+/// One quantity per axis: constraint residuals (in the model's units, one
+/// curve per constraint) apart from the relative drift of the lengths and
+/// norms that director and body-frame models keep; each figure only where
+/// some run has such a constraint.
+fn constraint_figures(runs: &[&Run], dir: &Path, case: &str) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
     let is_length = |r: &Run, i: usize| r.invariants[i].1 == InvariantKind::Geometric;
-    let residuals = per_quantity(&|r, i| r.constraint_indices().contains(&i) && !is_length(r, i), false);
+    let residuals = invariant_curves(
+        runs,
+        &|r, i| r.constraint_indices().contains(&i) && !is_length(r, i),
+        false,
+    );
     if !residuals.is_empty() {
         files.extend(plot::log_plot(
             dir,
@@ -214,7 +207,11 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             &residuals,
         )?);
     }
-    let lengths = per_quantity(&|r, i| r.constraint_indices().contains(&i) && is_length(r, i), true);
+    let lengths = invariant_curves(
+        runs,
+        &|r, i| r.constraint_indices().contains(&i) && is_length(r, i),
+        true,
+    );
     if !lengths.is_empty() {
         files.extend(plot::log_plot(
             dir,
@@ -227,37 +224,84 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             &lengths,
         )?);
     }
-    if runs.iter().any(|r| !r.momentum_indices().is_empty()) {
-        let m = series(&|r, k| {
-            let ix = r.momentum_indices();
-            (!ix.is_empty()).then(|| {
-                ix.iter()
-                    .map(|&i| {
-                        let v0 = r.values[0][i];
+    Ok(files)
+}
+
+/// One error curve per invariant `i` of each run that `pick` chooses,
+/// `relative` to its initial value where asked and that is not zero.
+fn invariant_curves(runs: &[&Run], pick: &dyn Fn(&Run, usize) -> bool, relative: bool) -> Vec<Curve> {
+    let several = runs.len() > 1;
+    let mut out = Vec::new();
+    for r in runs {
+        for i in (0..r.invariants.len()).filter(|&i| pick(r, i)) {
+            let v0 = r.values[0][i];
+            out.push(Curve {
+                label: if several {
+                    format!("{}: {}", r.scheme, r.invariants[i].0)
+                } else {
+                    r.invariants[i].0.clone()
+                },
+                points: (0..r.steps.len())
+                    .map(|k| {
                         let e = r.error(i, k);
-                        if v0 != 0.0 {
-                            e / v0.abs()
-                        } else {
-                            e
-                        }
+                        (r.time(k), if relative && v0 != 0.0 { e / v0.abs() } else { e })
                     })
-                    .fold(0.0, f64::max)
-            })
-        });
-        files.extend(plot::log_plot(
-            dir,
-            "momentum",
-            &Labels {
-                title: &format!("Relative momentum error — {case}"),
-                x: "t",
-                y: "|J − J₀| / |J₀|",
-            },
-            &m,
-        )?);
+                    .collect(),
+            });
+        }
     }
-    // The trajectory of the first run: the two components asked for, every
-    // vector coordinate in space, or the first two coordinates against each other.
-    let r = runs[0];
+    out
+}
+
+/// The largest relative momentum error at each record, one curve per run
+/// that has momenta; no figure where none has.
+fn momentum_figure(runs: &[&Run], dir: &Path, case: &str) -> Result<Vec<PathBuf>, Error> {
+    if runs.iter().all(|r| r.momentum_indices().is_empty()) {
+        return Ok(Vec::new());
+    }
+    let several = runs.len() > 1;
+    let largest_error = |r: &Run, k: usize| {
+        r.momentum_indices()
+            .iter()
+            .map(|&i| {
+                let v0 = r.values[0][i];
+                let e = r.error(i, k);
+                if v0 != 0.0 {
+                    e / v0.abs()
+                } else {
+                    e
+                }
+            })
+            .fold(0.0, f64::max)
+    };
+    let curves: Vec<Curve> = runs
+        .iter()
+        .map(|r| Curve {
+            label: label(r, several),
+            points: if r.momentum_indices().is_empty() {
+                Vec::new()
+            } else {
+                (0..r.steps.len()).map(|k| (r.time(k), largest_error(r, k))).collect()
+            },
+        })
+        .collect();
+    plot::log_plot(
+        dir,
+        "momentum",
+        &Labels {
+            title: &format!("Relative momentum error — {case}"),
+            x: "t",
+            y: "|J − J₀| / |J₀|",
+        },
+        &curves,
+    )
+}
+
+/// The trajectory of run `r`: the two components asked for, every vector
+/// coordinate in space, or the first two coordinates against each other;
+/// nothing for a model with one coordinate or where `opt` leaves it out
+/// (the axes asked for are checked all the same).
+fn trajectory_figure(r: &Run, dir: &Path, opt: &Options) -> Result<Vec<PathBuf>, Error> {
     let title = format!("Trajectory ({}, {})", r.model, r.scheme);
     let vecs = vector_coordinates(&r.coordinates);
     // Two components against each other: those asked for, or the first two
@@ -273,13 +317,14 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
         None => None,
     };
     if opt.no_trajectory {
+        Ok(Vec::new())
     } else if let Some((a, b)) = plane {
         let (fa, fb) = (component(r, &a).expect("checked"), component(r, &b).expect("checked"));
         let c = Curve {
             label: String::new(),
             points: (0..r.steps.len()).map(|k| (fa(k), fb(k))).collect(),
         };
-        files.extend(plot::line_plot(
+        plot::line_plot(
             dir,
             "trajectory",
             &Labels {
@@ -289,7 +334,7 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
             },
             &[c],
             false,
-        )?);
+        )
     } else if !vecs.is_empty() {
         let curves: Vec<Curve3> = vecs
             .iter()
@@ -298,7 +343,8 @@ pub fn write_with(runs: &[&Run], dir: &Path, opt: &Options) -> Result<Vec<PathBu
                 points: r.q.iter().map(|q| [q[ix[0]], q[ix[1]], q[ix[2]]]).collect(),
             })
             .collect();
-        files.extend(plot::trajectory_3d(dir, "trajectory", &title, &curves)?);
+        plot::trajectory_3d(dir, "trajectory", &title, &curves)
+    } else {
+        Ok(Vec::new())
     }
-    Ok(files)
 }

@@ -536,8 +536,25 @@ fn lqr_decay(ctx: &Ctx, h: f64) -> Result<Figure, String> {
 
 /// Every gallery check, in the order of the table.
 pub fn checks() -> Vec<Check> {
+    [
+        central_forces(),
+        pendulums(),
+        rheonomic(),
+        coupled(),
+        constraint_surfaces(),
+        rigid_bodies(),
+        translating_bodies(),
+        nonholonomic(),
+        controlled(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Free particles and central forces: closed forms and the figure-eight orbit.
+fn central_forces() -> Vec<Check> {
     vec![
-        // --- free particles and central forces ---
         Check {
             model: "projectile",
             schemes: ALL,
@@ -632,7 +649,8 @@ pub fn checks() -> Vec<Check> {
             bound: 1e-4,
             run: |c| {
                 converges(c, "moving", 2.0, 0.01, |q, _, t| {
-                    let cart = |r: f64, th: f64, ph: f64| [r * th.sin() * ph.cos(), r * th.sin() * ph.sin(), r * th.cos()];
+                    let cart =
+                        |r: f64, th: f64, ph: f64| [r * th.sin() * ph.cos(), r * th.sin() * ph.sin(), r * th.cos()];
                     let (r, th, ph, dr, dth, dph) = (1.0f64, 1.2f64, 0.3f64, 0.5, 0.4, 0.7);
                     let x0 = cart(r, th, ph);
                     // velocity: ∂x/∂(r, θ, φ) · (ṙ, θ̇, φ̇)
@@ -649,7 +667,8 @@ pub fn checks() -> Vec<Check> {
         Check {
             model: "three_body_figure_eight",
             schemes: ALL,
-            what: "back at the initial state after the period T = 6.32591398 (choreography), h = T/1000: max |Δq|, order",
+            what:
+                "back at the initial state after the period T = 6.32591398 (choreography), h = T/1000: max |Δq|, order",
             bound: 1e-3,
             run: |c| {
                 let t = 6.325_913_98;
@@ -660,14 +679,20 @@ pub fn checks() -> Vec<Check> {
         Check {
             model: "three_body_figure_eight",
             schemes: &["hamel_midpoint", "stormer_verlet", "rattle"],
-            what: "drift of the total momentum and angular momentum over one period, h = T/1000 (symplectic: round-off)",
+            what:
+                "drift of the total momentum and angular momentum over one period, h = T/1000 (symplectic: round-off)",
             bound: 1e-12,
             run: |c| {
                 let r = simulate(c, "eight", 6.325_913_98 / 1000.0, 1000)?;
                 value(drift(&r, "Px")?.max(drift(&r, "Py")?).max(drift(&r, "Lz")?))
             },
         },
-        // --- pendulums ---
+    ]
+}
+
+/// Pendulums: planar, elastic, on a rotating hoop.
+fn pendulums() -> Vec<Check> {
+    vec![
         Check {
             model: "planar_pendulum",
             schemes: ALL,
@@ -714,7 +739,12 @@ pub fn checks() -> Vec<Check> {
                 converges(c, "near_bottom", 3.0, 0.005, move |q, _, _| (q[0] - want[0]).abs())
             },
         },
-        // --- rheonomic: time in the Lagrangian or a constraint ---
+    ]
+}
+
+/// Rheonomic models: time in the Lagrangian or in a constraint.
+fn rheonomic() -> Vec<Check> {
+    vec![
         Check {
             model: "kapitza_pendulum",
             schemes: GENERAL,
@@ -820,10 +850,17 @@ pub fn checks() -> Vec<Check> {
                 value(drift(&r, "holonomic 1")?.max(drift(&r, "holonomic 1 (velocity)")?))
             },
         },
+    ]
+}
+
+/// A magnetic (velocity-dependent) potential, a mass matrix that depends on the configuration, and a chain of coupled oscillators.
+fn coupled() -> Vec<Check> {
+    vec![
         Check {
             model: "charged_particle",
             schemes: GENERAL,
-            what: "Larmor circle e^{−iω_c t}, uniform drift along B (closed form) at t = 3, h = 0.005: max |error|, order",
+            what:
+                "Larmor circle e^{−iω_c t}, uniform drift along B (closed form) at t = 3, h = 0.005: max |error|, order",
             bound: 1e-3,
             run: |c| {
                 let wc = p(c, "e") * p(c, "B") / p(c, "m");
@@ -875,7 +912,12 @@ pub fn checks() -> Vec<Check> {
                 })
             },
         },
-        // --- particles on constraint surfaces ---
+    ]
+}
+
+/// Particles on constraint surfaces.
+fn constraint_surfaces() -> Vec<Check> {
+    vec![
         Check {
             model: "particle_on_sphere",
             schemes: HOLONOMIC,
@@ -956,7 +998,12 @@ pub fn checks() -> Vec<Check> {
                 value(drift(&r, "holonomic 1")?)
             },
         },
-        // --- rigid bodies ---
+    ]
+}
+
+/// Rigid bodies turning about a point: free, heavy, driven.
+fn rigid_bodies() -> Vec<Check> {
+    vec![
         Check {
             model: "free_rigid_body",
             schemes: HAMEL,
@@ -1031,6 +1078,12 @@ pub fn checks() -> Vec<Check> {
                 })
             },
         },
+    ]
+}
+
+/// Bodies whose centre moves as well: a planar body in flight, a cart carrying a spherical pendulum.
+fn translating_bodies() -> Vec<Check> {
+    vec![
         Check {
             model: "planar_body",
             schemes: HAMEL,
@@ -1101,7 +1154,12 @@ pub fn checks() -> Vec<Check> {
                 converges(c, "swinging", 3.0, 0.01, move |q, _, _| max_diff(q, &want))
             },
         },
-        // --- nonholonomic systems ---
+    ]
+}
+
+/// Nonholonomic systems.
+fn nonholonomic() -> Vec<Check> {
+    vec![
         Check {
             model: "chaplygin_sleigh_bloch",
             schemes: HAMEL,
@@ -1201,7 +1259,12 @@ pub fn checks() -> Vec<Check> {
                 value(drift(&r, "energy")?)
             },
         },
-        // --- controlled systems ---
+    ]
+}
+
+/// Controlled systems.
+fn controlled() -> Vec<Check> {
+    vec![
         Check {
             model: "cart_pole",
             schemes: GENERAL,

@@ -147,8 +147,11 @@ fn caption(stem: &str) -> &str {
     }
 }
 
+/// Figures as a report lists them: (path relative to the report's folder, caption).
+type Figures = Vec<(String, String)>;
+
 /// PNG figures among `files`, as (path relative to `root`, caption).
-fn figs(root: &Path, files: &[PathBuf], prefix: &str) -> Vec<(String, String)> {
+fn figs(root: &Path, files: &[PathBuf], prefix: &str) -> Figures {
     files
         .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "png"))
@@ -246,6 +249,17 @@ fn schemes_section(
     Ok(())
 }
 
+/// The published spherical-pendulum run (ZLB12), which sections 1 and 2 start from.
+const PUBLISHED: Case<'static> = Case {
+    file: SP,
+    scheme: "hamel_averaged",
+    init: "published",
+    h: 0.2,
+    steps: 10_000,
+    compensated: false,
+    every: 1,
+};
+
 /// Writes the report into `out`; returns the path of `index.html`.
 pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result<PathBuf, Error> {
     let log = &mut Log { backend, line };
@@ -257,23 +271,39 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         "Made by `hamel report` (hamel {}). Every number and plot below was computed by this run, through the run-time back-end (model files compiled to register programs and driven by the runtime's Newton solver; it reproduces the derive-generated code bit for bit). Times are for the run-time back-end; the derived code is several times faster (see README). Each section's folder holds the CSV files (`trajectory.csv`, `diagnostics.csv`) and SVG versions of the plots.",
         env!("CARGO_PKG_VERSION")
     )));
+    published_section(&mut doc, out, log)?;
+    schemes_compared_section(&mut doc, out, log)?;
+    double_pendulum_section(&mut doc, out, log)?;
+    patterns_section(&mut doc, out, log)?;
+    relative_equilibrium_section(&mut doc, log)?;
+    // 6. Forces and control.
+    crate::report_forces::section(&mut doc, out, log.backend, &load, &mut |s| log.say(s))?;
+    // 7. The gallery.
+    crate::gallery::section(&mut doc, log.backend, &mut |s| log.say(s))?;
+    doc.push(Block::Heading(2, "How to reproduce one case".into()));
+    doc.push(Block::Code(
+        "cargo run --release -p hamel-cli -- simulate models/spherical_pendulum.hamel --h 0.2 --steps 10000 --summary json\n\
+         cargo run --release -p hamel-cli -- compare models/double_spherical_pendulum_cartesian.hamel --init pattern_I --h 0.01 --t-end 30\n\
+         cargo run --release -p hamel-cli -- patterns models/double_spherical_pendulum_cartesian.hamel --init pattern_I --h 0.001 --t-end 30"
+            .into(),
+    ));
 
-    // 1. The published spherical-pendulum run.
+    crate::output::write(&out.join("index.md"), doc.markdown())?;
+    let index = out.join("index.html");
+    crate::output::write(&index, doc.html("hamel report"))?;
+    Ok(index)
+}
+
+/// Section 1: the published run, plain and compensated, against the
+/// published figures, and a ten times longer run for drift.
+fn published_section(doc: &mut Doc, out: &Path, log: &mut Log) -> Result<(), Error> {
     log.say("1. spherical pendulum, published run");
     doc.push(Block::Heading(
         2,
         "1. Spherical pendulum: the published run (ZLB12, Z16 §6.3)".into(),
     ));
     doc.push(Block::Para("Body-frame model `models/spherical_pendulum.hamel`, discrete Hamel scheme with averaged kinematics, m = 1, r = 9.8, g = 9.8, h = 0.2, 10⁴ steps, ξ₀ = (0.6, 0, 0), γ₀ = (0.3, 0.2, −√0.87) (initial state `published`). Compensated: increments added with TwoSum, residual and increment evaluated at z + lo in double-double.".into()));
-    let base = Case {
-        file: SP,
-        scheme: "hamel_averaged",
-        init: "published",
-        h: 0.2,
-        steps: 10_000,
-        compensated: false,
-        every: 1,
-    };
+    let base = PUBLISHED;
     let (plain, _) = run(&base, log)?;
     let (mut comp, _) = run(
         &Case {
@@ -291,10 +321,27 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         },
         log,
     )?;
+    doc.push(published_table(&plain, &comp));
+    let (f10, l10) = first_last_tenth(&long);
+    doc.push(Block::Para(format!(
+        "No drift: over 10⁵ steps (t = 20,000) the largest relative energy error is {} in the first tenth of the run and {} in the last tenth (records every 10 steps); overall {}.",
+        e(f10),
+        e(l10),
+        e(long.monitor.reports()[0].max_rel_error)
+    )));
+    let d1 = out.join("1-published");
+    let files = figures::write(&[&plain, &comp], &d1)?;
+    doc.push(Block::Figures(figs(out, &files, "")));
+    Ok(())
+}
+
+/// The published run's errors, plain and compensated, beside the published
+/// and the expected figures.
+fn published_table(plain: &Run, comp: &Run) -> Block {
     let sp = |r: &Run| r.summary(SP);
-    let (ps, cs) = (sp(&plain), sp(&comp));
+    let (ps, cs) = (sp(plain), sp(comp));
     let j_abs = |r: &Run| r.monitor.get("J").map_or(f64::NAN, |x| x.max_abs_error);
-    doc.push(Block::Table(
+    Block::Table(
         vec![
             "quantity".into(),
             "plain".into(),
@@ -305,8 +352,8 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         vec![
             vec![
                 "max |‖γ‖ − 1|".into(),
-                e(max_dev_from_one(&plain, "length").unwrap_or(f64::NAN)),
-                e(max_dev_from_one(&comp, "length").unwrap_or(f64::NAN)),
+                e(max_dev_from_one(plain, "length").unwrap_or(f64::NAN)),
+                e(max_dev_from_one(comp, "length").unwrap_or(f64::NAN)),
                 "≈ 1e-14".into(),
                 "2–8e-15 (round-off walk, ∝ √steps)".into(),
             ],
@@ -319,8 +366,8 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
             ],
             vec![
                 "max |ΔJ| (absolute)".into(),
-                e(j_abs(&plain)),
-                e(j_abs(&comp)),
+                e(j_abs(plain)),
+                e(j_abs(comp)),
                 "—".into(),
                 "1–4e-13".into(),
             ],
@@ -339,19 +386,11 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
                 "—".into(),
             ],
         ],
-    ));
-    let (f10, l10) = first_last_tenth(&long);
-    doc.push(Block::Para(format!(
-        "No drift: over 10⁵ steps (t = 20,000) the largest relative energy error is {} in the first tenth of the run and {} in the last tenth (records every 10 steps); overall {}.",
-        e(f10),
-        e(l10),
-        e(long.monitor.reports()[0].max_rel_error)
-    )));
-    let d1 = out.join("1-published");
-    let files = figures::write(&[&plain, &comp], &d1)?;
-    doc.push(Block::Figures(figs(out, &files, "")));
+    )
+}
 
-    // 2. Schemes on the same physical state.
+/// Section 2: every scheme on the published state.
+fn schemes_compared_section(doc: &mut Doc, out: &Path, log: &mut Log) -> Result<(), Error> {
     log.say("2. spherical pendulum, schemes compared");
     doc.push(Block::Heading(
         2,
@@ -366,17 +405,19 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         (SP_CART, "energy_momentum"),
     ];
     schemes_section(
-        &mut doc,
+        doc,
         out,
         "2-schemes",
-        &base,
+        &PUBLISHED,
         &cases,
         "Expected (docs/schemes.md §3–4): Störmer–Verlet and RATTLE give the same heights, energy error bounded at about 2e-3; RATTLE keeps the length to round-off, index-reduced Störmer–Verlet drifts from round-off (about 1e-11 relative after 10⁴ steps). The trajectory is section 1's and is not drawn again.",
         false,
         log,
-    )?;
+    )
+}
 
-    // 3. Double spherical pendulum, Pattern I, all schemes.
+/// Section 3: the double spherical pendulum's Pattern I under every scheme.
+fn double_pendulum_section(doc: &mut Doc, out: &Path, log: &mut Log) -> Result<(), Error> {
     log.say("3. double spherical pendulum, Pattern I");
     doc.push(Block::Heading(
         2,
@@ -400,7 +441,7 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         (DSP_CART, "energy_momentum"),
     ];
     schemes_section(
-        &mut doc,
+        doc,
         out,
         "3-double-pendulum",
         &pat,
@@ -408,9 +449,12 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         "Expected (docs/schemes.md §2, §5): Hamel energy error 4–7e-4 relative and |ΔJ| 2–4e-3 of J₀ ≈ 200 (1–2e-5 relative), bounded; energy–momentum conserves energy and J to round-off; RATTLE keeps the constraints and J to round-off with a bounded energy error.",
         true,
         log,
-    )?;
+    )
+}
 
-    // 4. Pattern evocation.
+/// Section 4: Patterns I–III under energy–momentum — reduced period,
+/// critical rate, plots — and Pattern I cross-checked in director form.
+fn patterns_section(doc: &mut Doc, out: &Path, log: &mut Log) -> Result<(), Error> {
     log.say("4. pattern evocation");
     doc.push(Block::Heading(
         2,
@@ -420,41 +464,9 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
     let mut rows = Vec::new();
     let mut pattern_figs = Vec::new();
     for init in ["pattern_I", "pattern_II", "pattern_III"] {
-        let (r, sys) = run(
-            &Case {
-                file: DSP_CART,
-                scheme: "energy_momentum",
-                init,
-                h: 0.001,
-                steps: 30_000,
-                compensated: false,
-                every: 1,
-            },
-            log,
-        )?;
-        let (a, pos, names) = patterns::study(&sys, &r, &[])?;
-        let d = out.join(format!("4-{}", init.replace('_', "-")));
-        let nm: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-        patterns::write_plots(&d, &r, &a, &pos, &nm, &[])?;
-        simulate::write_csv(&r, &d)?;
-        let range = |i: usize| {
-            let v = &a.reduced[i].1;
-            let (lo, hi) = v
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(x, y), &z| (x.min(z), y.max(z)));
-            format!("{lo:.3} – {hi:.3}")
-        };
-        rows.push(vec![
-            init.replace('_', " "),
-            a.reduced_period.map_or("none".into(), |p| format!("{p:.4} s")),
-            format!("{:.5} rad/s", a.critical_rate),
-            a.rate_halves.map_or("—".into(), |(x, y)| format!("{x:.4} / {y:.4}")),
-            range(0),
-            range(1),
-            e(r.monitor.reports()[0].max_rel_error),
-        ]);
-        let files = pngs_in(&d, &["reduced_r", "rotating_critical", "rotating_inertial", "spectrum"]);
-        pattern_figs.push((init, figs(out, &files, &format!("{}: ", init.replace('_', " ")))));
+        let (row, figures) = pattern(out, init, log)?;
+        rows.push(row);
+        pattern_figs.push(figures);
     }
     doc.push(Block::Table(
         [
@@ -490,11 +502,54 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         ha.reduced_period.map_or("none".into(), |p| format!("{p:.4} s")),
         ha.critical_rate
     )));
-    for (_, f) in pattern_figs {
+    for f in pattern_figs {
         doc.push(Block::Figures(f));
     }
+    Ok(())
+}
 
-    // 5. Relative equilibrium.
+/// One pattern of section 4: runs it, writes its plots and CSV files under
+/// `out`, and returns its table row and figures.
+fn pattern(out: &Path, init: &str, log: &mut Log) -> Result<(Vec<String>, Figures), Error> {
+    let (r, sys) = run(
+        &Case {
+            file: DSP_CART,
+            scheme: "energy_momentum",
+            init,
+            h: 0.001,
+            steps: 30_000,
+            compensated: false,
+            every: 1,
+        },
+        log,
+    )?;
+    let (a, pos, names) = patterns::study(&sys, &r, &[])?;
+    let d = out.join(format!("4-{}", init.replace('_', "-")));
+    let nm: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    patterns::write_plots(&d, &r, &a, &pos, &nm, &[])?;
+    simulate::write_csv(&r, &d)?;
+    let range = |i: usize| {
+        let v = &a.reduced[i].1;
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(x, y), &z| (x.min(z), y.max(z)));
+        format!("{lo:.3} – {hi:.3}")
+    };
+    let row = vec![
+        init.replace('_', " "),
+        a.reduced_period.map_or("none".into(), |p| format!("{p:.4} s")),
+        format!("{:.5} rad/s", a.critical_rate),
+        a.rate_halves.map_or("—".into(), |(x, y)| format!("{x:.4} / {y:.4}")),
+        range(0),
+        range(1),
+        e(r.monitor.reports()[0].max_rel_error),
+    ];
+    let files = pngs_in(&d, &["reduced_r", "rotating_critical", "rotating_inertial", "spectrum"]);
+    Ok((row, figs(out, &files, &format!("{}: ", init.replace('_', " ")))))
+}
+
+/// Section 5: the exact and the printed relative equilibrium under three schemes.
+fn relative_equilibrium_section(doc: &mut Doc, log: &mut Log) -> Result<(), Error> {
     log.say("5. relative equilibrium");
     doc.push(Block::Heading(
         2,
@@ -552,21 +607,5 @@ pub fn write(out: &Path, backend: Backend, line: &mut dyn FnMut(&str)) -> Result
         rows,
     ));
     doc.push(Block::Para("Expected: the exact state stays put to about 1e-13 under energy–momentum and Hamel, the printed one wobbles by about 0.025 m; the mean rate differs from Ω by the scheme's O(h²) phase error.".into()));
-
-    // 6. Forces and control.
-    crate::report_forces::section(&mut doc, out, log.backend, &load, &mut |s| log.say(s))?;
-    // 7. The gallery.
-    crate::gallery::section(&mut doc, log.backend, &mut |s| log.say(s))?;
-    doc.push(Block::Heading(2, "How to reproduce one case".into()));
-    doc.push(Block::Code(
-        "cargo run --release -p hamel-cli -- simulate models/spherical_pendulum.hamel --h 0.2 --steps 10000 --summary json\n\
-         cargo run --release -p hamel-cli -- compare models/double_spherical_pendulum_cartesian.hamel --init pattern_I --h 0.01 --t-end 30\n\
-         cargo run --release -p hamel-cli -- patterns models/double_spherical_pendulum_cartesian.hamel --init pattern_I --h 0.001 --t-end 30"
-            .into(),
-    ));
-
-    crate::output::write(&out.join("index.md"), doc.markdown())?;
-    let index = out.join("index.html");
-    crate::output::write(&index, doc.html("hamel report"))?;
-    Ok(index)
+    Ok(())
 }

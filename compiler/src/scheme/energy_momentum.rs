@@ -31,7 +31,7 @@ use crate::model::Model;
 use crate::sym::vector::{axpy, dot, matvec, matvec_t, midpoint};
 use crate::sym::{jacobian, Graph, Id};
 
-use super::constrained::{analyse, coordinate_names, MomentumStep};
+use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
 use super::step::{
     at, at_time, force_at, power, rheonomic, scaled_dot, symbols, time_derivative, time_in_step, StepSystem,
@@ -43,18 +43,7 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
     let cm = analyse(&mut model, "energy_momentum")?;
     let (q, v) = (model.q_syms(), model.v_syms());
-    // Whether the potential and each constraint are at most quadratic.
-    let (quadratic_v, quadratic_g) = {
-        let g = &mut model.graph;
-        let hv = jacobian(g, &cm.grad_v, &q);
-        let quadratic_v = hv.iter().flatten().all(|&e| !g.depends_on(e, &q));
-        let quadratic_g: Vec<bool> = cm
-            .hess_g
-            .iter()
-            .map(|h| h.iter().flatten().all(|&e| !g.depends_on(e, &q)))
-            .collect();
-        (quadratic_v, quadratic_g)
-    };
+    let quadratic = Quadratic::of(&mut model.graph, &cm, &q);
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(e.0))?;
     let mech = Mechanics::of(&mut model, &frame);
     let mut g = std::mem::take(&mut model.graph);
@@ -77,87 +66,24 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
     residual.extend(q1.iter().zip(&r1).map(|(&a, &b)| g.sub(a, b)));
     let dq: Vec<Id> = q1.iter().zip(q0).map(|(&a, &b)| g.sub(a, b)).collect();
     let timed = rheonomic(&g, &model);
-    let (t0, t_half, t1) = (
-        model.time,
+    let (t_half, t1) = (
         time_in_step(&mut g, &model, h, 0.5),
         time_in_step(&mut g, &model, h, 1.0),
     );
-    // A function of time as well is given the discrete gradient in (q, t),
-    // Δ = (Δq, h): its q-part enters the momenta, its t-part `∂̄f/∂t` the
-    // energy supplied, and ⟨∇̄_q f, Δq⟩ + h ∂̄f/∂t = f(q_{n+1}, t_{n+1}) −
-    // f(q_n, t_n) exactly, so the energy balance H_{n+1} − H_n =
-    // h (∂̄V/∂t + λ·∂̄g/∂t) holds to round-off as the energy does unforced
-    // (the midpoint in time keeps the step symmetric).
-    let gradient_t = |g: &mut Graph, f: Id, grad: &[Id]| -> (Vec<Id>, Id) {
-        let ft = time_derivative(g, &model, &[f])[0];
-        let mid = at(g, grad, &q, &qbar, &v, &v);
-        let mid = at_time(g, &model, &mid, t_half);
-        let mid_t = at(g, &[ft], &q, &qbar, &v, &v);
-        let mid_t = at_time(g, &model, &mid_t, t_half)[0];
-        let f1 = at(g, &[f], &q, q1, &v, &v);
-        let f1 = at_time(g, &model, &f1, t1)[0];
-        let f0 = at(g, &[f], &q, q0, &v, &v)[0];
-        let slope = dot(g, &mid, &dq);
-        let slope_t = g.mul2(mid_t, h);
-        let (nf0, ns, nst) = (g.neg(f0), g.neg(slope), g.neg(slope_t));
-        let defect = g.add(&[f1, nf0, ns, nst]);
-        let norm2 = dot(g, &dq, &dq);
-        let hh2 = g.mul2(h, h);
-        let qq = dot(g, &qbar, &qbar);
-        let one = g.constant(1.0);
-        let scale = g.add2(one, qq);
-        let delta2 = g.scale(1e-18, scale);
-        let den = g.add(&[norm2, hh2, delta2]);
-        let c = g.div(defect, den);
-        let ch = g.mul2(c, h);
-        (axpy(g, &mid, c, &dq), g.add2(mid_t, ch))
+    let gradients = DiscreteGradient {
+        model: &model,
+        q: &q,
+        v: &v,
+        q0,
+        q1,
+        qbar: &qbar,
+        dq: &dq,
+        h,
+        t_half,
+        t1,
     };
-    let gradient = |g: &mut Graph, f: Id, grad: &[Id], quadratic: bool| -> Vec<Id> {
-        let mid = at(g, grad, &q, &qbar, &v, &v);
-        if quadratic {
-            return mid;
-        }
-        let (f1, f0) = (at(g, &[f], &q, q1, &v, &v)[0], at(g, &[f], &q, q0, &v, &v)[0]);
-        let slope = dot(g, &mid, &dq);
-        let (nf0, ns) = (g.neg(f0), g.neg(slope));
-        let defect = g.add(&[f1, nf0, ns]);
-        let norm2 = dot(g, &dq, &dq);
-        let qq = dot(g, &qbar, &qbar);
-        let one = g.constant(1.0);
-        let scale = g.add2(one, qq);
-        let delta2 = g.scale(1e-18, scale);
-        let den = g.add2(norm2, delta2);
-        let c = g.div(defect, den);
-        axpy(g, &mid, c, &dq)
-    };
-    // ∂̄/∂t of the potential and of each constraint (None: free of time)
-    let mut dt_v = None;
-    let grad_v = if timed && g.depends_on(cm.v, &[t0]) {
-        let (gv, vt) = gradient_t(&mut g, cm.v, &cm.grad_v);
-        dt_v = Some(vt);
-        gv
-    } else {
-        gradient(&mut g, cm.v, &cm.grad_v, quadratic_v)
-    };
-    let mut dt_g = vec![None; c];
-    let gq: Vec<Vec<Id>> = (0..c)
-        .map(|i| {
-            if timed && g.depends_on(cm.g[i], &[t0]) {
-                let (gi, gt) = gradient_t(&mut g, cm.g[i], &cm.gq[i]);
-                dt_g[i] = Some(gt);
-                gi
-            } else {
-                gradient(&mut g, cm.g[i], &cm.gq[i], quadratic_g[i])
-            }
-        })
-        .collect();
-    let force: Vec<Id> = if c == 0 {
-        grad_v
-    } else {
-        let gl = matvec_t(&mut g, &gq, lam);
-        grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
-    };
-    let mut r2 = axpy(&mut g, p0, mh, &force);
+    let reactions = gradients.potential_and_constraints(&mut g, &cm, &quadratic, timed, lam);
+    let mut r2 = axpy(&mut g, p0, mh, &reactions.force);
     // + h F_e(q̄, v̄, u_n, t_{n+½}), v̄ = M⁻¹(p_n + p_{n+1})/2
     let vmid: Vec<Id> = vbar.iter().map(|&a| g.scale(0.5, a)).collect();
     let fe = force_at(&mut g, &model, &qbar, &vmid, t_half, &model.u_syms());
@@ -165,26 +91,196 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         r2 = axpy(&mut g, &r2, h, fe);
     }
     let forces = fe.as_ref().map(|fe| scaled_dot(&mut g, fe, &vmid, h));
-    let mut supplied: Vec<Id> = dt_v.into_iter().collect();
-    for (i, gt) in dt_g.iter().enumerate() {
-        if let Some(gt) = gt {
-            supplied.push(g.mul2(lam[i], *gt));
-        }
-    }
-    let timed_work = timed.then(|| {
-        let s = g.add(&supplied);
-        g.mul2(h, s)
-    });
+    let timed_work = timed.then(|| reactions.time_work(&mut g, h, lam));
     let work = power(&mut g, forces, timed_work);
     residual.extend(p1.iter().zip(&r2).map(|(&a, &b)| g.sub(a, b)));
     let g1 = at(&mut g, &cm.g, &q, q1, &v, &v);
     residual.extend(at_time(&mut g, &model, &g1, t1));
-    let next: Vec<Id> = q1.iter().chain(p1).copied().collect();
-    let v0 = matvec(&mut g, &cm.m_inv, p0);
-    let mut predictor = axpy(&mut g, q0, h, &v0);
+    let step = momentum_step(&mut g, &model, &cm, h, (z, x, w), residual, work);
+    let draft = step.draft(&mut g, &model, &cm);
+    Ok(draft.assemble(&model, g, mech.energy))
+}
+
+/// Whether the potential and each constraint are at most quadratic in `q`:
+/// their discrete gradient is then the midpoint gradient, with no correction.
+struct Quadratic {
+    potential: bool,
+    constraints: Vec<bool>,
+}
+
+impl Quadratic {
+    fn of(g: &mut Graph, cm: &ConstantMass, q: &[Id]) -> Quadratic {
+        let hv = jacobian(g, &cm.grad_v, q);
+        let potential = hv.iter().flatten().all(|&e| !g.depends_on(e, q));
+        let constraints = cm
+            .hess_g
+            .iter()
+            .map(|h| h.iter().flatten().all(|&e| !g.depends_on(e, q)))
+            .collect();
+        Quadratic { potential, constraints }
+    }
+}
+
+/// Gonzalez's discrete gradient over one step `q_n → q_{n+1}` (see the
+/// module's docs), with what it is evaluated at.
+struct DiscreteGradient<'a> {
+    model: &'a Model,
+    q: &'a [Id],
+    v: &'a [Id],
+    q0: &'a [Id],
+    q1: &'a [Id],
+    qbar: &'a [Id],
+    /// `q_{n+1} − q_n`
+    dq: &'a [Id],
+    h: Id,
+    t_half: Id,
+    t1: Id,
+}
+
+/// `∇̄V + Ḡᵀλ` and the time parts of the discrete gradients, `∂̄V/∂t` and
+/// `∂̄g_i/∂t` (`None`: free of time).
+struct Reactions {
+    force: Vec<Id>,
+    dt_v: Option<Id>,
+    dt_g: Vec<Option<Id>>,
+}
+
+impl Reactions {
+    /// `h (∂̄V/∂t + λ·∂̄g/∂t)`: the energy the explicit time dependence
+    /// supplies over the step.
+    fn time_work(&self, g: &mut Graph, h: Id, lam: &[Id]) -> Id {
+        let mut supplied: Vec<Id> = self.dt_v.into_iter().collect();
+        for (i, gt) in self.dt_g.iter().enumerate() {
+            if let Some(gt) = gt {
+                supplied.push(g.mul2(lam[i], *gt));
+            }
+        }
+        let s = g.add(&supplied);
+        g.mul2(h, s)
+    }
+}
+
+impl DiscreteGradient<'_> {
+    /// The discrete gradients of the potential and of each constraint,
+    /// combined with the multipliers `lam` into the force `∇̄V + Ḡᵀλ`; in
+    /// `(q, t)` for those that depend on time where the model does.
+    fn potential_and_constraints(
+        &self,
+        g: &mut Graph,
+        cm: &ConstantMass,
+        quadratic: &Quadratic,
+        timed: bool,
+        lam: &[Id],
+    ) -> Reactions {
+        let t0 = self.model.time;
+        let c = cm.g.len();
+        let mut dt_v = None;
+        let grad_v = if timed && g.depends_on(cm.v, &[t0]) {
+            let (gv, vt) = self.in_q_and_t(g, cm.v, &cm.grad_v);
+            dt_v = Some(vt);
+            gv
+        } else {
+            self.in_q(g, cm.v, &cm.grad_v, quadratic.potential)
+        };
+        let mut dt_g = vec![None; c];
+        let gq: Vec<Vec<Id>> = (0..c)
+            .map(|i| {
+                if timed && g.depends_on(cm.g[i], &[t0]) {
+                    let (gi, gt) = self.in_q_and_t(g, cm.g[i], &cm.gq[i]);
+                    dt_g[i] = Some(gt);
+                    gi
+                } else {
+                    self.in_q(g, cm.g[i], &cm.gq[i], quadratic.constraints[i])
+                }
+            })
+            .collect();
+        let force = if c == 0 {
+            grad_v
+        } else {
+            let gl = matvec_t(g, &gq, lam);
+            grad_v.iter().zip(&gl).map(|(&a, &b)| g.add2(a, b)).collect()
+        };
+        Reactions { force, dt_v, dt_g }
+    }
+
+    /// `∇̄f` in `q` for `f` free of time with gradient `grad`; the midpoint
+    /// gradient alone where `f` is `quadratic`.
+    fn in_q(&self, g: &mut Graph, f: Id, grad: &[Id], quadratic: bool) -> Vec<Id> {
+        let (q, v, dq) = (self.q, self.v, self.dq);
+        let mid = at(g, grad, q, self.qbar, v, v);
+        if quadratic {
+            return mid;
+        }
+        let (f1, f0) = (at(g, &[f], q, self.q1, v, v)[0], at(g, &[f], q, self.q0, v, v)[0]);
+        let slope = dot(g, &mid, dq);
+        let (nf0, ns) = (g.neg(f0), g.neg(slope));
+        let defect = g.add(&[f1, nf0, ns]);
+        let norm2 = dot(g, dq, dq);
+        let delta2 = self.rest_guard(g);
+        let den = g.add2(norm2, delta2);
+        let c = g.div(defect, den);
+        axpy(g, &mid, c, dq)
+    }
+
+    /// A function of time as well is given the discrete gradient in (q, t),
+    /// Δ = (Δq, h): its q-part enters the momenta, its t-part `∂̄f/∂t` the
+    /// energy supplied, and ⟨∇̄_q f, Δq⟩ + h ∂̄f/∂t = f(q_{n+1}, t_{n+1}) −
+    /// f(q_n, t_n) exactly, so the energy balance H_{n+1} − H_n =
+    /// h (∂̄V/∂t + λ·∂̄g/∂t) holds to round-off as the energy does unforced
+    /// (the midpoint in time keeps the step symmetric).
+    fn in_q_and_t(&self, g: &mut Graph, f: Id, grad: &[Id]) -> (Vec<Id>, Id) {
+        let (model, q, v, dq, h) = (self.model, self.q, self.v, self.dq, self.h);
+        let ft = time_derivative(g, model, &[f])[0];
+        let mid = at(g, grad, q, self.qbar, v, v);
+        let mid = at_time(g, model, &mid, self.t_half);
+        let mid_t = at(g, &[ft], q, self.qbar, v, v);
+        let mid_t = at_time(g, model, &mid_t, self.t_half)[0];
+        let f1 = at(g, &[f], q, self.q1, v, v);
+        let f1 = at_time(g, model, &f1, self.t1)[0];
+        let f0 = at(g, &[f], q, self.q0, v, v)[0];
+        let slope = dot(g, &mid, dq);
+        let slope_t = g.mul2(mid_t, h);
+        let (nf0, ns, nst) = (g.neg(f0), g.neg(slope), g.neg(slope_t));
+        let defect = g.add(&[f1, nf0, ns, nst]);
+        let norm2 = dot(g, dq, dq);
+        let hh2 = g.mul2(h, h);
+        let delta2 = self.rest_guard(g);
+        let den = g.add(&[norm2, hh2, delta2]);
+        let c = g.div(defect, den);
+        let ch = g.mul2(c, h);
+        (axpy(g, &mid, c, dq), g.add2(mid_t, ch))
+    }
+
+    /// `δ² = 1e-18 (1 + ‖q̄‖²)`, added to the correction's denominator so
+    /// that it vanishes at rest (see the module's docs).
+    fn rest_guard(&self, g: &mut Graph) -> Id {
+        let qq = dot(g, self.qbar, self.qbar);
+        let one = g.constant(1.0);
+        let scale = g.add2(one, qq);
+        g.scale(1e-18, scale)
+    }
+}
+
+/// The step as [`MomentumStep`] takes it, around `residual` and `work`:
+/// predictor `(q_n + h M⁻¹ p_n, p_n, λ_prev)`, warm start `(q, M ξ, 0)`, names.
+fn momentum_step(
+    g: &mut Graph,
+    model: &Model,
+    cm: &ConstantMass,
+    h: Id,
+    (z, x, w): (Vec<Id>, Vec<Id>, Vec<Id>),
+    residual: Vec<Id>,
+    work: Option<Id>,
+) -> MomentumStep {
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let (n, c) = (q.len(), cm.g.len());
+    let next: Vec<Id> = x[..2 * n].to_vec();
+    let (q0, p0) = z.split_at(n);
+    let v0 = matvec(g, &cm.m_inv, p0);
+    let mut predictor = axpy(g, q0, h, &v0);
     predictor.extend_from_slice(p0);
     predictor.extend_from_slice(&w[2 * n..]);
-    let mv = matvec(&mut g, &cm.m, &v);
+    let mv = matvec(g, &cm.m, &v);
     let zero = g.constant(0.0);
     let init_warm: Vec<Id> = q
         .iter()
@@ -192,11 +288,11 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         .copied()
         .chain(std::iter::repeat_n(zero, c))
         .collect();
-    let unknown_names = coordinate_names(&model, |c| format!("{c}+"))
+    let unknown_names = coordinate_names(model, |c| format!("{c}+"))
         .into_iter()
-        .chain(coordinate_names(&model, |c| format!("p({c})+")))
+        .chain(coordinate_names(model, |c| format!("p({c})+")))
         .chain((0..c).map(|i| format!("lambda{i}")));
-    let step = MomentumStep {
+    MomentumStep {
         scheme: "energy_momentum",
         h,
         unknowns: x.iter().copied().zip(unknown_names).collect(),
@@ -208,7 +304,5 @@ pub fn derive(model: &Model) -> Result<StepSystem, SchemeError> {
         init_warm,
         base: (0..2 * n + c).map(|i| (i < 2 * n).then_some(i)).collect(),
         work,
-    };
-    let draft = step.draft(&mut g, &model, &cm);
-    Ok(draft.assemble(&model, g, mech.energy))
+    }
 }

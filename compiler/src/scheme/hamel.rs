@@ -95,279 +95,419 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
-    let q = model.q_syms();
-    let v = model.v_syms();
-    let (n, m, nc) = (q.len(), v.len(), cons.general.len());
-    let kept = cons.kept.clone();
-    let nk = kept.len();
     let mut g = std::mem::take(&mut model.graph);
-    let rheonomic = step::rheonomic(&g, &model);
+    let step = Step::new(&mut g, &model, &mech, &frame, &cons);
+    let qbar = midpoint(&mut g, step.q0(), step.q1());
+    let predictor = step.predictor(&mut g);
+    let eqs = match kin {
+        Kinematics::Midpoint => step.midpoint(&mut g, &qbar)?,
+        Kinematics::Averaged => step.averaged(&mut g, &qbar),
+    };
+    let draft = step.draft(kin, eqs, predictor);
+    let mut sys = draft.assemble(&model, g, mech.energy);
+    sys.frame = Some(frame.psi.clone());
+    Ok(sys)
+}
 
-    let h = g.symbol("__h");
-    let half = g.constant(0.5);
-    let hh = g.mul2(half, h);
-    let zero = g.constant(0.0);
-    let z = symbols(&mut g, "__z", n + nk);
-    let x = symbols(&mut g, "__x", n + nk + nc);
-    let w = symbols(&mut g, "__w", n + nk + nc);
+/// One step's symbols — step size, state `z = (q_k, κ_k)`, unknowns
+/// `x = (q_{k+1}, κ_{k+1}, ν)` and the previous step's unknowns `w` — with
+/// the model's quantities they are built from. `κ` are the kept velocity
+/// components (midpoint: their momenta in the state).
+struct Step<'a> {
+    model: &'a Model,
+    mech: &'a Mechanics,
+    cons: &'a Constraints,
+    q: Vec<Id>,
+    v: Vec<Id>,
+    /// coordinates, velocity components, general constraints
+    n: usize,
+    m: usize,
+    nc: usize,
+    rheonomic: bool,
+    h: Id,
+    /// `h/2`
+    hh: Id,
+    zero: Id,
+    z: Vec<Id>,
+    x: Vec<Id>,
+    w: Vec<Id>,
+    /// `Ψ(q)` row-major, `n × m`
+    psi_flat: Vec<Id>,
+    /// `A(q)` of the general constraints row-major, `nc × m`
+    rows_flat: Vec<Id>,
+}
 
-    // Full velocity vector from kept components (eliminated ones are zero).
-    let full = |kv: &[Id]| -> Vec<Id> {
-        let mut out = vec![zero; m];
-        for (k, &a) in kept.iter().enumerate() {
+/// The part of the step each kinematics derives in its own way.
+struct Equations {
+    residual: Vec<Id>,
+    next: Vec<Id>,
+    work: Option<Id>,
+    observation: Observation,
+    init_state: Vec<Id>,
+}
+
+/// How the physical velocity is recovered from the state: the linear system
+/// `matrix · solution = rhs` (empty where none is needed) and `ξ` in terms of
+/// state and solution.
+struct Observation {
+    matrix: Vec<Vec<Id>>,
+    rhs: Vec<Id>,
+    solution: Vec<Id>,
+    v: Vec<Id>,
+}
+
+impl<'a> Step<'a> {
+    fn new(g: &mut Graph, model: &'a Model, mech: &'a Mechanics, frame: &Frame, cons: &'a Constraints) -> Step<'a> {
+        let q = model.q_syms();
+        let v = model.v_syms();
+        let (n, m, nc) = (q.len(), v.len(), cons.general.len());
+        let nk = cons.kept.len();
+        let rheonomic = step::rheonomic(g, model);
+        let h = g.symbol("__h");
+        let half = g.constant(0.5);
+        let hh = g.mul2(half, h);
+        let zero = g.constant(0.0);
+        let z = symbols(g, "__z", n + nk);
+        let x = symbols(g, "__x", n + nk + nc);
+        let w = symbols(g, "__w", n + nk + nc);
+        Step {
+            model,
+            mech,
+            cons,
+            q,
+            v,
+            n,
+            m,
+            nc,
+            rheonomic,
+            h,
+            hh,
+            zero,
+            z,
+            x,
+            w,
+            psi_flat: frame.psi.iter().flatten().copied().collect(),
+            rows_flat: cons.rows.iter().flatten().copied().collect(),
+        }
+    }
+
+    fn nk(&self) -> usize {
+        self.cons.kept.len()
+    }
+
+    fn q0(&self) -> &[Id] {
+        &self.z[..self.n]
+    }
+
+    /// `κ_k`: kept velocity components (averaged) or their momenta (midpoint)
+    fn k0(&self) -> &[Id] {
+        &self.z[self.n..]
+    }
+
+    fn q1(&self) -> &[Id] {
+        &self.x[..self.n]
+    }
+
+    fn k1(&self) -> &[Id] {
+        &self.x[self.n..self.n + self.nk()]
+    }
+
+    fn nu(&self) -> &[Id] {
+        &self.x[self.n + self.nk()..]
+    }
+
+    /// Full velocity vector from kept components (eliminated ones are zero).
+    fn full(&self, kv: &[Id]) -> Vec<Id> {
+        let mut out = vec![self.zero; self.m];
+        for (k, &a) in self.cons.kept.iter().enumerate() {
             out[a] = kv[k];
         }
         out
-    };
-    // Evaluates model expressions at (q, ξ) = (qs, vs).
-    let at = |g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]| step::at(g, exprs, &q, qs, &v, vs);
-    let psi_flat: Vec<Id> = frame.psi.iter().flatten().copied().collect();
-    let rows_flat: Vec<Id> = cons.rows.iter().flatten().copied().collect();
-    let mul_psi = |g: &mut Graph, psi: &[Id], xi: &[Id]| -> Vec<Id> {
-        (0..n)
+    }
+
+    /// Model expressions at `(q, ξ) = (qs, vs)`.
+    fn at(&self, g: &mut Graph, exprs: &[Id], qs: &[Id], vs: &[Id]) -> Vec<Id> {
+        step::at(g, exprs, &self.q, qs, &self.v, vs)
+    }
+
+    /// `Ψ ξ` for `Ψ` row-major.
+    fn mul_psi(&self, g: &mut Graph, psi: &[Id], xi: &[Id]) -> Vec<Id> {
+        let m = self.m;
+        (0..self.n)
             .map(|i| {
                 let t: Vec<Id> = (0..m).map(|a| g.mul2(psi[i * m + a], xi[a])).collect();
                 g.add(&t)
             })
             .collect()
-    };
-    // Σ_j A_j(at)ᵀ ν_j, component a.
-    let a_t_nu = |g: &mut Graph, rows: &[Id], nu: &[Id], a: usize| -> Id {
-        let t: Vec<Id> = (0..nc).map(|j| g.mul2(rows[j * m + a], nu[j])).collect();
+    }
+
+    /// `Σ_j A_j(at)ᵀ ν_j`, component `a`, for `rows` the constraint rows at some point.
+    fn a_t_nu(&self, g: &mut Graph, rows: &[Id], a: usize) -> Id {
+        let nu = self.nu();
+        let t: Vec<Id> = (0..self.nc).map(|j| g.mul2(rows[j * self.m + a], nu[j])).collect();
         g.add(&t)
-    };
+    }
 
-    let (q0, k0) = z.split_at(n);
-    let (q1, rest) = x.split_at(n);
-    let (k1, nu) = rest.split_at(nk);
-    let wrest = &w[n..];
-    let (wk, wnu) = wrest.split_at(nk);
-    let xi1 = full(k1);
-    let qbar = midpoint(&mut g, q0, q1);
-
-    let mut residual = Vec::with_capacity(n + nk + nc);
-    let update: Vec<Id>;
-    let work: Option<Id>;
-    let u_now = model.u_syms();
-    let (obs_matrix, obs_rhs, obs_solution, obs_v): (Vec<Vec<Id>>, Vec<Id>, Vec<Id>, Vec<Id>);
-    let init_state: Vec<Id>;
-
-    // Predictor: q ≈ q_k + h Ψ(q_k) ξ_prev, ξ ≈ ξ_prev, ν ≈ ν_prev.
-    let psi0 = at(&mut g, &psi_flat, q0, &v);
-    let dq = mul_psi(&mut g, &psi0, &full(wk));
-    let mut predictor: Vec<Id> = (0..n)
-        .map(|i| {
-            let s = g.mul2(h, dq[i]);
-            g.add2(q0[i], s)
-        })
-        .collect();
-    predictor.extend_from_slice(wk);
-    predictor.extend_from_slice(wnu);
-
-    match kin {
-        Kinematics::Midpoint => {
-            let pi = k0;
-            // A rheonomic Lagrangian is sampled where the discrete one is,
-            // l_d = h l(q̄, ξ, t_{k+½}): the midpoint rule in time as in
-            // space keeps the step symmetric (so second order) and
-            // variational; its energy then changes by −h ∂l/∂t there.
-            let t_half = time_in_step(&mut g, &model, h, 0.5);
-            let p_bar = at(&mut g, &mech.p, &qbar, &xi1);
-            let p_bar = at_time(&mut g, &model, &p_bar, t_half);
-            let f_bar = at(&mut g, &mech.force, &qbar, &xi1);
-            let f_bar = at_time(&mut g, &model, &f_bar, t_half);
-            // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
-            let fe_bar = force_at(&mut g, &model, &qbar, &xi1, t_half, &u_now);
-            let forces = fe_bar.as_ref().map(|fe| scaled_dot(&mut g, fe, &xi1, h));
-            let timed = rheonomic.then(|| {
-                let lt = at(&mut g, &[mech.lt], &qbar, &xi1);
-                let lt = at_time(&mut g, &model, &lt, t_half)[0];
-                let w = g.mul2(h, lt);
-                g.neg(w)
-            });
-            work = power(&mut g, forces, timed);
-            let hfe: Vec<Option<Id>> = (0..m).map(|a| fe_bar.as_ref().map(|fe| g.mul2(hh, fe[a]))).collect();
-            let psi_bar = at(&mut g, &psi_flat, &qbar, &xi1);
-            let rows0 = at(&mut g, &rows_flat, q0, &v);
-            let dq = mul_psi(&mut g, &psi_bar, &xi1);
-            for i in 0..n {
+    /// The kinematic rows `q_{k+1} − q_k − h Ψ(q̄) ξ` for `psi` the frame at `q̄`.
+    fn kinematic_rows(&self, g: &mut Graph, psi: &[Id], xi: &[Id]) -> Vec<Id> {
+        let (q0, q1) = (self.q0(), self.q1());
+        let dq = self.mul_psi(g, psi, xi);
+        (0..self.n)
+            .map(|i| {
                 let s = g.sub(q1[i], q0[i]);
-                let t = g.mul2(h, dq[i]);
-                residual.push(g.sub(s, t));
-            }
-            for (k, &a) in kept.iter().enumerate() {
-                let hf = g.mul2(hh, f_bar[a]);
-                let an = a_t_nu(&mut g, &rows0, nu, a);
-                let mut terms = vec![hf, pi[k], an];
-                terms.extend(hfe[a]);
-                let r = minus(&mut g, p_bar[a], &terms);
-                residual.push(r);
-            }
-            let cbar = at(&mut g, &cons.general, &qbar, &xi1);
-            residual.extend(cbar);
-            let mut up: Vec<Id> = q1.to_vec();
-            for &a in &kept {
-                let hf = g.mul2(hh, f_bar[a]);
-                let mut terms = vec![p_bar[a], hf];
-                terms.extend(hfe[a]);
-                up.push(g.add(&terms));
-            }
-            update = up;
+                let t = g.mul2(self.h, dq[i]);
+                g.sub(s, t)
+            })
+            .collect()
+    }
 
-            // Node velocity from π: [M_KK A_Kᵀ; A_K 0] [ξ_K; μ] = [π − b_K; 0] at q_k.
-            let hess: Vec<Vec<Id>> = kept.iter().map(|&a| gradient(&mut g, mech.p[a], &v)).collect();
-            for row in &hess {
-                if row.iter().any(|&e| g.depends_on(e, &v)) {
-                    return Err(SchemeError(NOT_QUADRATIC.into()));
-                }
-            }
-            let zeros = vec![zero; m];
-            let mut mat = Vec::new();
-            let mut rhs = Vec::new();
-            let b0 = at(&mut g, &mech.p, q0, &zeros);
-            for (k, &a) in kept.iter().enumerate() {
-                let mut row: Vec<Id> = kept.iter().map(|&b| hess[k][b]).collect();
-                let hrow = at(&mut g, &row, q0, &zeros);
-                row = hrow;
-                for j in 0..nc {
-                    row.push(rows0[j * m + a]);
-                }
-                mat.push(row);
-                rhs.push(g.sub(pi[k], b0[a]));
-            }
-            for j in 0..nc {
-                let mut row: Vec<Id> = kept.iter().map(|&a| rows0[j * m + a]).collect();
-                row.extend(std::iter::repeat_n(zero, nc));
-                mat.push(row);
-                rhs.push(zero);
-            }
-            let y = symbols(&mut g, "__y", nk + nc);
-            obs_v = full(&y[..nk]);
-            obs_solution = y;
-            obs_matrix = mat;
-            obs_rhs = rhs;
-            // π_0 = p(q_0, ξ_0)
-            let mut z0: Vec<Id> = q.clone();
-            z0.extend(kept.iter().map(|&a| mech.p[a]));
-            init_state = z0;
+    /// Predictor: q ≈ q_k + h Ψ(q_k) ξ_prev, ξ ≈ ξ_prev, ν ≈ ν_prev.
+    fn predictor(&self, g: &mut Graph) -> Vec<Id> {
+        let (n, nk) = (self.n, self.nk());
+        let q0 = self.q0();
+        let (wk, wnu) = self.w[n..].split_at(nk);
+        let psi0 = self.at(g, &self.psi_flat, q0, &self.v);
+        let dq = self.mul_psi(g, &psi0, &self.full(wk));
+        let mut predictor: Vec<Id> = (0..n)
+            .map(|i| {
+                let s = g.mul2(self.h, dq[i]);
+                g.add2(q0[i], s)
+            })
+            .collect();
+        predictor.extend_from_slice(wk);
+        predictor.extend_from_slice(wnu);
+        predictor
+    }
+
+    /// The one-step position–momentum form (docs/schemes.md §2.1), state
+    /// `(q_k, π_k)`.
+    fn midpoint(&self, g: &mut Graph, qbar: &[Id]) -> Result<Equations, SchemeError> {
+        let (model, mech, hh) = (self.model, self.mech, self.hh);
+        let pi = self.k0();
+        let xi1 = self.full(self.k1());
+        // A rheonomic Lagrangian is sampled where the discrete one is,
+        // l_d = h l(q̄, ξ, t_{k+½}): the midpoint rule in time as in
+        // space keeps the step symmetric (so second order) and
+        // variational; its energy then changes by −h ∂l/∂t there.
+        let t_half = time_in_step(g, model, self.h, 0.5);
+        let p_bar = self.at(g, &mech.p, qbar, &xi1);
+        let p_bar = at_time(g, model, &p_bar, t_half);
+        let f_bar = self.at(g, &mech.force, qbar, &xi1);
+        let f_bar = at_time(g, model, &f_bar, t_half);
+        // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
+        let fe_bar = force_at(g, model, qbar, &xi1, t_half, &model.u_syms());
+        let forces = fe_bar.as_ref().map(|fe| scaled_dot(g, fe, &xi1, self.h));
+        let timed = self.rheonomic.then(|| {
+            let lt = self.at(g, &[mech.lt], qbar, &xi1);
+            let lt = at_time(g, model, &lt, t_half)[0];
+            let w = g.mul2(self.h, lt);
+            g.neg(w)
+        });
+        let work = power(g, forces, timed);
+        let hfe: Vec<Option<Id>> = (0..self.m)
+            .map(|a| fe_bar.as_ref().map(|fe| g.mul2(hh, fe[a])))
+            .collect();
+        let psi_bar = self.at(g, &self.psi_flat, qbar, &xi1);
+        let rows0 = self.at(g, &self.rows_flat, self.q0(), &self.v);
+        let mut residual = self.kinematic_rows(g, &psi_bar, &xi1);
+        for (k, &a) in self.cons.kept.iter().enumerate() {
+            let hf = g.mul2(hh, f_bar[a]);
+            let an = self.a_t_nu(g, &rows0, a);
+            let mut terms = vec![hf, pi[k], an];
+            terms.extend(hfe[a]);
+            let r = minus(g, p_bar[a], &terms);
+            residual.push(r);
         }
-        Kinematics::Averaged => {
-            let xi0 = full(k0);
-            let xibar = midpoint(&mut g, &xi0, &xi1);
-            // A rheonomic Lagrangian at each node's own time, as the forces
-            // below: the trapezoidal rule in time keeps the step symmetric.
-            let t1 = time_in_step(&mut g, &model, h, 1.0);
-            let p1 = at(&mut g, &mech.p, q1, &xi1);
-            let p1 = at_time(&mut g, &model, &p1, t1);
-            let p0 = at(&mut g, &mech.p, q0, &xi0);
-            let f1 = at(&mut g, &mech.force, q1, &xi1);
-            let f1 = at_time(&mut g, &model, &f1, t1);
-            let f0 = at(&mut g, &mech.force, q0, &xi0);
-            // The state (Q, ξ) is labelled with the time of the step's start,
-            // as the initial data it starts from are: (q_0, ξ_0) at t_0. ZLB12
-            // label Q_k with t_{k+½}; starting from node data under that label
-            // shifts the solution by h/2, and a force depending on time then
-            // acts half a step early (first order). Both stage forces belong
-            // to this step's interval [t_k, t_{k+1}] and its input u_k (the
-            // trapezoidal rule of the momentum equation), so a step depends on
-            // (z_k, u_k, t_k) alone and its linearization is complete.
-            let fe0 = force_at(&mut g, &model, q0, &xi0, model.time, &u_now);
-            let fe1 = force_at(&mut g, &model, q1, &xi1, t1, &u_now);
-            let fe_sum: Option<Vec<Id>> = fe0
-                .zip(fe1)
-                .map(|(a, b)| a.iter().zip(&b).map(|(&x, &y)| g.add2(x, y)).collect());
-            let forces = fe_sum.as_ref().map(|fs| scaled_dot(&mut g, fs, &xibar, hh));
-            // −∫ ∂l/∂t dt by the same trapezoidal rule.
-            let timed = rheonomic.then(|| {
-                let lt0 = at(&mut g, &[mech.lt], q0, &xi0)[0];
-                let lt1 = at(&mut g, &[mech.lt], q1, &xi1);
-                let lt1 = at_time(&mut g, &model, &lt1, t1)[0];
-                let s = g.add2(lt0, lt1);
-                let w = g.mul2(hh, s);
-                g.neg(w)
-            });
-            work = power(&mut g, forces, timed);
-            let psi_bar = at(&mut g, &psi_flat, &qbar, &v);
-            let rows_bar = at(&mut g, &rows_flat, &qbar, &v);
-            for &a in &kept {
-                let fs = g.add2(f0[a], f1[a]);
-                let hf = g.mul2(hh, fs);
-                let an = a_t_nu(&mut g, &rows_bar, nu, a);
-                let mut terms = vec![p0[a], hf, an];
-                terms.extend(fe_sum.as_ref().map(|fs| g.mul2(hh, fs[a])));
-                let r = minus(&mut g, p1[a], &terms);
-                residual.push(r);
+        let cbar = self.at(g, &self.cons.general, qbar, &xi1);
+        residual.extend(cbar);
+        let mut next: Vec<Id> = self.q1().to_vec();
+        for &a in &self.cons.kept {
+            let hf = g.mul2(hh, f_bar[a]);
+            let mut terms = vec![p_bar[a], hf];
+            terms.extend(hfe[a]);
+            next.push(g.add(&terms));
+        }
+        let observation = self.node_velocity(g, &rows0)?;
+        // π_0 = p(q_0, ξ_0)
+        let mut init_state: Vec<Id> = self.q.clone();
+        init_state.extend(self.cons.kept.iter().map(|&a| mech.p[a]));
+        Ok(Equations {
+            residual,
+            next,
+            work,
+            observation,
+            init_state,
+        })
+    }
+
+    /// Node velocity from π in the midpoint form:
+    /// [M_KK A_Kᵀ; A_K 0] [ξ_K; μ] = [π − b_K; 0] at q_k, for `rows0` the
+    /// constraint rows at q_k. Needs the momentum affine in the velocities.
+    fn node_velocity(&self, g: &mut Graph, rows0: &[Id]) -> Result<Observation, SchemeError> {
+        let (m, nc, zero) = (self.m, self.nc, self.zero);
+        let kept = &self.cons.kept;
+        let (q0, pi) = (self.q0(), self.k0());
+        let hess: Vec<Vec<Id>> = kept.iter().map(|&a| gradient(g, self.mech.p[a], &self.v)).collect();
+        for row in &hess {
+            if row.iter().any(|&e| g.depends_on(e, &self.v)) {
+                return Err(SchemeError(NOT_QUADRATIC.into()));
             }
-            let dq = mul_psi(&mut g, &psi_bar, &xibar);
-            let mut kin_rows = Vec::with_capacity(n);
-            for i in 0..n {
-                let s = g.sub(q1[i], q0[i]);
-                let t = g.mul2(h, dq[i]);
-                kin_rows.push(g.sub(s, t));
+        }
+        let zeros = vec![zero; m];
+        let mut matrix = Vec::new();
+        let mut rhs = Vec::new();
+        let b0 = self.at(g, &self.mech.p, q0, &zeros);
+        for (k, &a) in kept.iter().enumerate() {
+            let row: Vec<Id> = kept.iter().map(|&b| hess[k][b]).collect();
+            let mut row = self.at(g, &row, q0, &zeros);
+            for j in 0..nc {
+                row.push(rows0[j * m + a]);
             }
-            // Kinematic rows first, as in the midpoint form.
-            kin_rows.extend(residual);
-            residual = kin_rows;
-            let c1 = at(&mut g, &cons.general, q1, &xi1);
-            residual.extend(c1);
-            let mut up: Vec<Id> = q1.to_vec();
-            up.extend_from_slice(k1);
-            update = up;
-            obs_matrix = vec![];
-            obs_rhs = vec![];
-            obs_solution = vec![];
-            obs_v = xi0;
-            let mut z0: Vec<Id> = q.clone();
-            z0.extend(kept.iter().map(|&a| v[a]));
-            init_state = z0;
+            matrix.push(row);
+            rhs.push(g.sub(pi[k], b0[a]));
+        }
+        for j in 0..nc {
+            let mut row: Vec<Id> = kept.iter().map(|&a| rows0[j * m + a]).collect();
+            row.extend(std::iter::repeat_n(zero, nc));
+            matrix.push(row);
+            rhs.push(zero);
+        }
+        let y = symbols(g, "__y", self.nk() + nc);
+        Ok(Observation {
+            v: self.full(&y[..self.nk()]),
+            solution: y,
+            matrix,
+            rhs,
+        })
+    }
+
+    /// The published energy-preserving form between midpoints
+    /// (docs/schemes.md §2.2), state `(Q_{k-1}, ξ_{k-1,k})`.
+    fn averaged(&self, g: &mut Graph, qbar: &[Id]) -> Equations {
+        let (model, mech, hh) = (self.model, self.mech, self.hh);
+        let (q0, q1) = (self.q0(), self.q1());
+        let xi0 = self.full(self.k0());
+        let xi1 = self.full(self.k1());
+        let xibar = midpoint(g, &xi0, &xi1);
+        // A rheonomic Lagrangian at each node's own time, as the forces
+        // below: the trapezoidal rule in time keeps the step symmetric.
+        let t1 = time_in_step(g, model, self.h, 1.0);
+        let p1 = self.at(g, &mech.p, q1, &xi1);
+        let p1 = at_time(g, model, &p1, t1);
+        let p0 = self.at(g, &mech.p, q0, &xi0);
+        let f1 = self.at(g, &mech.force, q1, &xi1);
+        let f1 = at_time(g, model, &f1, t1);
+        let f0 = self.at(g, &mech.force, q0, &xi0);
+        // The state (Q, ξ) is labelled with the time of the step's start,
+        // as the initial data it starts from are: (q_0, ξ_0) at t_0. ZLB12
+        // label Q_k with t_{k+½}; starting from node data under that label
+        // shifts the solution by h/2, and a force depending on time then
+        // acts half a step early (first order). Both stage forces belong
+        // to this step's interval [t_k, t_{k+1}] and its input u_k (the
+        // trapezoidal rule of the momentum equation), so a step depends on
+        // (z_k, u_k, t_k) alone and its linearization is complete.
+        let u_now = model.u_syms();
+        let fe0 = force_at(g, model, q0, &xi0, model.time, &u_now);
+        let fe1 = force_at(g, model, q1, &xi1, t1, &u_now);
+        let fe_sum: Option<Vec<Id>> = fe0
+            .zip(fe1)
+            .map(|(a, b)| a.iter().zip(&b).map(|(&x, &y)| g.add2(x, y)).collect());
+        let forces = fe_sum.as_ref().map(|fs| scaled_dot(g, fs, &xibar, hh));
+        // −∫ ∂l/∂t dt by the same trapezoidal rule.
+        let timed = self.rheonomic.then(|| {
+            let lt0 = self.at(g, &[mech.lt], q0, &xi0)[0];
+            let lt1 = self.at(g, &[mech.lt], q1, &xi1);
+            let lt1 = at_time(g, model, &lt1, t1)[0];
+            let s = g.add2(lt0, lt1);
+            let w = g.mul2(hh, s);
+            g.neg(w)
+        });
+        let work = power(g, forces, timed);
+        let psi_bar = self.at(g, &self.psi_flat, qbar, &self.v);
+        let rows_bar = self.at(g, &self.rows_flat, qbar, &self.v);
+        let mut momentum_rows = Vec::with_capacity(self.nk());
+        for &a in &self.cons.kept {
+            let fs = g.add2(f0[a], f1[a]);
+            let hf = g.mul2(hh, fs);
+            let an = self.a_t_nu(g, &rows_bar, a);
+            let mut terms = vec![p0[a], hf, an];
+            terms.extend(fe_sum.as_ref().map(|fs| g.mul2(hh, fs[a])));
+            let r = minus(g, p1[a], &terms);
+            momentum_rows.push(r);
+        }
+        // Kinematic rows first, as in the midpoint form (derived after the
+        // momentum rows all the same: the graph numbers its nodes in the
+        // order they are made, and the emitted code follows it).
+        let mut residual = self.kinematic_rows(g, &psi_bar, &xibar);
+        residual.extend(momentum_rows);
+        let c1 = self.at(g, &self.cons.general, q1, &xi1);
+        residual.extend(c1);
+        let mut next: Vec<Id> = q1.to_vec();
+        next.extend_from_slice(self.k1());
+        let mut init_state: Vec<Id> = self.q.clone();
+        init_state.extend(self.cons.kept.iter().map(|&a| self.v[a]));
+        Equations {
+            residual,
+            next,
+            work,
+            observation: Observation {
+                matrix: vec![],
+                rhs: vec![],
+                solution: vec![],
+                v: xi0,
+            },
+            init_state,
         }
     }
 
-    let mut init_warm: Vec<Id> = q.clone();
-    init_warm.extend(kept.iter().map(|&a| v[a]));
-    init_warm.extend(std::iter::repeat_n(zero, nc));
-
-    let qn = |i: usize| model.coords[i].name.clone();
-    let vn = |a: usize| model.vels[a].name.clone();
-    let state_names = (0..n).map(qn).chain(kept.iter().map(|&a| match kin {
-        Kinematics::Midpoint => format!("pi({})", vn(a)),
-        Kinematics::Averaged => vn(a),
-    }));
-    let unknown_names = (0..n)
-        .map(|i| format!("{}+", qn(i)))
-        .chain(kept.iter().map(|&a| format!("{}+", vn(a))))
-        .chain((0..nc).map(|j| format!("nu{j}")));
-    // q_{k+1} becomes the state's q in both kinematics, and ξ_{k,k+1} the
-    // state's ξ in the averaged one; multipliers have no state counterpart.
-    let base: Vec<Option<usize>> = (0..n + nk + nc)
-        .map(|i| match kin {
-            _ if i < n => Some(i),
-            Kinematics::Averaged if i < n + nk => Some(i),
-            _ => None,
-        })
-        .collect();
-    let draft = Draft {
-        scheme: format!("hamel_{}", kin.name()),
-        h,
-        state: z.iter().copied().zip(state_names).collect(),
-        unknowns: x.iter().copied().zip(unknown_names).collect(),
-        previous: w,
-        residual,
-        next: update,
-        predictor,
-        init_state,
-        init_warm,
-        obs_matrix,
-        obs_rhs,
-        obs_solution,
-        obs_q: q0.to_vec(),
-        obs_v,
-        base,
-        work,
-    };
-    let mut sys = draft.assemble(&model, g, mech.energy);
-    sys.frame = Some(frame.psi.clone());
-    Ok(sys)
+    /// The step as the shared assembly takes it: the equations of `kin`,
+    /// names, warm start and the unknowns that become the next state.
+    fn draft(self, kin: Kinematics, eqs: Equations, predictor: Vec<Id>) -> Draft {
+        let (n, nc) = (self.n, self.nc);
+        let nk = self.nk();
+        let kept = &self.cons.kept;
+        let mut init_warm: Vec<Id> = self.q.clone();
+        init_warm.extend(kept.iter().map(|&a| self.v[a]));
+        init_warm.extend(std::iter::repeat_n(self.zero, nc));
+        let qn = |i: usize| self.model.coords[i].name.clone();
+        let vn = |a: usize| self.model.vels[a].name.clone();
+        let state_names = (0..n).map(qn).chain(kept.iter().map(|&a| match kin {
+            Kinematics::Midpoint => format!("pi({})", vn(a)),
+            Kinematics::Averaged => vn(a),
+        }));
+        let unknown_names = (0..n)
+            .map(|i| format!("{}+", qn(i)))
+            .chain(kept.iter().map(|&a| format!("{}+", vn(a))))
+            .chain((0..nc).map(|j| format!("nu{j}")));
+        // q_{k+1} becomes the state's q in both kinematics, and ξ_{k,k+1} the
+        // state's ξ in the averaged one; multipliers have no state counterpart.
+        let base: Vec<Option<usize>> = (0..n + nk + nc)
+            .map(|i| match kin {
+                _ if i < n => Some(i),
+                Kinematics::Averaged if i < n + nk => Some(i),
+                _ => None,
+            })
+            .collect();
+        Draft {
+            scheme: format!("hamel_{}", kin.name()),
+            h: self.h,
+            state: self.z.iter().copied().zip(state_names).collect(),
+            unknowns: self.x.iter().copied().zip(unknown_names).collect(),
+            obs_q: self.q0().to_vec(),
+            previous: self.w,
+            residual: eqs.residual,
+            next: eqs.next,
+            predictor,
+            init_state: eqs.init_state,
+            init_warm,
+            obs_matrix: eqs.observation.matrix,
+            obs_rhs: eqs.observation.rhs,
+            obs_solution: eqs.observation.solution,
+            obs_v: eqs.observation.v,
+            base,
+            work: eqs.work,
+        }
+    }
 }
 
 /// `a − b₀ − b₁ − …`
