@@ -106,11 +106,45 @@ impl Cache {
         let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
         let tmp = PathBuf::from(tmp.to_string_lossy().replace(['(', ')'], ""));
         if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_ok() {
+            self.trim(MAX_BYTES);
             return;
         }
         let _ = std::fs::remove_file(&tmp);
     }
+
+    /// Keeps the folder under `max` bytes ([`MAX_BYTES`]): past it, the
+    /// entries written longest ago go, down to three quarters of it (each
+    /// build of hamel writes its own entries, so without this a developer's
+    /// folder would only grow). Files that are not entries stay.
+    fn trim(&self, max: u64) {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else { return };
+        let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = dir
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let m = e.metadata().ok()?;
+                let ours = matches!(e.path().extension()?.to_str()?, "step" | "code");
+                (ours && m.is_file()).then_some(())?;
+                Some((m.modified().ok()?, m.len(), e.path()))
+            })
+            .collect();
+        let mut total: u64 = files.iter().map(|f| f.1).sum();
+        if total <= max {
+            return;
+        }
+        files.sort();
+        for (_, len, path) in files {
+            if total <= max / 4 * 3 {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
 }
+
+/// The most the cache folder holds before its oldest entries are removed.
+const MAX_BYTES: u64 = 512 << 20;
 
 /// The model's name as a file-name prefix (letters, digits, `_`), so that a
 /// person looking in the folder sees which model an entry is.
@@ -119,4 +153,50 @@ fn safe_name(name: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .take(48)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_its_size_the_folder_loses_its_oldest_entries_only() {
+        let dir = std::env::temp_dir().join(format!("hamel-cache-trim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cache = Cache::at(&dir);
+        // Ten entries of 100 bytes written in order, and a file not ours.
+        for k in 0..10 {
+            let ext = if k % 2 == 0 { "step" } else { "code" };
+            std::fs::write(dir.join(format!("m-{k}.{ext}")), [0u8; 100]).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::write(dir.join("notes.txt"), [0u8; 5000]).unwrap();
+        cache.trim(2000);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            11,
+            "under the size: nothing goes"
+        );
+        cache.trim(800);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // Down to 600 bytes: the six entries written last, and the other file.
+        assert_eq!(
+            left,
+            [
+                "m-4.step",
+                "m-5.code",
+                "m-6.step",
+                "m-7.code",
+                "m-8.step",
+                "m-9.code",
+                "notes.txt"
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
