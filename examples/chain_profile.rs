@@ -102,7 +102,10 @@ fn exponent(points: &[(usize, f64)]) -> Option<f64> {
         return None;
     }
     let m = fit.len() as f64;
-    let (mx, my) = (fit.iter().map(|p| p.0).sum::<f64>() / m, fit.iter().map(|p| p.1).sum::<f64>() / m);
+    let (mx, my) = (
+        fit.iter().map(|p| p.0).sum::<f64>() / m,
+        fit.iter().map(|p| p.1).sum::<f64>() / m,
+    );
     let sxy: f64 = fit.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let sxx: f64 = fit.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
     Some(sxy / sxx)
