@@ -27,10 +27,14 @@ impl IterationCosts {
     /// dense), and kernels of `(residual, residual and Jacobian)` operations.
     pub(crate) fn new(n: usize, band: Option<(usize, usize)>, kernel_ops: Option<(usize, usize)>) -> Self {
         let n = n as f64;
-        let solve = 2.0 * n * n;
-        let factor = match band {
-            Some((kl, ku)) => 2.0 * n * kl as f64 * (kl + ku + 1) as f64,
-            None => 2.0 * n * n * n / 3.0,
+        // A banded solve: `kl` multipliers forward, `kl + ku` entries of U
+        // and a reciprocal pivot back, per row.
+        let (factor, solve) = match band {
+            Some((kl, ku)) => (
+                2.0 * n * kl as f64 * (kl + ku + 1) as f64,
+                2.0 * n * (2 * kl + ku + 1) as f64,
+            ),
+            None => (2.0 * n * n * n / 3.0, 2.0 * n * n),
         };
         IterationCosts(kernel_ops.map(|(r, rj)| (r as f64 + solve, rj as f64 + factor + solve)))
     }
@@ -157,9 +161,10 @@ mod tests {
         assert_eq!(c, IterationCosts(Some((58.0, 136.0))));
         assert!(c.worth_deciding() == (136.0 - 58.0 >= DECISION_OPS));
         assert!(!c.worth_deciding());
-        // Banded (1, 1), 10 unknowns: factorization 2·10·1·3 = 60, solve 200.
+        // Banded (1, 1), 10 unknowns: factorization 2·10·1·3 = 60, solve
+        // 2·10·4 = 80 (not the dense 200).
         let b = IterationCosts::new(10, Some((1, 1)), Some((40, 400)));
-        assert_eq!(b, IterationCosts(Some((240.0, 660.0))));
+        assert_eq!(b, IterationCosts(Some((120.0, 540.0))));
         assert!(b.worth_deciding());
         // Unknown costs: always weighed.
         assert!(IterationCosts::new(3, None, None).worth_deciding());

@@ -1,4 +1,4 @@
-//! Band ordering of rows and unknowns (pass 4 of [`super::run`]).
+//! Band ordering of rows and unknowns (pass 5 of [`super::run`]).
 
 use crate::scheme::step::StepSystem;
 use crate::sym::{Graph, Id};

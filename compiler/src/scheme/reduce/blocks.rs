@@ -1,4 +1,4 @@
-//! Linear blocks of unknowns (pass 3 of [`super::run`]).
+//! Linear blocks of unknowns (pass 4 of [`super::run`]).
 
 use super::{substitute_eliminated, Eliminated};
 use crate::scheme::step::StepSystem;

@@ -6,9 +6,11 @@
 //!
 //! 1. [`explicit`]: unknowns a row gives explicitly leave the system;
 //! 2. the Jacobian is derived;
-//! 3. [`blocks`]: small blocks of unknowns the rows give linearly leave it
+//! 3. [`linear`]: a large block of unknowns that only rows linear in it
+//!    read leaves the Newton system for the update (the Jacobian stays valid);
+//! 4. [`blocks`]: small blocks of unknowns the rows give linearly leave it
 //!    (the Jacobian is derived again if they do);
-//! 4. [`band`]: rows and unknowns are ordered for a banded LU where it pays.
+//! 5. [`band`]: rows and unknowns are ordered for a banded LU where it pays.
 
 use crate::sym::{Graph, Id};
 
@@ -17,6 +19,7 @@ use super::step::StepSystem;
 pub(crate) mod band;
 pub(crate) mod blocks;
 pub(crate) mod explicit;
+pub(crate) mod linear;
 
 #[cfg(test)]
 mod tests;
@@ -34,6 +37,7 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
     }
     let mut gone = explicit::run(sys);
     sys.finish_jacobian();
+    gone.extend(linear::run(sys));
     let blocks = blocks::run(sys);
     if !blocks.is_empty() {
         sys.finish_jacobian();

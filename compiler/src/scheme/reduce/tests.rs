@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 
-use super::{band, blocks, explicit, Eliminated};
+use super::{band, blocks, explicit, linear, Eliminated};
 use crate::scheme::step::StepSystem;
 use crate::scheme::Scheme;
 use crate::sym::{Graph, Id, Node};
@@ -113,6 +113,27 @@ fn block_elimination_keeps_the_solutions() {
     assert_eq!(after.residual.len(), after.unknowns.len());
     let d = compare(&before, &after, &gone, 5);
     assert!(d < 1e-12, "reduced system differs by {d:e}");
+}
+
+#[test]
+fn linear_elimination_keeps_the_solutions_and_the_jacobian() {
+    // RATTLE's velocity multipliers: G(q₁) M⁻¹ p₁(λ, μ) = 0 is linear in μ
+    // with the symmetric G M⁻¹ Gᵀ, and the position rows do not read μ.
+    let before = unreduced("spherical_chain_cartesian", &[("N".into(), 8)], "rattle");
+    let mut after = before.clone();
+    let gone = linear::run(&mut after);
+    assert_eq!(gone.len(), 8, "the eight velocity multipliers leave");
+    assert!(after.unknowns.iter().all(|s| s.name.starts_with("lambda")));
+    assert_eq!(after.residual.len(), after.unknowns.len());
+    let d = compare(&before, &after, &gone, 5);
+    assert!(d < 1e-12, "reduced system differs by {d:e}");
+    // The Jacobian it kept is the one derived anew.
+    let kept = after.jacobian.clone();
+    after.finish_jacobian();
+    assert_eq!(kept, after.jacobian);
+    // Small blocks stay (the double pendulum's two μ).
+    let mut small = unreduced("double_spherical_pendulum_cartesian", &[], "rattle");
+    assert!(linear::run(&mut small).is_empty());
 }
 
 #[test]

@@ -1,0 +1,112 @@
+//! Step time of the maximal-coordinate chain under RATTLE at h = 1e-3 from
+//! `tilted` (issue 27), side by side: `cargo run --release --example
+//! chain_profile [N…]` prints, per size, the unknowns and band Newton
+//! solves, the median ns per step over interleaved rounds of 2000 steps, the
+//! Newton iterations and factorizations per step, and the fitted exponent
+//! (`ROUNDS`, default 7).
+//! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
+
+use std::time::Instant;
+
+use hamel::{DynStepper, Kernels};
+use hamel_load::{compile, read_model, Backend};
+
+type Boxed = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Boxed> {
+    let sizes: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let sizes = if sizes.is_empty() { vec![16, 32, 64, 128] } else { sizes };
+    let (h, steps) = (1e-3, 2000u64);
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spherical_chain_cartesian.hamel");
+    let mut systems = Vec::new();
+    for &n in &sizes {
+        let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
+        let sys = compile(&model, "rattle".parse()?, Backend::Jit)?;
+        let c = sys.compiled();
+        println!(
+            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}",
+            c.unknowns.len(),
+            c.band,
+            c.state.len(),
+            sys.kernel_ops()
+        );
+        systems.push(sys);
+    }
+    if let Ok(secs) = std::env::var("SPIN") {
+        let secs: f64 = secs.parse()?;
+        let sys = systems.last().ok_or("no size")?;
+        let start = sys.initial("tilted")?;
+        let t0 = Instant::now();
+        let mut total = 0u64;
+        while t0.elapsed().as_secs_f64() < secs {
+            let mut st = DynStepper::new(sys, h)?;
+            let mut s = start.clone();
+            for _ in 0..steps {
+                st.step(&mut s)?;
+            }
+            total += steps;
+        }
+        println!(
+            "{} steps, {:.0} ns/step",
+            total,
+            t0.elapsed().as_nanos() as f64 / total as f64
+        );
+        return Ok(());
+    }
+    let mut samples = vec![Vec::new(); sizes.len()];
+    let mut stats = vec![(0.0, 0.0); sizes.len()];
+    for _ in 0..rounds {
+        for (k, sys) in systems.iter().enumerate() {
+            let mut st = DynStepper::new(sys, h)?;
+            let mut s = sys.initial("tilted")?;
+            let t0 = Instant::now();
+            for _ in 0..steps {
+                st.step(&mut s)?;
+            }
+            samples[k].push(t0.elapsed().as_nanos() as f64 / steps as f64);
+            let n = st.stats.steps as f64;
+            stats[k] = (st.stats.iterations as f64 / n, st.stats.factorizations as f64 / n);
+            std::hint::black_box(&s);
+        }
+    }
+    // The median, as asked; and the fastest round, which a loaded machine
+    // (other builds on its cores) cannot make faster, only slower.
+    let mut medians = Vec::new();
+    let mut fastest = Vec::new();
+    for (k, &n) in sizes.iter().enumerate() {
+        let mut v = samples[k].clone();
+        v.sort_by(f64::total_cmp);
+        let (med, min) = (v[v.len() / 2], v[0]);
+        println!(
+            "N = {n:>3}: {med:>9.0} ns/step median, {min:>9.0} fastest  ({:.3} iterations, {:.3} factorizations per step)",
+            stats[k].0, stats[k].1
+        );
+        medians.push((n, med));
+        fastest.push((n, min));
+    }
+    if let (Some(a), Some(b)) = (exponent(&medians), exponent(&fastest)) {
+        println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds)");
+    }
+    Ok(())
+}
+
+/// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) over N ≥ 16.
+fn exponent(points: &[(usize, f64)]) -> Option<f64> {
+    let fit: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|&&(n, _)| n >= 16)
+        .map(|&(n, t)| ((n as f64).ln(), t.ln()))
+        .collect();
+    if fit.len() < 2 {
+        return None;
+    }
+    let m = fit.len() as f64;
+    let (mx, my) = (
+        fit.iter().map(|p| p.0).sum::<f64>() / m,
+        fit.iter().map(|p| p.1).sum::<f64>() / m,
+    );
+    let sxy: f64 = fit.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = fit.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    Some(sxy / sxx)
+}
