@@ -405,46 +405,7 @@ impl Draft {
     /// states, Jacobians, increment form.
     pub fn assemble(self, model: &Model, graph: Graph, energy: Id) -> StepSystem {
         let slot = |(sym, name): (Id, String)| Slot { name, sym };
-        let mut invariants = vec![Invariant {
-            name: "energy".into(),
-            kind: InvariantKind::Energy,
-            expr: energy,
-        }];
-        let kinds = super::invariants::classify(model, &graph);
-        invariants.extend(model.invariants.iter().zip(kinds).map(|(i, kind)| Invariant {
-            name: i.name.clone(),
-            kind,
-            expr: i.expr,
-        }));
-        invariants.extend(
-            model
-                .velocity_constraints
-                .iter()
-                .chain(&model.holonomic)
-                .map(|c| Invariant {
-                    name: c.name.clone(),
-                    kind: InvariantKind::Constraint,
-                    expr: c.expr,
-                }),
-        );
-        // The hidden velocity constraint of each holonomic one, d/dt g(q, t) =
-        // ∇g · q' + ∂g/∂t (identity frames: the schemes that impose holonomic
-        // constraints need one).
-        let mut graph = graph;
-        if model.frame.is_none() {
-            let (q, v) = (model.q_syms(), model.v_syms());
-            for c in &model.holonomic {
-                let grad = crate::sym::gradient(&mut graph, c.expr, &q);
-                let rate = crate::sym::vector::dot(&mut graph, &grad, &v);
-                let gt = crate::sym::gradient(&mut graph, c.expr, &[model.time])[0];
-                let rate = graph.add2(rate, gt);
-                invariants.push(Invariant {
-                    name: format!("{} (velocity)", c.name),
-                    kind: InvariantKind::HiddenConstraint,
-                    expr: rate,
-                });
-            }
-        }
+        let (invariants, mut graph) = monitored(model, graph, energy);
         let forced = model.force.is_some() || !model.inputs.is_empty();
         let exogenous: Vec<Slot> = if forced {
             std::iter::once(Slot {
@@ -460,36 +421,7 @@ impl Draft {
             vec![]
         };
         let mut d = self;
-        let mut time = None;
-        if rheonomic(&graph, model) {
-            // The time rides in the state: t_{k+1} = t_k + h. The kernels
-            // that recover the physical state and its invariants away from
-            // a step (and not only the step, which also has `e`) then know
-            // the time of the state they are given, and a composed step's
-            // sub-steps advance it by their own γ_i h. Schemes write the
-            // step in terms of the model's time symbol standing for t_k; it
-            // becomes that state component here, and 0 at the initial state.
-            let tz = graph.symbol("__tz");
-            let to_state: crate::sym::SubstMap = [(model.time, tz)].into_iter().collect();
-            let zero = graph.constant(0.0);
-            let to_start: crate::sym::SubstMap = [(model.time, zero)].into_iter().collect();
-            let g = &mut graph;
-            d.residual = g.substitute_all(&d.residual, &to_state);
-            d.next = g.substitute_all(&d.next, &to_state);
-            d.predictor = g.substitute_all(&d.predictor, &to_state);
-            d.work = d.work.map(|w| g.substitute_all(&[w], &to_state)[0]);
-            d.obs_matrix = d.obs_matrix.iter().map(|r| g.substitute_all(r, &to_state)).collect();
-            d.obs_rhs = g.substitute_all(&d.obs_rhs, &to_state);
-            d.obs_q = g.substitute_all(&d.obs_q, &to_state);
-            d.obs_v = g.substitute_all(&d.obs_v, &to_state);
-            d.init_state = g.substitute_all(&d.init_state, &to_start);
-            d.init_warm = g.substitute_all(&d.init_warm, &to_start);
-            d.state.push((tz, "t".into()));
-            let next_t = g.add2(tz, d.h);
-            d.next.push(next_t);
-            d.init_state.push(zero);
-            time = Some((d.state.len() - 1, model.time));
-        }
+        let time = d.carry_time(&mut graph, model);
         let sys = StepSystem {
             model: model.name.clone(),
             scheme: d.scheme,
@@ -557,6 +489,88 @@ impl Draft {
         };
         sys.into_increment_form(&d.base)
     }
+
+    /// A rheonomic model's time rides in the state (see the comment inside);
+    /// `Some((slot, time symbol))` then, `None` for a model without time.
+    fn carry_time(&mut self, graph: &mut Graph, model: &Model) -> Option<(usize, Id)> {
+        if !rheonomic(graph, model) {
+            return None;
+        }
+        // The time rides in the state: t_{k+1} = t_k + h. The kernels
+        // that recover the physical state and its invariants away from
+        // a step (and not only the step, which also has `e`) then know
+        // the time of the state they are given, and a composed step's
+        // sub-steps advance it by their own γ_i h. Schemes write the
+        // step in terms of the model's time symbol standing for t_k; it
+        // becomes that state component here, and 0 at the initial state.
+        let tz = graph.symbol("__tz");
+        let to_state: crate::sym::SubstMap = [(model.time, tz)].into_iter().collect();
+        let zero = graph.constant(0.0);
+        let to_start: crate::sym::SubstMap = [(model.time, zero)].into_iter().collect();
+        let g = &mut *graph;
+        self.residual = g.substitute_all(&self.residual, &to_state);
+        self.next = g.substitute_all(&self.next, &to_state);
+        self.predictor = g.substitute_all(&self.predictor, &to_state);
+        self.work = self.work.map(|w| g.substitute_all(&[w], &to_state)[0]);
+        self.obs_matrix = self.obs_matrix.iter().map(|r| g.substitute_all(r, &to_state)).collect();
+        self.obs_rhs = g.substitute_all(&self.obs_rhs, &to_state);
+        self.obs_q = g.substitute_all(&self.obs_q, &to_state);
+        self.obs_v = g.substitute_all(&self.obs_v, &to_state);
+        self.init_state = g.substitute_all(&self.init_state, &to_start);
+        self.init_warm = g.substitute_all(&self.init_warm, &to_start);
+        self.state.push((tz, "t".into()));
+        let next_t = g.add2(tz, self.h);
+        self.next.push(next_t);
+        self.init_state.push(zero);
+        Some((self.state.len() - 1, model.time))
+    }
+}
+
+/// The quantities a run monitors: the energy, the model's invariants (their
+/// kind decided from what each is), its constraints and, in generalized
+/// coordinates, each holonomic constraint's hidden velocity constraint.
+fn monitored(model: &Model, graph: Graph, energy: Id) -> (Vec<Invariant>, Graph) {
+    let mut invariants = vec![Invariant {
+        name: "energy".into(),
+        kind: InvariantKind::Energy,
+        expr: energy,
+    }];
+    let kinds = super::invariants::classify(model, &graph);
+    invariants.extend(model.invariants.iter().zip(kinds).map(|(i, kind)| Invariant {
+        name: i.name.clone(),
+        kind,
+        expr: i.expr,
+    }));
+    invariants.extend(
+        model
+            .velocity_constraints
+            .iter()
+            .chain(&model.holonomic)
+            .map(|c| Invariant {
+                name: c.name.clone(),
+                kind: InvariantKind::Constraint,
+                expr: c.expr,
+            }),
+    );
+    // The hidden velocity constraint of each holonomic one, d/dt g(q, t) =
+    // ∇g · q' + ∂g/∂t (identity frames: the schemes that impose holonomic
+    // constraints need one).
+    let mut graph = graph;
+    if model.frame.is_none() {
+        let (q, v) = (model.q_syms(), model.v_syms());
+        for c in &model.holonomic {
+            let grad = crate::sym::gradient(&mut graph, c.expr, &q);
+            let rate = crate::sym::vector::dot(&mut graph, &grad, &v);
+            let gt = crate::sym::gradient(&mut graph, c.expr, &[model.time])[0];
+            let rate = graph.add2(rate, gt);
+            invariants.push(Invariant {
+                name: format!("{} (velocity)", c.name),
+                kind: InvariantKind::HiddenConstraint,
+                expr: rate,
+            });
+        }
+    }
+    (invariants, graph)
 }
 
 /// Whether the model's Lagrangian or a holonomic constraint depends on time,
