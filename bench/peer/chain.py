@@ -277,7 +277,7 @@ def hamel_supports_order(exe):
     return "--order" in out
 
 
-def hamel_args(exe, model, scheme, n, h, t_end, out, order=None):
+def hamel_args(exe, model, scheme, n, h, t_end, out, order=None, cold=False):
     """Command line of one `hamel simulate` run recording only t = 0 and t_end."""
     steps = int(round(t_end / h))
     args = [exe, "simulate", str(model), "--scheme", scheme, "--h", repr(h)]
@@ -286,6 +286,8 @@ def hamel_args(exe, model, scheme, n, h, t_end, out, order=None):
     args += ["--out", str(out)]
     if order:
         args += ["--order", str(order)]
+    if cold:
+        args += ["--no-cache"]
     return args
 
 
@@ -302,14 +304,14 @@ def hamel_bobs(row, header, n):
     return np.cumsum(e, axis=0)
 
 
-def hamel_run(exe, model, scheme, n, h, t_end, timeout=None, order=None):
+def hamel_run(exe, model, scheme, n, h, t_end, timeout=None, order=None, cold=False):
     """Run `hamel simulate`; return its summary, wall time and final bobs.
 
     Returns {"timeout": True} when the command exceeds `timeout` seconds and
     {"failed": message} when it exits with an error (a step that failed).
     """
     with tempfile.TemporaryDirectory(prefix="peer-") as out:
-        args = hamel_args(exe, model, scheme, n, h, t_end, out, order)
+        args = hamel_args(exe, model, scheme, n, h, t_end, out, order, cold)
         t0 = time.perf_counter()
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -420,8 +422,10 @@ def hamel_timing(exe, model, scheme, n, h, steps, reps, budget, order):
     stopped and the size reported as skipped.
     """
     runs = []
-    for _ in range(reps):
-        r = hamel_run(exe, model, scheme, n, h, steps * h, timeout=budget, order=order)
+    for rep in range(reps):
+        # The first run derives and compiles (`--no-cache`), as a model's
+        # first run at a size does; the others read both from the cache.
+        r = hamel_run(exe, model, scheme, n, h, steps * h, timeout=budget, order=order, cold=rep == 0)
         if r.get("timeout"):
             return {"skipped": f"derivation > {budget:g} s"}
         if r.get("failed"):
@@ -429,8 +433,6 @@ def hamel_timing(exe, model, scheme, n, h, steps, reps, budget, order):
         runs.append(r)
         if r["wall_s"] > 30:
             break
-    # The first run derives and compiles (the script starts with an empty
-    # cache); later runs read both from the cache, as a user's second run does.
     ns = statistics.median(r["ns_per_step"] for r in runs)
     err = runs[-1]["energy_error_end"]
     warm = runs[1:] or runs
@@ -793,6 +795,12 @@ def render(results):
             if "per_step_from" in meta
             else ""
         )
+        + (
+            f" (time-to-accuracy ladders from its `{meta['accuracy_from']['mode']}` run of "
+            f"{meta['accuracy_from']['minutes']:.1f} min, load average {meta['accuracy_from']['load_average']})"
+            if "accuracy_from" in meta
+            else ""
+        )
         + ".",
         "",
         "Equality of the two chains (MuJoCo RK4 and hamel at the same small step):",
@@ -953,6 +961,11 @@ def parse():
         help="reuse the per-step rows (and verification) of this results file",
     )
     p.add_argument(
+        "--accuracy-from",
+        type=Path,
+        help="reuse the time-to-accuracy ladders of this results file (measure the rest)",
+    )
+    p.add_argument(
         "--out", type=Path, default=RESULTS, help="results JSON (default bench/peer/results.json)"
     )
     p.add_argument(
@@ -1049,6 +1062,14 @@ def measure(args):
         results["per_step"] = per_step(
             exe, cfg["sizes"], cfg["reps"], 1000, 1e-3, args.derive_budget, orders
         )
+    if args.accuracy_from:
+        old = json.loads(args.accuracy_from.read_text())
+        results["accuracy"] = old["accuracy"]
+        results["meta"]["accuracy_from"] = {
+            k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")
+        }
+        results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
+        return results
     print("time to accuracy", flush=True)
     results["accuracy"] = accuracy(
         exe,
