@@ -77,6 +77,16 @@ impl Cache {
         }
     }
 
+    /// Whether a derivation of `model` (at its sizes, by this build, with
+    /// any scheme) is kept here.
+    pub fn holds(&self, model: &Model) -> bool {
+        Scheme::LIST.iter().any(|&s| {
+            [false, true]
+                .iter()
+                .any(|&sens| self.entry(model, s, sens).step.is_file())
+        })
+    }
+
     /// The derived step kept in `entry`, if there is one this build can read.
     pub(crate) fn step(&self, entry: &Entry) -> Option<CompiledStep> {
         CompiledStep::from_bytes(&std::fs::read(&entry.step).ok()?).ok()

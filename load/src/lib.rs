@@ -151,7 +151,8 @@ pub fn read_model_estimated(
 
 /// Validates model source text; `name` is how errors refer to it. Sizes
 /// whose derivation is estimated beyond the limit
-/// (`hamel_compiler::cost::check`) are refused here, at once.
+/// (`hamel_compiler::cost::check`) are refused here, at once, unless the
+/// cache ([`Cache::from_env`]) holds a derivation of the model at them.
 pub fn load_source(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
     load_source_estimated(name, src, sizes).map(|(m, _)| m)
 }
@@ -163,6 +164,11 @@ fn load_source_estimated(
 ) -> Result<(Model, Option<hamel_compiler::cost::Estimate>), LoadError> {
     let model = hamel_compiler::model::load_with_sizes(name, src, sizes)
         .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))?;
+    // A model the cache holds at these sizes was derived before: the guard's
+    // probe derivations (a tenth of a second and more) would only delay it.
+    if Cache::from_env().is_some_and(|c| c.holds(&model)) {
+        return Ok((model, None));
+    }
     let estimate = hamel_compiler::cost::check(name, src, sizes).map_err(LoadError::Usage)?;
     Ok((model, estimate))
 }
