@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use hamel_kernel::Kernel;
 use hamel_runtime::nalgebra::Dyn;
 use hamel_runtime::run::energy_balance;
 use hamel_runtime::{
@@ -175,6 +176,10 @@ pub struct Run {
     /// mean wall time of one step of the whole loop: the step, its
     /// monitoring, the health checks and the recording
     pub loop_ns_per_step: f64,
+    /// the run's invariants were evaluated and judged at every step up to
+    /// 64, at every recorded step, and every this many steps (see
+    /// [`monitor_every`])
+    pub monitored_every: u64,
     /// the host stopped the run before its end (see [`run_until`]);
     /// `options.steps` is the number of steps taken
     pub stopped: bool,
@@ -284,6 +289,7 @@ impl Run {
             "newton_iteration_bound": self.options.newton.max_iterations,
             "ns_per_step": self.ns_per_step,
             "loop_ns_per_step": self.loop_ns_per_step,
+            "monitored_every": self.monitored_every,
             "metric_condition_initial": self.monitor.conditioning().map(|c| c.initial),
             "metric_condition_max": self.monitor.conditioning().map(|c| c.max),
             "metric_condition_max_step": self.monitor.conditioning().map(|c| c.max_at),
@@ -373,6 +379,7 @@ pub fn run_until(
         .map_err(RunError::Start)?
         .with_compensation(opt.compensated);
     stepper.options = opt.newton;
+    let watch_every = monitor_every(sys);
     let mut host = Recorder {
         sys,
         opt,
@@ -410,6 +417,7 @@ pub fn run_until(
             newton: NewtonStats::default(),
             ns_per_step: 0.0,
             loop_ns_per_step: 0.0,
+            monitored_every: watch_every,
             stopped: false,
         },
         taken: 0,
@@ -421,6 +429,8 @@ pub fn run_until(
         conditioning_next: 0,
         energy: info.iter().position(|(_, k)| *k == InvariantKind::Energy),
         energy_seen: 0.0,
+        watch_every,
+        fresh: false,
     };
     let mut monitor = Monitor::new(&info);
     let mut u = vec![0.0; c.inputs.len()];
@@ -446,7 +456,7 @@ pub fn run_until(
                 let mut values = vec![0.0; info.len()];
                 let _ = host.evaluate(&state, &mut values).map(|()| {
                     energy_balance(&mut values, sys.forced(), stepper.work_done);
-                    monitor.observe(&values);
+                    monitor.observe_at(state.step, &values);
                     let to_sink = !state.step.is_multiple_of(every);
                     host.take(&state, &values, &u, &mut monitor, to_sink, true)
                 });
@@ -502,6 +512,42 @@ struct Recorder<'r, 's, 'g> {
     energy: Option<usize>,
     /// the energy error when the conditioning was last taken for its growth
     energy_seen: f64,
+    /// see [`monitor_every`]
+    watch_every: u64,
+    /// whether the state being visited was evaluated (its `qv` is its own)
+    fresh: bool,
+}
+
+/// Steps from the start that are all monitored, whatever [`monitor_every`]
+/// says: a run's first steps are where a wrong step size or state shows.
+pub const MONITOR_ALL_UNTIL: u64 = 64;
+
+/// The share of a step that monitoring a state may cost, estimated from
+/// operation counts.
+pub const MONITOR_SHARE: f64 = 0.1;
+
+/// How often a run evaluates and judges its invariants: every `k`-th step,
+/// `k` ∈ {1, 2, 4, 8} the smallest for which the invariants' and the
+/// physical state's kernels (plus a fixed cost per monitored quantity) cost
+/// at most [`MONITOR_SHARE`] of one Newton iteration's kernels. Counted in
+/// operations of the programs, not timed, so that every back-end and host
+/// monitors the same steps and reports the same summary. Every recorded
+/// step, the first [`MONITOR_ALL_UNTIL`] and the last are monitored too;
+/// `k` divides the steps at which the loop takes the kinetic energy (64) and
+/// a host may stop (256), so those are always monitored states. A run that
+/// blows up between two monitored steps is still caught: its energy error
+/// does not come back, and a step that is not finite stops the run.
+pub fn monitor_every(sys: &System) -> u64 {
+    let c = sys.compiled();
+    let ops = |k: Kernel| c.program(k).map_or(0, |p| p.instrs.len()) as f64;
+    let n = c.unknowns.len() as f64;
+    let watch = ops(Kernel::Invariants) + ops(Kernel::Physical) + 16.0 * (c.invariants.len() + 4) as f64;
+    let band = c.band.map_or(n, |(l, u)| (l + u + 1) as f64);
+    let iteration = ops(Kernel::Residual) + ops(Kernel::ResidualJacobian) + ops(Kernel::Increment) + 2.0 * n * band;
+    [1, 2, 4, 8]
+        .into_iter()
+        .find(|&k| watch <= MONITOR_SHARE * k as f64 * iteration)
+        .unwrap_or(8)
 }
 
 /// An energy error above which each doubling has the metric's conditioning
@@ -608,8 +654,13 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         }
     }
 
+    fn observes(&mut self, step: u64) -> bool {
+        step <= MONITOR_ALL_UNTIL || step.is_multiple_of(self.watch_every) || step.is_multiple_of(self.every)
+    }
+
     fn evaluate(&mut self, st: &DynState, values: &mut [f64]) -> Result<(), StepError> {
-        // Into buffers kept across steps: this runs at every step.
+        self.fresh = true;
+        // Into buffers kept across steps: this runs at most every step.
         let (q, v) = &mut self.qv;
         self.sys.physical_into(&st.z, st.step, q, v)?;
         let own = self.sys.compiled().invariants.len();
@@ -634,7 +685,10 @@ impl Host<Dyn, Dyn> for Recorder<'_, '_, '_> {
         let last = k == self.opt.steps;
         let recorded = k.is_multiple_of(self.every) || last;
         let kept = recorded && (k.is_multiple_of(self.keep) || last);
-        self.take(st, values, u, monitor, recorded, kept)?;
+        let fresh = std::mem::take(&mut self.fresh);
+        if fresh || recorded {
+            self.take(st, values, u, monitor, recorded, kept)?;
+        }
         self.taken += 1;
         let go_on = k == 0 || !k.is_multiple_of(256) || (self.go_on)(k);
         if !go_on && !kept {

@@ -179,6 +179,18 @@ impl Monitor {
     /// forced model's energy balance, judged against a scale that grows,
     /// is divided at every state.
     pub fn observe(&mut self, values: &[f64]) {
+        self.observe_values(values);
+    }
+
+    /// [`Monitor::observe`] for the state of step `step` of a run that may
+    /// not observe every step: a value found non-finite is reported from
+    /// that step, not from the count of observations.
+    pub fn observe_at(&mut self, step: u64, values: &[f64]) {
+        self.observed = step;
+        self.observe_values(values);
+    }
+
+    fn observe_values(&mut self, values: &[f64]) {
         // A forced model's energy balance keeps to round-off (or to the
         // scheme's O(h²)) of the energy the run reaches, not of E₀: a driven
         // or negatively damped model's energy grows far beyond it.

@@ -128,6 +128,14 @@ where
         None
     }
 
+    /// Whether the loop evaluates and monitors the state at `step` (the
+    /// first and the last always are). A host that observes fewer states
+    /// must observe every state it records or stops at, and every
+    /// [`KINETIC_EVERY`]-th; the default observes every state.
+    fn observes(&mut self, _step: u64) -> bool {
+        true
+    }
+
     /// Takes `state` once `monitor` has observed it, with its monitored
     /// values (in the order of [`monitored`]) and the inputs of the step from
     /// it; the host may observe more (the metric's conditioning). Returning
@@ -198,14 +206,16 @@ where
     // Monitors `st` and hands it to the host; false: the host stops here.
     let mut observe = |st: &StateOf<Z, X>, work: f64, u: &mut [f64], values: &mut [f64]| {
         host.control(st, u)?;
-        host.evaluate(st, values)?;
-        if st.step % KINETIC_EVERY == 0 || st.step == steps {
-            if let Some(t) = host.kinetic(st, values) {
-                monitor.observe_kinetic(t);
+        if st.step == 0 || st.step == steps || host.observes(st.step) {
+            host.evaluate(st, values)?;
+            if st.step % KINETIC_EVERY == 0 || st.step == steps {
+                if let Some(t) = host.kinetic(st, values) {
+                    monitor.observe_kinetic(t);
+                }
             }
+            energy_balance(values, forced, work);
+            monitor.observe_at(st.step, values);
         }
-        energy_balance(values, forced, work);
-        monitor.observe(values);
         host.visit(st, values, u, monitor)
     };
     if !observe(state, 0.0, u, &mut values)? {
