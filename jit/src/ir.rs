@@ -75,12 +75,7 @@ impl Part<'_> {
             .flat_map(|(a, &len)| (0..len).map(move |i| (a, i)))
             .collect();
         let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
-        let mut b = FunctionBuilder::new(&mut func, fctx);
-        let block = b.create_block();
-        b.append_block_params_for_function_params(block);
-        b.switch_to_block(block);
-        b.seal_block(block);
-        let params = b.block_params(block).to_vec();
+        let (mut b, params) = entry_block(&mut func, fctx);
         let (args, tmp, out) = (params[0], params[1], params[2]);
         let mut refs = |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
         let powi_ref = refs(imports.powi, &mut b);
@@ -212,12 +207,7 @@ pub(crate) fn calls_in_order(
 ) -> Function {
     let tcfg = module.target_config();
     let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
-    let mut b = FunctionBuilder::new(&mut func, fctx);
-    let block = b.create_block();
-    b.append_block_params_for_function_params(block);
-    b.switch_to_block(block);
-    b.seal_block(block);
-    let params = b.block_params(block).to_vec();
+    let (mut b, params) = entry_block(&mut func, fctx);
     for &p in parts {
         let f = module.declare_func_in_func(p, b.func);
         b.ins().call(f, &params);
@@ -225,4 +215,16 @@ pub(crate) fn calls_in_order(
     b.ins().return_(&[]);
     b.finalize(tcfg);
     func
+}
+
+/// A builder positioned in `func`'s single block, which takes the
+/// function's parameters (returned): every function here is straight-line.
+fn entry_block<'f>(func: &'f mut Function, fctx: &'f mut FunctionBuilderContext) -> (FunctionBuilder<'f>, Vec<Value>) {
+    let mut b = FunctionBuilder::new(func, fctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    b.seal_block(block);
+    let params = b.block_params(block).to_vec();
+    (b, params)
 }
