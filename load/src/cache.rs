@@ -98,8 +98,14 @@ impl Cache {
         self.write(&entry.step, &step.to_bytes());
     }
 
-    /// The machine code kept in `entry`, unchecked (the JIT checks it).
+    /// The machine code kept in `entry` (the JIT checks it), unless others
+    /// than its owner may write the folder or the file: the code is
+    /// executed, and a checksum guards against damage, not against a
+    /// planted file. Such a folder still keeps derivations (data only).
     pub(crate) fn code(&self, entry: &Entry) -> Option<Vec<u8>> {
+        if !private(&self.dir) || !private(&entry.code) {
+            return None;
+        }
         std::fs::read(&entry.code).ok()
     }
 
@@ -109,13 +115,17 @@ impl Cache {
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) {
-        if std::fs::create_dir_all(&self.dir).is_err() {
-            return;
+        if !self.dir.exists() {
+            if std::fs::create_dir_all(&self.dir).is_err() {
+                return;
+            }
+            // A folder this process made is its owner's alone (see `code`).
+            restrict(&self.dir, 0o700);
         }
         // A name no other process uses, renamed over the entry when whole.
         let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
         let tmp = PathBuf::from(tmp.to_string_lossy().replace(['(', ')'], ""));
-        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_ok() {
+        if std::fs::write(&tmp, bytes).is_ok() && restrict(&tmp, 0o600) && std::fs::rename(&tmp, path).is_ok() {
             self.trim(MAX_BYTES);
             return;
         }
@@ -155,6 +165,34 @@ impl Cache {
 
 /// The most the cache folder holds before its oldest entries are removed.
 const MAX_BYTES: u64 = 512 << 20;
+
+/// Whether only its owner may write `path` (on Unix: no group or other
+/// write bit; elsewhere: always).
+fn private(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o022 == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.exists()
+    }
+}
+
+/// Sets `path`'s permissions to `mode` on Unix; true elsewhere.
+fn restrict(path: &Path, mode: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, mode);
+        true
+    }
+}
 
 /// The model's name as a file-name prefix (letters, digits, `_`), so that a
 /// person looking in the folder sees which model an entry is.
@@ -207,6 +245,31 @@ mod tests {
                 "notes.txt"
             ]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn machine_code_in_a_folder_others_may_write_is_not_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hamel-cache-shared-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let set = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        set(&dir, 0o755);
+        let cache = Cache::at(&dir);
+        let entry = Entry {
+            step: dir.join("m.step"),
+            code: dir.join("m.code"),
+        };
+        cache.keep_code(&entry, b"code");
+        set(&entry.code, 0o644);
+        assert_eq!(cache.code(&entry).as_deref(), Some(&b"code"[..]));
+        set(&dir, 0o777);
+        assert_eq!(cache.code(&entry), None, "a folder anyone may write");
+        set(&dir, 0o755);
+        set(&entry.code, 0o664);
+        assert_eq!(cache.code(&entry), None, "a file its group may write");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
