@@ -2,16 +2,9 @@
 //! here failed before its fix. Model files are written into a scratch folder.
 
 mod common;
-use common::hamel;
+use common::{hamel, scratch};
 
 const TORQUE: &str = "models/torque_driven_spherical_pendulum.hamel";
-
-/// An empty scratch directory that exists.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = common::tmp(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn pendulum(extra_l: &str, initial: &str) -> String {
     format!(
@@ -113,7 +106,10 @@ fn sweep_applies_its_inputs_and_refuses_bad_ones() {
 }
 
 fn simulate(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = common::tmp(&format!("sim-{}", args.len()));
+    // A folder of its own per call: tests run at once, and calls with
+    // equally many arguments must not write into one folder.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let o = common::tmp(&format!("sim-{}", CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let mut all = vec!["simulate"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--no-plots", "--out", o.to_str().unwrap(), "--force"]);

@@ -4,7 +4,7 @@
 //! with the file, line or flag named.
 
 mod common;
-use common::hamel;
+use common::{hamel, scratch};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -27,13 +27,6 @@ fn simulate_with_inputs(inputs: &str, out: &str) -> (Option<i32>, String, String
         out,
         "--no-plots",
     ])
-}
-
-/// An empty scratch directory that exists (input files are written into it).
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = common::tmp(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]

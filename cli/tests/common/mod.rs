@@ -25,3 +25,11 @@ pub fn tmp(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     d
 }
+
+/// [`tmp`], created: an empty scratch directory that exists (model and input
+/// files are written into it).
+pub fn scratch(name: &str) -> PathBuf {
+    let d = tmp(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
