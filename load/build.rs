@@ -5,13 +5,7 @@
 
 use std::path::Path;
 
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+use hamel_kernel::hash::{fnv1a, FNV_OFFSET};
 
 fn hash_tree(h: &mut u64, dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -30,7 +24,7 @@ fn hash_tree(h: &mut u64, dir: &Path) {
 
 fn main() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, env!("CARGO_PKG_VERSION").as_bytes());
+    let mut h = fnv1a(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
     for part in [
         "src",
         "../kernel/src",

@@ -109,7 +109,10 @@ fn simulate(args: &[&str]) -> (Option<i32>, String, String) {
     // A folder of its own per call: tests run at once, and calls with
     // equally many arguments must not write into one folder.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let o = common::tmp(&format!("sim-{}", CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let o = common::tmp(&format!(
+        "sim-{}",
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     let mut all = vec!["simulate"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--no-plots", "--out", o.to_str().unwrap(), "--force"]);

@@ -10,6 +10,8 @@ use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_module::{FuncId, ModuleReloc, ModuleRelocTarget};
 
+use hamel_kernel::hash::{fnv1a, FNV_OFFSET};
+
 use crate::codegen::Compiled;
 use crate::JitError;
 
@@ -40,14 +42,6 @@ pub(crate) fn isa_tag(isa: &dyn TargetIsa) -> String {
     format!("{} {} {}", isa.triple(), isa_flags.join(","), isa.flags())
 }
 
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// `code` as bytes, or `None` if a relocation is of a kind not kept.
 pub(crate) fn write(isa: &dyn TargetIsa, code: &[Compiled]) -> Option<Vec<u8>> {
     let mut w = MAGIC.to_vec();
@@ -76,7 +70,7 @@ pub(crate) fn write(isa: &dyn TargetIsa, code: &[Compiled]) -> Option<Vec<u8>> {
             put(&mut w, r.addend as u64);
         }
     }
-    let sum = fnv1a(0xcbf2_9ce4_8422_2325, &w);
+    let sum = fnv1a(FNV_OFFSET, &w);
     put(&mut w, sum);
     Some(w)
 }
@@ -93,7 +87,7 @@ pub(crate) fn read(
     let (body, sum) = bytes
         .split_at_checked(bytes.len().saturating_sub(8))
         .ok_or_else(|| bad("cut short"))?;
-    if sum.len() != 8 || fnv1a(0xcbf2_9ce4_8422_2325, body).to_le_bytes() != sum {
+    if sum.len() != 8 || fnv1a(FNV_OFFSET, body).to_le_bytes() != sum {
         return Err(bad("checksum mismatch"));
     }
     let mut r = Reader { body, at: 0 };

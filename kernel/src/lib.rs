@@ -10,6 +10,7 @@
 
 pub mod dd;
 pub mod func;
+pub mod hash;
 pub mod partition;
 pub mod program;
 pub mod vocabulary;

@@ -16,9 +16,9 @@
 use std::path::{Path, PathBuf};
 
 use hamel_compiler::emit::compiled::CompiledStep;
-use hamel_compiler::model::{fnv1a, FNV_OFFSET};
 use hamel_compiler::scheme::Scheme;
 use hamel_compiler::Model;
+use hamel_kernel::hash::{fnv1a, FNV_OFFSET};
 
 /// The hash of the build that writes and reads entries (see `build.rs`).
 const BUILD: &str = env!("HAMEL_BUILD");

@@ -107,19 +107,6 @@ pub struct Model {
     pub source_hash: u64,
 }
 
-/// FNV-1a over `bytes`, continuing from `h` (start at [`FNV_OFFSET`]): a hash
-/// that is the same in every process, unlike the standard library's.
-pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// The start of an [`fnv1a`] hash.
-pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
 impl Model {
     /// Symbol nodes of the coordinates.
     pub fn q_syms(&self) -> Vec<Id> {

@@ -209,12 +209,13 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
 /// [`Model::source_hash`]: the text, then each size (in file order) with a
 /// separator no source byte sequence can imitate, since lengths are hashed too.
 fn source_hash(src: &str, sizes: &[(String, i64)]) -> u64 {
-    let mut h = ir::fnv1a(ir::FNV_OFFSET, &(src.len() as u64).to_le_bytes());
-    h = ir::fnv1a(h, src.as_bytes());
+    use hamel_kernel::hash::{fnv1a, FNV_OFFSET};
+    let mut h = fnv1a(FNV_OFFSET, &(src.len() as u64).to_le_bytes());
+    h = fnv1a(h, src.as_bytes());
     for (name, v) in sizes {
-        h = ir::fnv1a(h, &(name.len() as u64).to_le_bytes());
-        h = ir::fnv1a(h, name.as_bytes());
-        h = ir::fnv1a(h, &v.to_le_bytes());
+        h = fnv1a(h, &(name.len() as u64).to_le_bytes());
+        h = fnv1a(h, name.as_bytes());
+        h = fnv1a(h, &v.to_le_bytes());
     }
     h
 }
