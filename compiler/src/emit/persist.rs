@@ -171,12 +171,9 @@ impl Writer {
         }
     }
     fn kernel(&mut self, k: Kernel) {
-        match k {
-            Kernel::Initial(i) => {
-                self.usize(KERNELS.len());
-                self.usize(i);
-            }
-            k => self.usize(KERNELS.iter().position(|&x| x == k).expect("every fixed kernel listed")),
+        self.usize(kernel_code(k));
+        if let Kernel::Initial(i) = k {
+            self.usize(i);
         }
     }
     fn program(&mut self, p: &Program) {
@@ -255,9 +252,8 @@ impl Reader<'_> {
     }
     fn kernel(&mut self) -> Result<Kernel, String> {
         match self.usize()? {
-            i if i < KERNELS.len() => Ok(KERNELS[i]),
-            i if i == KERNELS.len() => Ok(Kernel::Initial(self.usize()?)),
-            i => Err(format!("unknown kernel code {i}")),
+            i if i == kernel_code(Kernel::Initial(0)) => Ok(Kernel::Initial(self.usize()?)),
+            i => decode(&KERNELS, kernel_code, i, "kernel"),
         }
     }
     fn program(&mut self) -> Result<Program, String> {
@@ -314,7 +310,12 @@ fn a_func(code: u64) -> Result<Func, String> {
         .ok_or_else(|| format!("unknown function code {code}"))
 }
 
-/// The kernels other than `Initial(i)`, in the order of their codes.
+// Codes are written by exhaustive matches, so that a new kernel, quantity
+// kind, argument or scheme does not compile until it has a code; reading
+// finds the listed value with the code read (one missing from a list reads
+// as unknown, and the step is derived again).
+
+/// The kernels other than `Initial(i)`, whose code is 14.
 const KERNELS: [Kernel; 14] = [
     Kernel::Residual,
     Kernel::ResidualJacobian,
@@ -332,6 +333,26 @@ const KERNELS: [Kernel; 14] = [
     Kernel::FrameCheck,
 ];
 
+fn kernel_code(k: Kernel) -> usize {
+    match k {
+        Kernel::Residual => 0,
+        Kernel::ResidualJacobian => 1,
+        Kernel::Increment => 2,
+        Kernel::Predict => 3,
+        Kernel::ObserveSystem => 4,
+        Kernel::Physical => 5,
+        Kernel::Invariants => 6,
+        Kernel::InitState => 7,
+        Kernel::SensitivityParts => 8,
+        Kernel::InputSensitivityParts => 9,
+        Kernel::Work => 10,
+        Kernel::Lets => 11,
+        Kernel::Metric => 12,
+        Kernel::FrameCheck => 13,
+        Kernel::Initial(_) => 14,
+    }
+}
+
 const INVARIANTS: [InvariantKind; 8] = [
     InvariantKind::Energy,
     InvariantKind::ForcedEnergy,
@@ -342,6 +363,19 @@ const INVARIANTS: [InvariantKind; 8] = [
     InvariantKind::DriftingConstraint,
     InvariantKind::HiddenConstraint,
 ];
+
+fn invariant_code(k: InvariantKind) -> usize {
+    match k {
+        InvariantKind::Energy => 0,
+        InvariantKind::ForcedEnergy => 1,
+        InvariantKind::Momentum => 2,
+        InvariantKind::Geometric => 3,
+        InvariantKind::Monitored => 4,
+        InvariantKind::Constraint => 5,
+        InvariantKind::DriftingConstraint => 6,
+        InvariantKind::HiddenConstraint => 7,
+    }
+}
 
 const ARGS: [Arg; Arg::COUNT] = [
     Arg::P,
@@ -356,32 +390,48 @@ const ARGS: [Arg; Arg::COUNT] = [
     Arg::T,
 ];
 
+fn arg_code(a: Arg) -> usize {
+    match a {
+        Arg::P => 0,
+        Arg::H => 1,
+        Arg::Z => 2,
+        Arg::X => 3,
+        Arg::W => 4,
+        Arg::Q => 5,
+        Arg::V => 6,
+        Arg::Y => 7,
+        Arg::E => 8,
+        Arg::T => 9,
+    }
+}
+
 fn scheme_code(s: Scheme) -> usize {
-    Scheme::LIST.iter().position(|&x| x == s).expect("every scheme listed")
+    use crate::scheme::Kinematics;
+    match s {
+        Scheme::Hamel(Kinematics::Midpoint) => 0,
+        Scheme::Hamel(Kinematics::Averaged) => 1,
+        Scheme::StormerVerlet => 2,
+        Scheme::Rattle => 3,
+        Scheme::EnergyMomentum => 4,
+    }
 }
-fn scheme_of(i: usize) -> Result<Scheme, String> {
-    Scheme::LIST
-        .get(i)
+
+/// The value of `list` whose code is `i`.
+fn decode<T: Copy>(list: &[T], code: fn(T) -> usize, i: usize, what: &str) -> Result<T, String> {
+    list.iter()
         .copied()
-        .ok_or_else(|| format!("unknown scheme code {i}"))
+        .find(|&x| code(x) == i)
+        .ok_or_else(|| format!("unknown {what} code {i}"))
 }
-fn invariant_code(k: InvariantKind) -> usize {
-    INVARIANTS
-        .iter()
-        .position(|&x| x == k)
-        .expect("every invariant kind listed")
+
+fn scheme_of(i: usize) -> Result<Scheme, String> {
+    decode(&Scheme::LIST, scheme_code, i, "scheme")
 }
 fn invariant_of(i: usize) -> Result<InvariantKind, String> {
-    INVARIANTS
-        .get(i)
-        .copied()
-        .ok_or_else(|| format!("unknown invariant code {i}"))
-}
-fn arg_code(a: Arg) -> usize {
-    ARGS.iter().position(|&x| x == a).expect("every argument listed")
+    decode(&INVARIANTS, invariant_code, i, "invariant")
 }
 fn arg_of(i: usize) -> Result<Arg, String> {
-    ARGS.get(i).copied().ok_or_else(|| format!("unknown argument code {i}"))
+    decode(&ARGS, arg_code, i, "argument")
 }
 
 #[cfg(test)]
@@ -402,6 +452,23 @@ mod tests {
         // Debug prints every field and every number to its last bit.
         assert_eq!(format!("{back:?}"), format!("{step:?}"));
         assert_eq!(back.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn every_listed_value_reads_back_as_itself() {
+        for k in KERNELS {
+            assert_eq!(decode(&KERNELS, kernel_code, kernel_code(k), "kernel"), Ok(k));
+        }
+        for k in INVARIANTS {
+            assert_eq!(invariant_of(invariant_code(k)), Ok(k));
+        }
+        for a in ARGS {
+            assert_eq!(arg_of(arg_code(a)), Ok(a));
+        }
+        for s in Scheme::LIST {
+            assert_eq!(scheme_of(scheme_code(s)), Ok(s));
+        }
+        assert!(arg_of(Arg::COUNT).is_err());
     }
 
     #[test]
