@@ -123,8 +123,9 @@ impl Cache {
             restrict(&self.dir, 0o700);
         }
         // A name no other process uses, renamed over the entry when whole.
-        let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
-        let tmp = PathBuf::from(tmp.to_string_lossy().replace(['(', ')'], ""));
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         if std::fs::write(&tmp, bytes).is_ok() && restrict(&tmp, 0o600) && std::fs::rename(&tmp, path).is_ok() {
             self.trim(MAX_BYTES);
             return;
