@@ -16,7 +16,11 @@ state. The script
 3. measures the time each tool and scheme needs to reach a target accuracy
    over 10 s of motion (relative energy error, max over the run; bob
    positions at t = 10 s against a converged reference) on a ladder of step
-   sizes;
+   sizes. Where the motion is so chaotic that round-off alone (gravity one
+   ulp stronger) moves the bobs past the position target by t = 10, no
+   double-precision run can be ranked there: the table says so, and
+   positions are compared at the last half second before round-off grows
+   past a thousandth of the target, each tool running to that horizon;
 4. writes bench/peer/results.json and prints the Markdown tables that the
    README shows between its `peer-benchmark` markers
    (python/tests/test_peer_benchmark.py checks that they agree).
@@ -89,6 +93,10 @@ ORDERS = (4, 6)
 ENERGY_TARGETS = (1e-3, 1e-6, 1e-9)
 POSITION_TARGETS = (1e-3, 1e-6)
 T_ACCURACY = 10.0
+# Round-off may carry the reference at most this share of the tightest
+# position target; positions are compared on a grid of this step (s).
+ROUNDOFF_SHARE = 1e-3
+HORIZON_STEP = 0.5
 
 # ---------------------------------------------------------------- the chain
 
@@ -193,25 +201,31 @@ def mj_diverged(d):
     return d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
 
 
-def mj_run(n, integrator, dt, t_end, samples=4000, inertia=None):
+def mj_run(n, integrator, dt, t_end, samples=4000, inertia=None, record=(), nudge_g=False):
     """Run MuJoCo for t_end; return stepping time, energy error, final bobs.
 
     Only the mj_step calls (in C, `nstep` steps at a time) are timed. The
     energy (MuJoCo's own, with mjENBL_ENERGY) is evaluated by mj_forward
     between chunks, at most `samples` times; the max relative error is taken
-    over those samples and the final state.
+    over those samples and the final state. Bob positions are also kept at
+    the times in `record` (`x_at`, by time). `nudge_g` moves gravity by one
+    ulp: the run then measures how far round-off carries the motion.
     """
     import mujoco
+    import numpy as np
 
     steps = int(round(t_end / dt))
     build = time.perf_counter()
     m, d = mj_model(n, integrator, dt, inertia)
+    if nudge_g:
+        m.opt.gravity[2] = np.nextafter(m.opt.gravity[2], -math.inf)
     build = time.perf_counter() - build
     e0 = float(d.energy[0] + d.energy[1])
     chunk = max(1, steps // samples)
-    stepping, done, err = 0.0, 0, 0.0
+    marks = {int(round(t / dt)): t for t in record}
+    stepping, done, err, x_at = 0.0, 0, 0.0, {}
     while done < steps:
-        k = min(chunk, steps - done)
+        k = min([chunk, steps - done] + [s - done for s in marks if s > done])
         t0 = time.perf_counter()
         mujoco.mj_step(m, d, nstep=k)
         stepping += time.perf_counter() - t0
@@ -221,6 +235,8 @@ def mj_run(n, integrator, dt, t_end, samples=4000, inertia=None):
         if not math.isfinite(e) or mj_diverged(d):
             return {"diverged": True, "stepping_s": stepping, "build_s": build}
         err = max(err, abs(e - e0) / abs(e0))
+        if done in marks:
+            x_at[marks[done]] = mj_bobs(m, d, n)[0]
     x, _ = mj_bobs(m, d, n)
     return {
         "diverged": False,
@@ -228,6 +244,7 @@ def mj_run(n, integrator, dt, t_end, samples=4000, inertia=None):
         "build_s": build,
         "energy_error": err,
         "x": x,
+        "x_at": x_at,
     }
 
 
@@ -449,23 +466,49 @@ def hamel_timing(exe, model, scheme, n, h, steps, reps, budget, order):
 
 
 def reference(n, dt):
-    """Bob positions at t = 10 s from MuJoCo RK4 at dt, checked against 2 dt."""
+    """Bob positions at t = 10 s from MuJoCo RK4 at dt, checked against 2 dt.
+
+    Also how far round-off carries the motion: the run at 2 dt repeated with
+    gravity one ulp stronger, bobs compared every half second. Where that
+    difference passes ROUNDOFF_SHARE of the tightest position target before
+    t = 10, no double-precision run can be checked against that target at
+    t = 10 (the motion is chaotic); positions are then also compared at the
+    last half second before it (`position_horizon`, with its own reference).
+    """
     import numpy as np
 
-    fine = mj_run(n, "rk4", dt, T_ACCURACY, samples=10)
-    coarse = mj_run(n, "rk4", 2 * dt, T_ACCURACY, samples=10)
+    marks = [HORIZON_STEP * k for k in range(1, int(round(T_ACCURACY / HORIZON_STEP)) + 1)]
+    fine = mj_run(n, "rk4", dt, T_ACCURACY, samples=10, record=marks)
+    coarse = mj_run(n, "rk4", 2 * dt, T_ACCURACY, samples=10, record=marks)
+    nudged = mj_run(n, "rk4", 2 * dt, T_ACCURACY, samples=10, record=marks, nudge_g=True)
+    growth = [(t, float(np.max(np.abs(coarse["x_at"][t] - nudged["x_at"][t])))) for t in marks]
+    limit = ROUNDOFF_SHARE * min(POSITION_TARGETS)
+    horizon = HORIZON_STEP
+    for t, d in growth:
+        if d > limit:
+            break
+        horizon = t
     diff = float(np.max(np.abs(fine["x"] - coarse["x"])))
-    return fine["x"], {
+    at = float(np.max(np.abs(fine["x_at"][horizon] - coarse["x_at"][horizon])))
+    ref = {
         "dt": dt,
         "diff_vs_2dt": diff,
         "error_estimate": diff / 15,
         "energy_error": fine["energy_error"],
         "stepping_s": fine["stepping_s"],
+        "roundoff_growth": growth,
+        "position_horizon": horizon,
+        "horizon_error_estimate": at / 15,
     }
+    return fine["x"], fine["x_at"][horizon], ref
 
 
-def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
-    """Accuracy and time of MuJoCo `integ` at every dt of the ladder."""
+def ladder_mujoco(n, integ, ladder, x_ref, run_budget, t_end=T_ACCURACY):
+    """Accuracy and time of MuJoCo `integ` at every dt of the ladder.
+
+    A run shorter than T_ACCURACY (`t_end`, the position horizon) measures
+    positions only: its energy error is not one over 10 s.
+    """
     import numpy as np
 
     rungs, predicted = [], 0.0
@@ -473,21 +516,24 @@ def ladder_mujoco(n, integ, ladder, x_ref, run_budget):
         if predicted > run_budget:
             rungs.append({"h": dt, "skipped": "over the run budget"})
             continue
-        r = mj_run(n, integ, dt, T_ACCURACY)
+        r = mj_run(n, integ, dt, t_end)
         predicted = 2 * r["stepping_s"] + r["build_s"]
         rung = {"h": dt, "stepping_s": r["stepping_s"], "wall_s": r["stepping_s"] + r["build_s"]}
         if r["diverged"]:
             rung["diverged"] = True
         else:
-            rung["energy_error"] = r["energy_error"]
+            if t_end == T_ACCURACY:
+                rung["energy_error"] = r["energy_error"]
             rung["position_error"] = float(np.max(np.abs(r["x"] - x_ref)))
         rungs.append(rung)
-        if all_met(rungs):
+        if all_met(rungs, energy=t_end == T_ACCURACY):
             break
     return rungs
 
 
-def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=None):
+def ladder_hamel(
+    exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=None, t_end=T_ACCURACY
+):
     """Accuracy and time of `hamel simulate` at every h of the ladder.
 
     A rung is skipped when the previous one predicts (its cost beyond
@@ -506,7 +552,7 @@ def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=
             scheme,
             n,
             h,
-            T_ACCURACY,
+            t_end,
             timeout=max(run_budget * 1.5, setup * 2),
             order=order,
         )
@@ -520,21 +566,23 @@ def ladder_hamel(exe, model, scheme, n, ladder, x_ref, run_budget, setup, order=
             rung["failed"] = r["failed"]
         else:
             rung["stepping_s"] = r["stepping_s"]
-            rung["energy_error"] = r["energy_error"]
+            if t_end == T_ACCURACY:
+                rung["energy_error"] = r["energy_error"]
             rung["position_error"] = float(np.max(np.abs(r["x"] - x_ref)))
             rung["x"] = r["x"]  # for the Richardson check; not saved
         rungs.append(rung)
-        if all_met(rungs):
+        if all_met(rungs, energy=t_end == T_ACCURACY):
             break
     return rungs
 
 
-def all_met(rungs):
-    """True once some rung meets the tightest energy and position targets."""
-    ok = [r for r in rungs if "energy_error" in r]
-    return any(r["energy_error"] <= min(ENERGY_TARGETS) for r in ok) and any(
-        r["position_error"] <= min(POSITION_TARGETS) for r in ok
-    )
+def all_met(rungs, energy=True):
+    """True once some rung meets the tightest position target and, with
+    `energy`, the tightest energy target."""
+    ok = [r for r in rungs if "position_error" in r]
+    return (
+        not energy or any(r.get("energy_error", math.inf) <= min(ENERGY_TARGETS) for r in ok)
+    ) and any(r["position_error"] <= min(POSITION_TARGETS) for r in ok)
 
 
 def accuracy(exe, sizes, ladder, ref_dt, run_budget, per_step_rows, orders):
@@ -547,31 +595,42 @@ def accuracy(exe, sizes, ladder, ref_dt, run_budget, per_step_rows, orders):
     costs = {row["N"]: row for row in per_step_rows}
     for n in sizes:
         t0 = time.perf_counter()
-        x_ref, ref = reference(n, ref_dt)
-        entry = {"N": n, "reference": ref, "ladders": {}}
-        for integ in MJ_INTEGRATORS:
-            entry["ladders"][f"mujoco_{integ}"] = ladder_mujoco(n, integ, ladder, x_ref, run_budget)
-        for label, model, scheme, order in hamel_rows(orders):
-            cost = costs.get(n, {}).get(label, {"setup_s": 0.0})
-            if "setup_s" not in cost:
-                entry["ladders"][label] = [
-                    {"skipped": cost.get("skipped", "failed in the per-step run")}
-                ]
-                continue
-            entry["ladders"][label] = ladder_hamel(
-                exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order
-            )
+        x_ref, x_horizon, ref = reference(n, ref_dt)
+        entry = {"N": n, "reference": ref}
+        entry["ladders"] = ladders(exe, n, ladder, x_ref, run_budget, costs, orders)
         # Cross-check of the reference: RATTLE's two finest rungs, Richardson
         # extrapolated (RATTLE is symmetric: its error is even in h).
         entry["reference"]["rattle_richardson_diff"] = richardson_check(
             entry["ladders"]["rattle"], x_ref
         )
-        for rungs in entry["ladders"].values():
-            for r in rungs:
-                r.pop("x", None)
+        horizon = ref["position_horizon"]
+        if horizon < T_ACCURACY:
+            entry["horizon_ladders"] = ladders(
+                exe, n, ladder, x_horizon, run_budget, costs, orders, t_end=horizon
+            )
+        for group in ("ladders", "horizon_ladders"):
+            for rungs in entry.get(group, {}).values():
+                for r in rungs:
+                    r.pop("x", None)
         entry["seconds"] = time.perf_counter() - t0
         out.append(entry)
         print(f"  N = {n}: {entry['seconds']:.0f} s, reference {ref}", flush=True)
+    return out
+
+
+def ladders(exe, n, ladder, x_ref, run_budget, costs, orders, t_end=T_ACCURACY):
+    """The ladder of every MuJoCo integrator and hamel row at size n, runs to t_end."""
+    out = {}
+    for integ in MJ_INTEGRATORS:
+        out[f"mujoco_{integ}"] = ladder_mujoco(n, integ, ladder, x_ref, run_budget, t_end)
+    for label, model, scheme, order in hamel_rows(orders):
+        cost = costs.get(n, {}).get(label, {"setup_s": 0.0})
+        if "setup_s" not in cost:
+            out[label] = [{"skipped": cost.get("skipped", "failed in the per-step run")}]
+            continue
+        out[label] = ladder_hamel(
+            exe, model, scheme, n, ladder, x_ref, run_budget, cost["setup_s"], order, t_end
+        )
     return out
 
 
@@ -726,16 +785,45 @@ def table_accuracy(results, clock):
     targets += [("position_error", t, f"position {t:g} at t = 10") for t in POSITION_TARGETS]
     for entry in entries:
         for key, target, name in targets:
-            ref_error = entry["reference"]["error_estimate"]
-            if key == "position_error" and ref_error > target / 10:
-                # Chaos: the reference itself is not converged to this target.
-                void = f"reference not converged (±{fmt(ref_error)})"
-                cells = ["—"] * len(labels) + [void]
-            else:
-                cells = [best_time(entry["ladders"][k], key, target, clock) for k in labels]
-                cells.append(winner(entry["ladders"], key, target, clock))
-            lines.append(f"| {entry['N']} | {name} | " + " | ".join(cells) + " |")
+            lines.append(accuracy_row(entry, labels, key, target, name, clock))
+        horizon = entry["reference"].get("position_horizon", T_ACCURACY)
+        if horizon < T_ACCURACY:
+            for target in POSITION_TARGETS:
+                name = f"position {target:g} at t = {horizon:g} (horizon)"
+                lines.append(
+                    accuracy_row(entry, labels, "position_error", target, name, clock, horizon)
+                )
     return "\n".join(lines)
+
+
+def accuracy_row(entry, labels, key, target, name, clock, horizon=None):
+    """One Markdown row of the time-to-accuracy table (`horizon`: the
+    position row at the shorter horizon, from its own ladders)."""
+    ref = entry["reference"]
+    ladders = entry["horizon_ladders"] if horizon else entry["ladders"]
+    ref_error = ref["horizon_error_estimate"] if horizon else ref["error_estimate"]
+    blurred = key == "position_error" and not horizon and roundoff_at_end(ref) > ROUNDOFF_SHARE * target
+    if blurred:
+        # Chaos: round-off alone carries the bobs past the target by t = 10.
+        void = (
+            f"beyond double precision: gravity one ulp stronger moves the bobs by "
+            f"{fmt(roundoff_at_end(ref))} at t = 10 (see the horizon rows)"
+        )
+        cells = ["—"] * len(labels) + [void]
+    elif key == "position_error" and ref_error > target / 10:
+        void = f"reference not converged (±{fmt(ref_error)})"
+        cells = ["—"] * len(labels) + [void]
+    else:
+        cells = [best_time(ladders[k], key, target, clock) for k in labels]
+        cells.append(winner(ladders, key, target, clock))
+    return f"| {entry['N']} | {name} | " + " | ".join(cells) + " |"
+
+
+def roundoff_at_end(ref):
+    """How far a one-ulp change of gravity moves the bobs by t = 10 (0 when
+    not measured)."""
+    growth = ref.get("roundoff_growth")
+    return growth[-1][1] if growth else 0.0
 
 
 def table_verify(results):
@@ -826,6 +914,7 @@ def render(results):
             f"N = {e['N']}: MuJoCo RK4 dt = {e['reference']['dt']:g}, "
             f"{fmt(e['reference']['error_estimate'])} estimated error, RATTLE "
             f"Richardson-extrapolated {richardson_text(e['reference'].get('rattle_richardson_diff'))}"
+            + horizon_text(e["reference"])
             for e in results["accuracy"]
         )
         parts += [
@@ -871,6 +960,22 @@ def cached(results):
         for row in results["per_step"]
         for cell in row.values()
     )
+
+
+def horizon_text(ref):
+    """Words for how far round-off carries the motion, and the horizon."""
+    growth = ref.get("roundoff_growth")
+    if not growth:
+        return ""
+    text = f"; round-off (gravity one ulp stronger) moves the bobs by {fmt(growth[-1][1])} at t = 10"
+    horizon = ref["position_horizon"]
+    if horizon < T_ACCURACY:
+        at = dict(growth)[horizon]
+        text += (
+            f", by {fmt(at)} at t = {horizon:g}, the horizon of the position rows "
+            f"(reference there ±{fmt(ref['horizon_error_estimate'])})"
+        )
+    return text
 
 
 def richardson_text(r):
