@@ -88,7 +88,20 @@ fn main() -> Result<(), Boxed> {
     if let (Some(a), Some(b)) = (exponent(&medians), exponent(&fastest)) {
         println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds)");
     }
+    // From `tilted` the outer links turn faster as N grows, so at a fixed h
+    // the predictor errs more and Newton takes more iterations: the time per
+    // iteration is what the step's arithmetic costs.
+    let per_iteration: Vec<(usize, f64)> =
+        medians.iter().zip(&stats).map(|(&(n, t), &(it, _))| (n, t / it.max(1.0))).collect();
+    if let (Some(a), Some(b)) = (exponent(&per_iteration), exponent(&stats_points(&sizes, &stats))) {
+        println!("exponent over N ≥ 16 of the time per Newton iteration: {a:.2}; of the iterations per step: {b:.2}");
+    }
     Ok(())
+}
+
+/// (N, Newton iterations per step) of every size.
+fn stats_points(sizes: &[usize], stats: &[(f64, f64)]) -> Vec<(usize, f64)> {
+    sizes.iter().zip(stats).map(|(&n, &(it, _))| (n, it)).collect()
 }
 
 /// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) over N ≥ 16.
