@@ -115,12 +115,27 @@ fn initial_states_that_cannot_run_are_refused_with_their_cause() {
             ),
             "moves only 1 of the 3 velocity directions",
         ),
+        // The kinetic term is there (th'^4/4) but its Hessian 3 th'^2
+        // vanishes at rest: not "no kinetic term".
+        (
+            variant(
+                "gallery/planar_pendulum.hamel",
+                "0.5 * m * l^2 * th'^2",
+                "0.25 * th'^4",
+                "quartic",
+            ),
+            "the Lagrangian's kinetic term in th' is not quadratic, and its second derivative in that velocity vanishes at this state (th' = 0), though not at other velocities",
+        ),
     ];
     for (path, cause) in &cases {
         let (ok, out, err) = hamel(&["check", path.to_str().unwrap()]);
         assert!(!ok, "{out}");
         assert!(err.contains(cause), "{}: expected `{cause}` in\n{err}", path.display());
         assert!(err.contains("kinetic metric") || err.contains("frame"), "{err}");
+        assert!(
+            !cause.contains("not quadratic") || !err.contains("no kinetic term"),
+            "{err}"
+        );
         let _ = std::fs::remove_file(path);
     }
 }

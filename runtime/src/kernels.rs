@@ -263,13 +263,11 @@ where
         self.time_slot().and_then(|i| z.get(i).copied()).unwrap_or(0.0)
     }
 
-    /// Rejects non-finite parameter values.
+    /// Rejects parameter values no step can use (non-finite, subnormal).
     fn check_parameters(&self) -> Result<(), StepError> {
         for (name, value) in self.names(NameList::Parameters).iter().zip(self.parameters()) {
-            if !value.is_finite() {
-                return Err(StepError::InvalidInput(format!(
-                    "parameter `{name}` = {value} is not finite"
-                )));
+            if let Some(why) = hamel_kernel::value::parameter_problem(value) {
+                return Err(StepError::InvalidInput(format!("parameter `{name}` = {value:e} {why}")));
             }
         }
         Ok(())
