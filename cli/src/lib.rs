@@ -147,6 +147,7 @@ pub fn load_model_deriving(path: &Path, sizes: &[(String, i64)], schemes: usize)
             1
         };
         eprintln!("{}", derivation_note(&model.name, &e, n));
+        ANNOUNCED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(model)
 }
@@ -209,14 +210,19 @@ fn cache() -> Option<&'static hamel_load::Cache> {
     CACHE.get_or_init(hamel_load::Cache::from_env).as_ref()
 }
 
-/// Runs `f`; if it takes longer than two seconds and standard error is a
-/// terminal, says what is going on, and then how long it took (large
-/// models take minutes to derive).
+/// Whether a long derivation was announced ([`load_model_deriving`]'s note):
+/// then its progress is reported even where standard error is no terminal,
+/// since a script's log would otherwise show minutes of silence after it.
+static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f`; if it takes longer than two seconds, says what is going on, and
+/// then how long it took (large models take minutes to derive). On standard
+/// error, where that is a terminal or a long derivation was announced.
 pub fn with_status<T>(what: &str, f: impl FnOnce() -> T) -> T {
     use std::io::IsTerminal;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
-    if !std::io::stderr().is_terminal() {
+    if !std::io::stderr().is_terminal() && !ANNOUNCED.load(std::sync::atomic::Ordering::Relaxed) {
         return f();
     }
     let started = Instant::now();

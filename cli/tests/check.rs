@@ -252,6 +252,26 @@ fn a_size_too_large_to_derive_is_refused_at_once_with_its_estimate() {
     );
 }
 
+#[test]
+fn a_long_derivation_announced_reports_its_progress_in_a_log() {
+    // `check --size N=40` announced about a minute per scheme and then said
+    // nothing for minutes where standard error was a file or a pipe (as
+    // here). N = 24 is announced where the N = 16 probe takes over 1.4 s
+    // (3.4 s on the 2-core test machine); its progress must follow the note.
+    let (ok, _, err) = hamel(&["check", "models/spherical_chain.hamel", "--size", "N=24"]);
+    assert!(ok, "{err}");
+    let Some(note) = err.find("note: deriving `spherical_chain` takes") else {
+        eprintln!("N = 24 derives too fast here to be announced; nothing to check: {err}");
+        return;
+    };
+    let after = &err[note..];
+    assert!(
+        after.contains("deriving hamel_midpoint for `spherical_chain` (72 coordinates)…"),
+        "{err}"
+    );
+    assert!(after.matches("  done in ").count() >= 1, "{err}");
+}
+
 /// A run from an energy at round-off: judged against the motion's kinetic
 /// energy, which for the pendulum released from the horizontal reaches at
 /// most `m g l` (at the bottom; the closed form of its energy).
