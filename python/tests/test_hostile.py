@@ -128,8 +128,9 @@ def test_a_subnormal_parameter_is_refused_by_name_as_the_cli_refuses_it(tmp_path
     for bad in ({"m": 1e-320}, {"g": -5e-324}):
         with pytest.raises(ValueError, match=r"parameter `[mg]` = .* is subnormal"):
             m.simulate("hamel", h=0.1, steps=10, params=bad)
-        with pytest.raises(ValueError, match=r"is subnormal"):
-            m.simulate_many("hamel", h=0.1, steps=10, params=[bad])
+        # a member fails alone: its place in the list holds the error
+        (member,) = m.simulate_many("hamel", h=0.1, steps=10, params=[bad])
+        assert isinstance(member, ValueError) and "is subnormal" in str(member), member
     # the smallest normal double is a value (the run itself is then judged)
     assert m.simulate("hamel", h=0.1, steps=10, params={"g": 2.3e-308}).ok
 
