@@ -376,6 +376,8 @@ mod tests {
             m.warnings(&Health::default())
         };
         assert!(run(&[0.0, 1e-8, 8.6e-6, 1e-8]).is_empty());
+        // the near-polar pass at h = 0.001 (h² regime, once failed)
+        assert!(run(&[0.0, 1e-8, 1.3e-4, 1e-8]).is_empty());
         let w = run(&[0.0, 1e-8, 1.2e-2, 1e-3]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
