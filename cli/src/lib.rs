@@ -138,7 +138,25 @@ pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> 
 /// (`check` derives every scheme that applies): the note of a long
 /// derivation gives the time of them all.
 pub fn load_model_deriving(path: &Path, sizes: &[(String, i64)], schemes: usize) -> Result<Model, Error> {
-    let (model, estimate) = hamel_load::read_model_estimated(path, sizes)?;
+    use hamel_compiler::cost::PROBE_ABOVE;
+    use std::sync::atomic::Ordering::Relaxed;
+    // A size above the probe threshold is first derived at two small sizes
+    // to estimate the cost: seconds on an idle machine, much longer on a
+    // busy one, so that wait reports itself as the derivation does.
+    let (model, estimate) = match sizes.iter().find(|(_, v)| *v > PROBE_ABOVE) {
+        Some((name, value)) => {
+            ANNOUNCED.store(true, Relaxed);
+            let what = format!(
+                "estimating the cost of deriving {} at {name} = {value} (deriving it at {name} = {} and {PROBE_ABOVE} first)",
+                path.display(),
+                PROBE_ABOVE / 2
+            );
+            let read = with_status(&what, || hamel_load::read_model_estimated(path, sizes));
+            ANNOUNCED.store(false, Relaxed);
+            read?
+        }
+        None => hamel_load::read_model_estimated(path, sizes)?,
+    };
     // A long derivation says so before it starts.
     if let Some(e) = estimate.filter(|e| e.seconds > 5.0) {
         let n = if schemes > 1 {
@@ -147,6 +165,7 @@ pub fn load_model_deriving(path: &Path, sizes: &[(String, i64)], schemes: usize)
             1
         };
         eprintln!("{}", derivation_note(&model.name, &e, n));
+        ANNOUNCED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(model)
 }
@@ -209,14 +228,20 @@ fn cache() -> Option<&'static hamel_load::Cache> {
     CACHE.get_or_init(hamel_load::Cache::from_env).as_ref()
 }
 
-/// Runs `f`; if it takes longer than two seconds and standard error is a
-/// terminal, says what is going on, and then how long it took (large
-/// models take minutes to derive).
+/// Whether a long derivation was announced ([`load_model_deriving`]'s note),
+/// or its cost is being measured:
+/// then its progress is reported even where standard error is no terminal,
+/// since a script's log would otherwise show minutes of silence after it.
+static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f`; if it takes longer than two seconds, says what is going on, and
+/// then how long it took (large models take minutes to derive). On standard
+/// error, where that is a terminal or a long derivation was announced.
 pub fn with_status<T>(what: &str, f: impl FnOnce() -> T) -> T {
     use std::io::IsTerminal;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
-    if !std::io::stderr().is_terminal() {
+    if !std::io::stderr().is_terminal() && !ANNOUNCED.load(std::sync::atomic::Ordering::Relaxed) {
         return f();
     }
     let started = Instant::now();

@@ -408,3 +408,41 @@ fn a_force_not_finite_at_the_initial_state_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_subnormal_parameter_is_refused_by_name_in_the_file_and_in_set() {
+    // m = 1e-320: the metric's inverse overflows; the run used to fail with
+    // "non-finite physical state", naming nothing.
+    let dir = scratch("subnormal");
+    let f = dir.join("tiny.hamel");
+    std::fs::write(
+        &f,
+        pendulum("", "th = 1.0, th' = 0").replacen("m = 1.0", "m = 1e-320", 1),
+    )
+    .unwrap();
+    let (code, _, err) = hamel(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("parameter `m` = 1e-320 is subnormal"), "{err}");
+    assert!(err.contains("tiny.hamel:2:22"), "{err}");
+    assert!(!err.contains("unknown name"), "one error, not one per use: {err}");
+    // --set: refused before the run, naming the argument's parameter; a
+    // subnormal g (which ran, as g = 0 to every digit) is refused the same way.
+    for set in ["m=1e-320", "g=-4e-310"] {
+        let (code, _, err) = simulate(&[
+            "models/gallery/planar_pendulum.hamel",
+            "--h",
+            "0.01",
+            "--steps",
+            "10",
+            "--set",
+            set,
+        ]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        let name = &set[..1];
+        assert!(
+            err.contains(&format!("parameter `{name}` = ")) && err.contains("is subnormal"),
+            "{err}"
+        );
+        assert!(!err.contains("non-finite"), "{err}");
+    }
+}

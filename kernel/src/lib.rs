@@ -1,7 +1,7 @@
 //! The evaluation core every hamel back-end shares: register programs
 //! ([`program`]), their interpreter in `f64` or double-double ([`dd`]), the
 //! elementary functions ([`func`]), how long programs are cut into parts
-//! ([`partition`]), and the typed words the crates share about a step
+//! ([`partition`]), which numbers a parameter may hold ([`value`]), and the typed words the crates share about a step
 //! ([`vocabulary`]). It knows nothing of Rust tokens or of machine code: the
 //! compiler writes programs, the Rust printer, the interpreter and the JIT
 //! read them.
@@ -13,6 +13,7 @@ pub mod func;
 pub mod hash;
 pub mod partition;
 pub mod program;
+pub mod value;
 pub mod vocabulary;
 
 pub use dd::Dd;

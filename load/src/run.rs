@@ -551,7 +551,7 @@ pub fn monitor_every(sys: &System) -> u64 {
 }
 
 /// An energy error above which each doubling has the metric's conditioning
-/// taken with it: a tenth of what makes a pass near a singularity
+/// taken with it: a hundredth of what makes a pass near a singularity
 /// unresolved (`Health::energy_near_singularity`), so the step where an
 /// unresolved pass makes the error jump is always among those observed.
 const ENERGY_WATCH: f64 = 1e-5;

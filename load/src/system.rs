@@ -142,8 +142,8 @@ impl System {
                 known.join(", ")
             )
         })?;
-        if !value.is_finite() {
-            return Err(format!("parameter `{name}` = {value} is not finite"));
+        if let Some(why) = hamel_kernel::value::parameter_problem(value) {
+            return Err(format!("parameter `{name}` = {value:e} {why}"));
         }
         self.params[k] = value;
         Ok(())
@@ -170,11 +170,10 @@ impl System {
                 values.len()
             ));
         }
-        if let Some(k) = values.iter().position(|x| !x.is_finite()) {
-            return Err(format!(
-                "parameter `{}` = {} is not finite",
-                self.step.params[k].0, values[k]
-            ));
+        for (k, &value) in values.iter().enumerate() {
+            if let Some(why) = hamel_kernel::value::parameter_problem(value) {
+                return Err(format!("parameter `{}` = {value:e} {why}", self.step.params[k].0));
+            }
         }
         self.params.copy_from_slice(values);
         Ok(())
@@ -216,7 +215,7 @@ impl System {
         self.initial_named(name)
     }
 
-    /// Rejects non-finite parameters.
+    /// Rejects parameter values no step can use (non-finite, subnormal).
     pub fn check_params(&self) -> Result<(), StepError> {
         self.check_parameters()
     }

@@ -6,20 +6,22 @@
 use hamel_load::{compile, initial, load_source, parse_override, read_model, run, Backend, RunOptions};
 
 fn angles_run(h: f64, phi_rate: f64) -> Vec<String> {
+    angles_run_from(std::f64::consts::FRAC_PI_6, h, phi_rate).0
+}
+
+/// The angles model from θ = `th`, at rest but for an azimuth rate, over
+/// 20 s at step `h`: its warnings and its largest relative energy error.
+fn angles_run_from(th: f64, h: f64, phi_rate: f64) -> (Vec<String>, f64) {
     let path = format!(
         "{}/../models/spherical_pendulum_angles.hamel",
         env!("CARGO_MANIFEST_DIR")
     );
     let model = read_model(path.as_ref(), &[]).unwrap();
     let sys = compile(&model, "hamel_midpoint".parse().unwrap(), Backend::Jit).unwrap();
-    let ov: Vec<(String, Vec<f64>)> = [
-        format!("th={}", std::f64::consts::FRAC_PI_6),
-        "th'=0".into(),
-        format!("ph'={phi_rate}"),
-    ]
-    .iter()
-    .map(|t| parse_override(t).unwrap())
-    .collect();
+    let ov: Vec<(String, Vec<f64>)> = [format!("th={th}"), "th'=0".into(), format!("ph'={phi_rate}")]
+        .iter()
+        .map(|t| parse_override(t).unwrap())
+        .collect();
     let (state, _) = initial(&sys, None, &ov).unwrap();
     let steps = (20.0 / h).round() as u64;
     let opt = RunOptions {
@@ -31,12 +33,12 @@ fn angles_run(h: f64, phi_rate: f64) -> Vec<String> {
         newton: Default::default(),
     };
     let r = run(&sys, state, None, &opt).unwrap();
+    let energy = r.monitor.get("energy").unwrap().max_rel_error;
     eprintln!(
-        "angles h = {h}, ph' = {phi_rate}: energy {:.2e}, warnings {:?}",
-        r.monitor.get("energy").unwrap().max_rel_error,
+        "angles th = {th}, h = {h}, ph' = {phi_rate}: energy {energy:.2e}, warnings {:?}",
         r.warnings()
     );
-    r.warnings()
+    (r.warnings(), energy)
 }
 
 #[test]
@@ -51,6 +53,25 @@ fn a_planar_swing_through_the_pole_is_healthy() {
 fn an_unresolved_pass_near_the_pole_is_flagged_with_its_cause() {
     let w = angles_run(0.01, 0.01);
     assert!(w.iter().any(|m| m.contains("singularity of the coordinates")), "{w:?}");
+}
+
+#[test]
+fn a_resolved_near_polar_pass_is_healthy_and_an_unresolved_one_is_not() {
+    // From θ = 0.5 with φ' = 0.01 the bob passes 0.005 from the pole, where
+    // the azimuth turns at about 100 rad/s. At h = 0.001 (0.1 rad a step)
+    // the energy error (1.3e-4) is in the h² regime — halving h quarters
+    // it — and the run was once failed for it; at h = 0.01 (0.94 rad a step,
+    // the half-turn in three steps) it is flagged, naming the singularity.
+    let (w, e1) = angles_run_from(0.5, 0.001, 0.01);
+    assert!(w.is_empty(), "{w:?}");
+    let (_, e2) = angles_run_from(0.5, 0.0005, 0.01);
+    assert!((3.5..4.5).contains(&(e1 / e2)), "h² scaling: {e1:.3e} / {e2:.3e}");
+    let (w, _) = angles_run_from(0.5, 0.01, 0.01);
+    assert!(
+        w.iter()
+            .any(|m| m.contains("passed near a singularity of the coordinates")),
+        "{w:?}"
+    );
 }
 
 #[test]

@@ -117,3 +117,41 @@ def test_a_force_not_finite_at_the_initial_state_is_named(tmp_path):
     m = hamel.Model(str(f))
     with pytest.raises(hamel.StepError, match=r"the force on `th'` is NaN at the initial state \(th = 0, th' = 0\)"):
         m.simulate("hamel", h=0.01, steps=10)
+
+
+def test_a_subnormal_parameter_is_refused_by_name_as_the_cli_refuses_it(tmp_path):
+    # m = 1e-320 failed as "non-finite physical state", naming nothing.
+    with pytest.raises(hamel.ModelError, match=r"parameter `m` = 1e-320 is subnormal") as e:
+        hamel.Model(_tiny(tmp_path))
+    assert "pend.hamel:2:" in str(e.value)
+    m = hamel.Model(SPHERE)
+    for bad in ({"m": 1e-320}, {"g": -5e-324}):
+        with pytest.raises(ValueError, match=r"parameter `[mg]` = .* is subnormal"):
+            m.simulate("hamel", h=0.1, steps=10, params=bad)
+        # a member fails alone: its place in the list holds the error
+        (member,) = m.simulate_many("hamel", h=0.1, steps=10, params=[bad])
+        assert isinstance(member, ValueError) and "is subnormal" in str(member), member
+    # the smallest normal double is a value (the run itself is then judged)
+    assert m.simulate("hamel", h=0.1, steps=10, params={"g": 2.3e-308}).ok
+
+
+def _tiny(tmp_path):
+    path = pendulum(tmp_path)
+    text = pathlib.Path(path).read_text().replace("m = 1.0", "m = 1e-320", 1)
+    pathlib.Path(path).write_text(text)
+    return path
+
+
+def test_a_kinetic_term_whose_hessian_vanishes_is_not_called_absent(tmp_path):
+    # L = th'^4/4 at th' = 0: the term is there; its second derivative is 0 here.
+    m = hamel.Model(_quartic(tmp_path))
+    with pytest.raises(ValueError, match=r"kinetic term in th' is not quadratic.*vanishes at this state \(th' = 0\)") as e:
+        m.simulate("hamel_averaged", h=0.01, steps=10, init="released")
+    assert "no kinetic term" not in str(e.value)
+
+
+def _quartic(tmp_path):
+    path = pendulum(tmp_path)
+    text = pathlib.Path(path).read_text().replace("0.5 * m * th'^2", "0.25 * th'^4", 1)
+    pathlib.Path(path).write_text(text)
+    return path

@@ -136,16 +136,39 @@ where
     }
     // Otherwise velocities without kinetic energy: zero rows of M.
     let velocities = sys.names(NameList::Velocities);
-    let names: Vec<&str> = (0..m)
-        .filter(|&a| (0..m).all(|b| k[(a, b)] == 0.0))
-        .map(|a| velocities[a])
+    let zero_rows: Vec<usize> = (0..m).filter(|&a| (0..m).all(|b| k[(a, b)] == 0.0)).collect();
+    if zero_rows.is_empty() {
+        return Some(
+            "the Lagrangian's velocity terms do not determine every velocity the constraints allow".to_string(),
+        );
+    }
+    // A row that is zero only at these velocities belongs to a kinetic term
+    // that is there but not quadratic (L = q'^4/4 at q' = 0): its Hessian
+    // vanishes at this state, which is not the same as its absence.
+    let moved: Vec<f64> = v
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x + 0.1 * (1.0 + x.abs()) * (1.0 + 0.3 * i as f64))
         .collect();
-    Some(if names.is_empty() {
-        "the Lagrangian's velocity terms do not determine every velocity the constraints allow".to_string()
+    let elsewhere = metric(sys, &params, q, &moved);
+    let present_elsewhere = |a: usize| elsewhere.as_ref().is_some_and(|k2| (0..m).any(|b| k2[(a, b)] != 0.0));
+    let (vanishing, absent): (Vec<usize>, Vec<usize>) = zero_rows.into_iter().partition(|&a| present_elsewhere(a));
+    let list = |ix: &[usize]| ix.iter().map(|&a| velocities[a]).collect::<Vec<_>>().join(", ");
+    Some(if absent.is_empty() {
+        let at: Vec<String> = vanishing
+            .iter()
+            .map(|&a| format!("{} = {}", velocities[a], v[a]))
+            .collect();
+        format!(
+            "the Lagrangian's kinetic term in {} is not quadratic, and its second derivative in {} vanishes at this state ({}), though not at other velocities; start where it does not vanish, or use a kinetic energy quadratic in the velocities",
+            list(&vanishing),
+            if vanishing.len() == 1 { "that velocity" } else { "those velocities" },
+            at.join(", ")
+        )
     } else {
         format!(
             "the Lagrangian has no kinetic term in {}: a velocity it does not contain is not determined (constrain it to zero, or add its kinetic energy)",
-            names.join(", ")
+            list(&absent)
         )
     })
 }

@@ -263,13 +263,11 @@ where
         self.time_slot().and_then(|i| z.get(i).copied()).unwrap_or(0.0)
     }
 
-    /// Rejects non-finite parameter values.
+    /// Rejects parameter values no step can use (non-finite, subnormal).
     fn check_parameters(&self) -> Result<(), StepError> {
         for (name, value) in self.names(NameList::Parameters).iter().zip(self.parameters()) {
-            if !value.is_finite() {
-                return Err(StepError::InvalidInput(format!(
-                    "parameter `{name}` = {value} is not finite"
-                )));
+            if let Some(why) = hamel_kernel::value::parameter_problem(value) {
+                return Err(StepError::InvalidInput(format!("parameter `{name}` = {value:e} {why}")));
             }
         }
         Ok(())
@@ -367,6 +365,12 @@ where
             )));
         }
         self.check_parameters()?;
+        // Every host's rule (hamel_load::initial applies it too): where the
+        // kinetic metric is singular the velocities are not determined, even
+        // where a scheme's state can be formed from the data.
+        if let Some(e) = singular_start(self, q, v) {
+            return Err(e);
+        }
         let (zd, xd) = self.dims();
         let mut state = StateOf::zeros(zd, xd);
         self.state_of(q, v, state.z.as_mut_slice(), state.warm.as_mut_slice());
@@ -434,13 +438,24 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
+    singular_start(sys, q, v).unwrap_or(e)
+}
+
+/// Why `(q, ξ)` cannot start a run: a frame that moves too little, or a
+/// singular kinetic metric; `None` where it can.
+fn singular_start<S, Z, X>(sys: &S, q: &[f64], v: &[f64]) -> Option<StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
     if let Some(why) = crate::diagnosis::frame_diagnosis(sys, q, v) {
-        return StepError::InvalidInput(format!("at the initial state: {why}"));
+        return Some(StepError::InvalidInput(format!("at the initial state: {why}")));
     }
-    if let Some(why) = crate::diagnosis::metric_diagnosis(sys, q, v) {
-        return StepError::InvalidInput(format!(
+    crate::diagnosis::metric_diagnosis(sys, q, v).map(|why| {
+        StepError::InvalidInput(format!(
             "at the initial state the kinetic metric (with the constraints) is singular, so the velocities are not determined: {why}"
-        ));
-    }
-    e
+        ))
+    })
 }

@@ -241,8 +241,8 @@ fn print_analysis(
     }
     match a.divergence {
         Some(d) if a.unstable() => hamel_cli::out!(
-            "  unstable: a perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s; {:.1}-fold over the last {:.1} s); the pattern does not last, and its mean rate is a critical rate only over times short against that",
-            1.0 / d.rate, d.rate, d.growth, d.span
+            "  unstable: a perturbation grows e-fold every {:.3} s (divergence rate {:.4} /s; {}-fold over the last {:.1} s); the pattern does not last, and its mean rate is a critical rate only over times short against that",
+            1.0 / d.rate, d.rate, growth_text(d.growth), d.span
         ),
         Some(d) => hamel_cli::out!(
             "  no exponential growth: a perturbation grew {:.2}-fold over the last {:.1} s (growth linear in time gives at most 2)",
@@ -259,4 +259,26 @@ fn print_analysis(
         );
     }
     Ok(())
+}
+
+/// A growth factor as a reader takes it in: `66.3`, but `3.08e23` where
+/// fixed notation would print a 24-digit integer.
+fn growth_text(growth: f64) -> String {
+    if growth.abs() < 1e6 {
+        format!("{growth:.1}")
+    } else {
+        format!("{growth:.2e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::growth_text;
+
+    #[test]
+    fn growth_factors_never_print_as_long_integers() {
+        assert_eq!(growth_text(66.34), "66.3");
+        // Pattern III over 150 s: fixed notation printed 307715441302973701947392.0.
+        assert_eq!(growth_text(3.077154413029737e23), "3.08e23");
+    }
 }

@@ -69,6 +69,19 @@ pub struct EmitStats {
 }
 
 fn num(c: f64) -> TokenStream {
+    // A folded `0/0` (an initial value, say) is a value like any other: the
+    // step refuses it at run time with its name, as the other hosts do; a
+    // literal cannot spell it (proc_macro2 panics on one).
+    if c.is_nan() {
+        return quote!(f64::NAN);
+    }
+    if c.is_infinite() {
+        return if c > 0.0 {
+            quote!(f64::INFINITY)
+        } else {
+            quote!(f64::NEG_INFINITY)
+        };
+    }
     let lit = Literal::f64_suffixed(c.abs());
     if c < 0.0 || (c == 0.0 && c.is_sign_negative()) {
         quote!((-#lit))
@@ -581,5 +594,18 @@ mod tests {
         // Functions called now and then never get copies, and split sooner.
         assert_eq!(at(CHUNK, Role::Once), Inline);
         assert_eq!(at(CHUNK + 1, Role::Once), Split);
+    }
+
+    #[test]
+    fn constants_that_are_not_finite_are_spelled_not_panicked_on() {
+        // the derive of `initial released { th = 0/0 }` hit proc_macro2's
+        // assertion ("internal error in hamel ... please report it")
+        assert_eq!(num(f64::NAN).to_string(), quote!(f64::NAN).to_string());
+        assert_eq!(num(f64::INFINITY).to_string(), quote!(f64::INFINITY).to_string());
+        assert_eq!(
+            num(f64::NEG_INFINITY).to_string(),
+            quote!(f64::NEG_INFINITY).to_string()
+        );
+        assert_eq!(num(-2.5).to_string(), quote!((-2.5f64)).to_string());
     }
 }

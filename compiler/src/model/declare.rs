@@ -86,25 +86,29 @@ pub(super) fn declarations(lw: &mut Lowerer, ast: &ModelAst, placed: &[Placed], 
                 for b in ps {
                     let Ok(name) = lw.resolve(&b.name) else { continue };
                     let default = lw.scalar(&b.value).ok().map(|e| lw.g.eval(e, &|_| f64::NAN));
-                    match default {
-                        Some(v) if v.is_finite() => {
-                            let sym = lw.g.symbol(&name);
-                            lw.declare(&name, b.name.span, Val::S(sym), Kind::Param);
-                            params.push(Param {
-                                field: field_name(&name),
-                                name,
-                                sym,
-                                default: v,
-                            });
-                        }
-                        Some(_) => {
+                    let Some(v) = default else { continue };
+                    match hamel_kernel::value::parameter_problem(v) {
+                        Some(_) if !v.is_finite() => {
                             lw.error(
                                 b.value.span,
                                 "a parameter's default must be a finite number (expressions of numbers and sizes)",
                             );
                         }
+                        Some(why) => {
+                            lw.error(b.value.span, format!("parameter `{name}` = {v:e} {why}"));
+                        }
                         None => {}
                     }
+                    // Declared even when refused, so that its uses do not
+                    // each add an "unknown name" to the one real error.
+                    let sym = lw.g.symbol(&name);
+                    lw.declare(&name, b.name.span, Val::S(sym), Kind::Param);
+                    params.push(Param {
+                        field: field_name(&name),
+                        name,
+                        sym,
+                        default: v,
+                    });
                 }
             }
             Item::Coordinates(ds) => declare_groups(lw, ds, Kind::Coord, &mut coords, &mut coord_groups),
