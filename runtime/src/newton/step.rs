@@ -11,7 +11,7 @@ use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
 use crate::lu::Lu;
 use crate::memory::NewtonMemory;
-use crate::native::{self, FixedDriver, Parts};
+use crate::native::{self, FixedDriver, Outcome, Parts};
 
 /// What one Newton solve needs besides the state: allocated once per stepper,
 /// so that a step allocates nothing, at fixed and at run-time sizes alike.
@@ -207,8 +207,10 @@ where
             known: &mut st.newton.known,
             contraction: &mut st.newton.contraction,
         };
-        if let Some(done) = fixed.advance(native, params, h, e, opt, stats, parts) {
-            return done;
+        match fixed.advance(native, params, h, e, opt, stats, parts) {
+            Outcome::Stepped => return Ok(()),
+            Outcome::Failed(e) => return Err(*e),
+            Outcome::Declined => {}
         }
     }
     if compensated {
