@@ -503,3 +503,20 @@ pub(crate) fn driver(nz: usize, nx: usize, ops: Option<(usize, usize)>) -> Optio
     )
     .map(|f| f(ops))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::driver;
+
+    /// Drivers exist for the sizes listed and for no others: each pair is
+    /// one more copy of the Newton driver in the binary.
+    #[test]
+    fn drivers_exist_for_the_listed_sizes_only() {
+        for (nz, nx) in [(2, 1), (5, 3), (6, 6), (10, 6), (12, 8)] {
+            assert!(driver(nz, nx, None).is_some(), "({nz}, {nx})");
+        }
+        for (nz, nx) in [(1, 1), (2, 3), (7, 3), (8, 7), (12, 9), (13, 2), (20, 12)] {
+            assert!(driver(nz, nx, None).is_none(), "({nz}, {nx})");
+        }
+    }
+}

@@ -84,6 +84,17 @@ where
         }
     }
 
+    /// Steps through the run-time-sized driver only, whatever the sizes.
+    pub fn unfix_sizes(&mut self) {
+        self.fixed = None;
+    }
+
+    /// Whether steps of a system with native kernels go through a driver
+    /// of fixed sizes (see [`Workspace::fix_sizes`]).
+    pub fn has_fixed_sizes(&self) -> bool {
+        self.fixed.is_some()
+    }
+
     /// The solution of the last successful solve.
     #[cfg(test)]
     pub fn solution(&self) -> &OVector<f64, X> {
