@@ -20,7 +20,6 @@ use crate::error::StepError;
 use crate::kernels::{Kernels, NameList};
 use crate::memory::NewtonMemory;
 use crate::newton::{self, NewtonOptions, NewtonStats, StepParts, Workspace};
-use crate::state::State;
 
 /// The signature of a native kernel: a pointer to its argument arrays'
 /// pointers, scratch space, a pointer to its output arrays' pointers.
@@ -319,6 +318,16 @@ fn singly<const N: usize>(a: &[f64; N]) -> SVector<f64, N> {
     out
 }
 
+/// `a` as a vector of fixed size, in place.
+#[inline(always)]
+fn vector<const N: usize>(a: &mut [f64; N]) -> &mut SVector<f64, N> {
+    // SAFETY: `SVector<f64, N>` is a `#[repr(C)]` `Matrix` whose one field
+    // of non-zero size is an `ArrayStorage`, `#[repr(transparent)]` over
+    // `[[f64; N]; 1]`: the layout and alignment of `[f64; N]`, every bit
+    // pattern valid for both.
+    unsafe { &mut *(a as *mut [f64; N]).cast::<SVector<f64, N>>() }
+}
+
 /// The parts of a run-time-sized state a step changes, as slices.
 pub(crate) struct Parts<'s> {
     pub(crate) z: &'s mut [f64],
@@ -391,9 +400,12 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
         if np != params.len() || ne != e.len() || nz != NZ || nx != NX {
             return Outcome::Declined;
         }
-        // Copies of known length, element by element: a `memcpy` of run-time
-        // length stores in pieces that the next step's loads straddle, and
-        // each such load waits for the stores to drain.
+        // The state and its warm start are stepped in place (no copies in
+        // and out: about 6 ns a step on the sphere); the Newton memory is
+        // copied, in and out one value at a time (see `settle`): a
+        // `memcpy` of run-time length stores in pieces that the next
+        // step's loads straddle, and each such load waits for the stores
+        // to drain.
         let (Ok(z), Ok(warm), Ok(guess), Ok(error), Ok(error2)) = (
             <&mut [f64; NZ]>::try_from(parts.z),
             <&mut [f64; NX]>::try_from(parts.warm),
@@ -403,18 +415,13 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
         ) else {
             return Outcome::Declined;
         };
-        let mut state = State::<NZ, NX> {
-            z: singly(z),
-            lo: SVector::zeros(),
-            warm: singly(warm),
-            step: *parts.step,
-            newton: NewtonMemory {
-                guess: singly(guess),
-                error: singly(error),
-                error2: singly(error2),
-                known: *parts.known,
-                contraction: *parts.contraction,
-            },
+        let mut lo = SVector::<f64, NZ>::zeros();
+        let mut newton = NewtonMemory {
+            guess: singly(guess),
+            error: singly(error),
+            error2: singly(error2),
+            known: *parts.known,
+            contraction: *parts.contraction,
         };
         if self.scratch.len() < step.scratch {
             self.scratch.resize(step.scratch, 0.0);
@@ -432,25 +439,24 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             false,
             stats,
             &mut self.work,
+            // The state's own values, where they have the layout of the
+            // driver's vectors: a step that fails changes none of them.
             StepParts {
-                z: &mut state.z,
-                lo: &mut state.lo,
-                warm: &mut state.warm,
-                step: &mut state.step,
-                newton: &mut state.newton,
+                z: vector(z),
+                lo: &mut lo,
+                warm: vector(warm),
+                step: parts.step,
+                newton: &mut newton,
             },
         );
         if let Err(e) = done {
             return Outcome::Failed(Box::new(e));
         }
-        settle(&state.z.into(), z);
-        settle(&state.warm.into(), warm);
-        *parts.step = state.step;
-        settle(&state.newton.guess.into(), guess);
-        settle(&state.newton.error.into(), error);
-        settle(&state.newton.error2.into(), error2);
-        *parts.known = state.newton.known;
-        *parts.contraction = state.newton.contraction;
+        settle(&newton.guess.into(), guess);
+        settle(&newton.error.into(), error);
+        settle(&newton.error2.into(), error2);
+        *parts.known = newton.known;
+        *parts.contraction = newton.contraction;
         Outcome::Stepped
     }
 
