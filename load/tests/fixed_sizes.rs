@@ -80,3 +80,70 @@ fn a_failed_fixed_size_step_leaves_the_state() {
     assert_eq!(ea, eb);
     assert_eq!(a, before);
 }
+
+/// The same JIT kernels stepped through the fixed-size driver and, with it
+/// switched off, through the run-time-sized one: the same states and
+/// Newton statistics, to the bit. (The test above compares back-ends too;
+/// this one holds the kernels fixed, so that only the driver differs.)
+#[test]
+fn the_same_kernels_step_alike_on_either_driver() {
+    for (model, scheme, initial, h) in [
+        ("spherical_pendulum", "hamel_averaged", "published", 0.2),
+        ("spherical_pendulum", "hamel_averaged", "over_equator", 0.1),
+        ("double_spherical_pendulum", "hamel_averaged", "pattern_I", 0.01),
+        (
+            "double_spherical_pendulum_cartesian",
+            "energy_momentum",
+            "pattern_I",
+            0.01,
+        ),
+    ] {
+        let jit = system(model, scheme, Backend::Jit);
+        let mut fixed = DynStepper::new(&jit, h).unwrap();
+        let mut general = DynStepper::new(&jit, h).unwrap().with_fixed_sizes(false);
+        assert!(fixed.fixed_sizes(), "{model} {scheme}: on the fixed-size driver");
+        assert!(!general.fixed_sizes(), "{model} {scheme}: switched off");
+        let (mut a, mut b) = (jit.initial(initial).unwrap(), jit.initial(initial).unwrap());
+        for _ in 0..1000 {
+            fixed.step(&mut a).unwrap();
+            general.step(&mut b).unwrap();
+            assert_eq!(
+                bits(a.z.as_slice()),
+                bits(b.z.as_slice()),
+                "{model} {scheme}: step {}",
+                a.step
+            );
+            assert_eq!(bits(a.warm.as_slice()), bits(b.warm.as_slice()));
+            assert_eq!(a.step, b.step);
+        }
+        assert_eq!(fixed.stats, general.stats, "{model} {scheme}");
+        // Switched back on, the driver is used again.
+        assert!(general.with_fixed_sizes(true).fixed_sizes());
+    }
+}
+
+/// Which driver a stepper takes: the fixed-size one for the JIT's small
+/// models, the run-time-sized one for sizes without a fixed-size driver
+/// (a chain of four links), for the interpreter (no native kernels) and
+/// under compensated summation.
+#[test]
+fn the_driver_follows_the_sizes_and_the_back_end() {
+    let sphere = system("spherical_pendulum", "hamel_averaged", Backend::Jit);
+    assert!(DynStepper::new(&sphere, 0.1).unwrap().fixed_sizes());
+    assert!(!DynStepper::new(&sphere, 0.1)
+        .unwrap()
+        .with_compensation(true)
+        .fixed_sizes());
+    let interp = system("spherical_pendulum", "hamel_averaged", Backend::Interpreter);
+    assert!(!DynStepper::new(&interp, 0.1).unwrap().fixed_sizes());
+    let path = format!("{}/../models/spherical_chain.hamel", env!("CARGO_MANIFEST_DIR"));
+    let m = read_model(path.as_ref(), &[("N".to_string(), 4)]).unwrap();
+    let chain = compile(&m, "hamel_averaged".parse().unwrap(), Backend::Jit).unwrap();
+    let (z, x) = chain.dims();
+    assert!(chain.native().is_some(), "native kernels of sizes {z:?}, {x:?}");
+    let mut stepper = DynStepper::new(&chain, 0.01).unwrap();
+    assert!(!stepper.fixed_sizes(), "no fixed-size driver for sizes {z:?}, {x:?}");
+    // and it steps
+    let mut state = chain.initial("tilted").unwrap();
+    stepper.step(&mut state).unwrap();
+}

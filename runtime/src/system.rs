@@ -197,6 +197,27 @@ where
         &self.exo
     }
 
+    /// Whether this stepper's steps go through a Newton driver of fixed
+    /// sizes ([`crate::native`]: a run-time-sized system with native
+    /// kernels of the sizes of a small model) rather than the run-time-sized
+    /// one. Never with compensated summation, which only the latter does.
+    pub fn fixed_sizes(&self) -> bool {
+        self.work.has_fixed_sizes() && !self.compensated
+    }
+
+    /// The same stepper with the driver of fixed sizes allowed (the
+    /// default, where the system has one) or not. Both take the same
+    /// iterations to the same states, to the bit; `false` steps the same
+    /// kernels through the run-time-sized driver, to check or time it.
+    pub fn with_fixed_sizes(mut self, on: bool) -> Self {
+        if on {
+            self.work.fix_sizes(&*self.system);
+        } else {
+            self.work.unfix_sizes();
+        }
+        self
+    }
+
     /// The same stepper with compensated summation of the increments switched on or off.
     pub fn with_compensation(mut self, on: bool) -> Self {
         self.compensated = on;

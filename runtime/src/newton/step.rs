@@ -11,7 +11,7 @@ use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
 use crate::lu::Lu;
 use crate::memory::NewtonMemory;
-use crate::native::{self, FixedDriver, Parts};
+use crate::native::{self, FixedDriver, Outcome, Parts};
 
 /// What one Newton solve needs besides the state: allocated once per stepper,
 /// so that a step allocates nothing, at fixed and at run-time sizes alike.
@@ -82,6 +82,17 @@ where
         if sys.native().is_some() && dense && Z::try_to_usize().is_none() {
             self.fixed = native::driver(z.value(), x.value(), sys.kernel_ops());
         }
+    }
+
+    /// Steps through the run-time-sized driver only, whatever the sizes.
+    pub fn unfix_sizes(&mut self) {
+        self.fixed = None;
+    }
+
+    /// Whether steps of a system with native kernels go through a driver
+    /// of fixed sizes (see [`Workspace::fix_sizes`]).
+    pub fn has_fixed_sizes(&self) -> bool {
+        self.fixed.is_some()
     }
 
     /// The solution of the last successful solve.
@@ -207,8 +218,10 @@ where
             known: &mut st.newton.known,
             contraction: &mut st.newton.contraction,
         };
-        if let Some(done) = fixed.advance(native, params, h, e, opt, stats, parts) {
-            return done;
+        match fixed.advance(native, params, h, e, opt, stats, parts) {
+            Outcome::Stepped => return Ok(()),
+            Outcome::Failed(e) => return Err(*e),
+            Outcome::Declined => {}
         }
     }
     if compensated {
