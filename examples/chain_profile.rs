@@ -91,8 +91,11 @@ fn main() -> Result<(), Boxed> {
     // From `tilted` the outer links turn faster as N grows, so at a fixed h
     // the predictor errs more and Newton takes more iterations: the time per
     // iteration is what the step's arithmetic costs.
-    let per_iteration: Vec<(usize, f64)> =
-        medians.iter().zip(&stats).map(|(&(n, t), &(it, _))| (n, t / it.max(1.0))).collect();
+    let per_iteration: Vec<(usize, f64)> = medians
+        .iter()
+        .zip(&stats)
+        .map(|(&(n, t), &(it, _))| (n, t / it.max(1.0)))
+        .collect();
     if let (Some(a), Some(b)) = (exponent(&per_iteration), exponent(&stats_points(&sizes, &stats))) {
         println!("exponent over N ≥ 16 of the time per Newton iteration: {a:.2}; of the iterations per step: {b:.2}");
     }
