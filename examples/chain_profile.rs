@@ -5,6 +5,8 @@
 //! Newton iterations and factorizations per step, and the fitted exponent
 //! (`ROUNDS`, default 7).
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
+//! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
+//! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size.
 
 use std::time::Instant;
 
@@ -16,16 +18,21 @@ type Boxed = Box<dyn std::error::Error>;
 fn main() -> Result<(), Boxed> {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
     let sizes = if sizes.is_empty() { vec![16, 32, 64, 128] } else { sizes };
-    let (h, steps) = (1e-3, 2000u64);
+    let h: f64 = std::env::var("H").ok().and_then(|h| h.parse().ok()).unwrap_or(1e-3);
+    let steps = 2000u64;
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spherical_chain_cartesian.hamel");
+    let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
+    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
+    let path = format!("{}/models/{model_name}.hamel", env!("CARGO_MANIFEST_DIR"));
     let mut systems = Vec::new();
     for &n in &sizes {
+        let t0 = Instant::now();
         let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
-        let sys = compile(&model, "rattle".parse()?, Backend::Jit)?;
+        let sys = compile(&model, scheme.parse()?, Backend::Jit)?;
+        let compile_s = t0.elapsed().as_secs_f64();
         let c = sys.compiled();
         println!(
-            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}",
+            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}, compiled in {compile_s:.1} s",
             c.unknowns.len(),
             c.band,
             c.state.len(),

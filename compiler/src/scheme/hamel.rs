@@ -16,6 +16,7 @@ use crate::sym::{gradient, Graph, Id};
 use super::frame::Frame;
 use super::mechanics::Mechanics;
 use super::step::{self, at_time, force_at, power, scaled_dot, symbols, time_in_step, Draft, StepSystem};
+use super::tableau;
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -95,18 +96,35 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
+    let sparse = match kin {
+        Kinematics::Midpoint if sparse_tableau() => tableau::of(&mut model, &frame),
+        _ => None,
+    };
     let mut g = std::mem::take(&mut model.graph);
-    let step = Step::new(&mut g, &model, &mech, &frame, &cons);
+    let mut step = Step::new(&mut g, &model, &mech, &frame, &cons);
+    step.sparse = sparse.as_ref();
     let qbar = midpoint(&mut g, step.q0(), step.q1());
     let predictor = step.predictor(&mut g);
     let eqs = match kin {
         Kinematics::Midpoint => step.midpoint(&mut g, &qbar)?,
         Kinematics::Averaged => step.averaged(&mut g, &qbar),
     };
-    let draft = step.draft(kin, eqs, predictor);
+    let xi1 = step.full(step.k1());
+    let (q, v) = (step.q.clone(), step.v.clone());
+    let mut draft = step.draft(kin, eqs, predictor);
+    if let Some(s) = &sparse {
+        tableau::attach(&mut g, &mut draft, s, (&q, &qbar), (&v, &xi1));
+    }
     let mut sys = draft.assemble(&model, g, mech.energy);
     sys.frame = Some(frame.psi.clone());
     Ok(sys)
+}
+
+/// Whether the midpoint step keeps a model's tableau (see
+/// [`super::tableau`]) as unknowns: opt-in (`HAMEL_SPARSE_TABLEAU=1` where
+/// the step is derived) until its solve is the faster one everywhere.
+fn sparse_tableau() -> bool {
+    std::env::var_os("HAMEL_SPARSE_TABLEAU").is_some_and(|v| v == "1")
 }
 
 /// One step's symbols — step size, state `z = (q_k, κ_k)`, unknowns
@@ -135,6 +153,8 @@ struct Step<'a> {
     psi_flat: Vec<Id>,
     /// `A(q)` of the general constraints row-major, `nc × m`
     rows_flat: Vec<Id>,
+    /// momentum and force of the step's stage in a tableau's symbols
+    sparse: Option<&'a tableau::Sparse>,
 }
 
 /// The part of the step each kinematics derives in its own way.
@@ -188,6 +208,7 @@ impl<'a> Step<'a> {
             w,
             psi_flat: frame.psi.iter().flatten().copied().collect(),
             rows_flat: cons.rows.iter().flatten().copied().collect(),
+            sparse: None,
         }
     }
 
@@ -290,9 +311,10 @@ impl<'a> Step<'a> {
         // space keeps the step symmetric (so second order) and
         // variational; its energy then changes by −h ∂l/∂t there.
         let t_half = time_in_step(g, model, self.h, 0.5);
-        let p_bar = self.at(g, &mech.p, qbar, &xi1);
+        let (p, force) = self.sparse.map_or((&mech.p, &mech.force), |s| (&s.p, &s.force));
+        let p_bar = self.at(g, p, qbar, &xi1);
         let p_bar = at_time(g, model, &p_bar, t_half);
-        let f_bar = self.at(g, &mech.force, qbar, &xi1);
+        let f_bar = self.at(g, force, qbar, &xi1);
         let f_bar = at_time(g, model, &f_bar, t_half);
         // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
         let fe_bar = force_at(g, model, qbar, &xi1, t_half, &model.u_syms());
@@ -506,6 +528,7 @@ impl<'a> Step<'a> {
             obs_v: eqs.observation.v,
             base,
             work: eqs.work,
+            auxiliary: vec![],
         }
     }
 }

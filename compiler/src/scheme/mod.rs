@@ -16,6 +16,7 @@ mod rattle;
 mod reduce;
 mod step;
 mod stormer_verlet;
+mod tableau;
 
 pub use frame::{Frame, FrameKind};
 pub use hamel::Kinematics;

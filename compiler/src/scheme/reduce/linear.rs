@@ -48,7 +48,7 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         .map(|row| (0..n).filter(|&j| !g.is_const(row[j], 0.0)).collect())
         .collect();
     // T: unknowns that no coefficient of an unknown of T reads.
-    let mut in_t = vec![true; n];
+    let mut in_t: Vec<bool> = x.iter().map(|xj| !sys.auxiliary.contains(xj)).collect();
     loop {
         let mut changed = false;
         for (r, cols) in nonzero.iter().enumerate() {
