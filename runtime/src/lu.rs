@@ -297,8 +297,14 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
         // Column by column: contiguous, vectorizable updates. Each entry
         // receives the same operation as row by row, so the factors are the
         // same to the bit whatever the loop order.
+        // Trailing zero multipliers (a sparse band's structure) change
+        // nothing: the update stops at the last non-zero one.
+        let last = (k + 1..rows)
+            .rev()
+            .find(|&i| s[k * n + i] != 0.0)
+            .map_or(k + 1, |i| i + 1);
         let (head, tail) = s.split_at_mut((k + 1) * n);
-        let mult = &head[k * n + k + 1..k * n + rows];
+        let mult = &head[k * n + k + 1..k * n + last];
         update_trailing(&mut tail[..(cols - k - 1) * n], mult, k, n);
     }
     Ok(())
@@ -410,6 +416,11 @@ fn factor_small(
 fn update_columns(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     for col in tail.chunks_exact_mut(n) {
         let u = col[k];
+        // A zero in the pivot row leaves its column as it is (up to the
+        // sign of a zero entry): sparse bands have many.
+        if u == 0.0 {
+            continue;
+        }
         for (a, &f) in col[k + 1..].iter_mut().zip(mult) {
             *a -= f * u;
         }
