@@ -6,12 +6,14 @@
 //! (`ROUNDS`, default 7).
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
 //! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
-//! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size.
+//! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
+//! `STEPS` the steps per round; `TABLEAU=keep|substitute` overrides the
+//! choice of a sparse tableau (default by size).
 
 use std::time::Instant;
 
 use hamel::{DynStepper, Kernels};
-use hamel_load::{compile, read_model, Backend};
+use hamel_load::{compile_with, read_model, Backend, TableauChoice};
 
 type Boxed = Box<dyn std::error::Error>;
 
@@ -19,7 +21,7 @@ fn main() -> Result<(), Boxed> {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
     let sizes = if sizes.is_empty() { vec![16, 32, 64, 128] } else { sizes };
     let h: f64 = std::env::var("H").ok().and_then(|h| h.parse().ok()).unwrap_or(1e-3);
-    let steps = 2000u64;
+    let steps: u64 = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
     let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
     let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
@@ -28,7 +30,12 @@ fn main() -> Result<(), Boxed> {
     for &n in &sizes {
         let t0 = Instant::now();
         let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
-        let sys = compile(&model, scheme.parse()?, Backend::Jit)?;
+        let tableau = match std::env::var("TABLEAU").as_deref() {
+            Ok("keep") => TableauChoice::Keep,
+            Ok("substitute") => TableauChoice::Substitute,
+            _ => TableauChoice::Auto,
+        };
+        let sys = compile_with(&model, scheme.parse()?, Backend::Jit, tableau)?;
         let compile_s = t0.elapsed().as_secs_f64();
         let c = sys.compiled();
         println!(

@@ -1,22 +1,25 @@
 //! The director chain's midpoint Hamel step derived with its tableau kept as
-//! unknowns (`HAMEL_SPARSE_TABLEAU=1`) against the dense derivation: `cargo
+//! unknowns ([`TableauChoice::Keep`]) against the dense derivation: `cargo
 //! run --release --example tableau_check [N…]` prints, per size, the
 //! unknowns and band of each, and the largest difference of state and
 //! invariants over `STEPS` steps (default 200) at `H` (default 0.01) from
 //! `tilted`.
 
 use hamel::DynStepper;
-use hamel_load::{compile, read_model, Backend, System};
+use hamel_load::{compile_with, read_model, Backend, System, TableauChoice};
 
 type Boxed = Box<dyn std::error::Error>;
 
 fn derive(n: usize, sparse: bool) -> Result<System, Boxed> {
-    // Read where the step is derived; this process derives one at a time.
-    std::env::set_var("HAMEL_SPARSE_TABLEAU", if sparse { "1" } else { "0" });
     let model = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain".into());
     let path = format!("{}/models/{model}.hamel", env!("CARGO_MANIFEST_DIR"));
     let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
-    Ok(compile(&model, "hamel".parse()?, Backend::Jit)?)
+    let choice = if sparse {
+        TableauChoice::Keep
+    } else {
+        TableauChoice::Substitute
+    };
+    Ok(compile_with(&model, "hamel".parse()?, Backend::Jit, choice)?)
 }
 
 fn main() -> Result<(), Boxed> {

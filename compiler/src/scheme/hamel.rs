@@ -90,14 +90,14 @@ pub(super) fn check_form(model: &Model) -> Result<(), SchemeError> {
 pub(super) const NOT_QUADRATIC: &str = "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta";
 
 /// Derives the discrete Hamel step for `model`.
-pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError> {
+pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
     check_form(&model)?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
     let sparse = match kin {
-        Kinematics::Midpoint if sparse_tableau() => tableau::of(&mut model, &frame),
+        Kinematics::Midpoint if tableau.keeps(&model) => tableau::of(&mut model, &frame),
         _ => None,
     };
     let mut g = std::mem::take(&mut model.graph);
@@ -118,13 +118,6 @@ pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError>
     let mut sys = draft.assemble(&model, g, mech.energy);
     sys.frame = Some(frame.psi.clone());
     Ok(sys)
-}
-
-/// Whether the midpoint step keeps a model's tableau (see
-/// [`super::tableau`]) as unknowns: opt-in (`HAMEL_SPARSE_TABLEAU=1` where
-/// the step is derived) until its solve is the faster one everywhere.
-fn sparse_tableau() -> bool {
-    std::env::var_os("HAMEL_SPARSE_TABLEAU").is_some_and(|v| v == "1")
 }
 
 /// One step's symbols — step size, state `z = (q_k, κ_k)`, unknowns
