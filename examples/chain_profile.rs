@@ -70,15 +70,17 @@ fn main() -> Result<(), Boxed> {
     }
     let mut samples = vec![Vec::new(); sizes.len()];
     let mut stats = vec![(0.0, 0.0); sizes.len()];
+    let mut cpu = vec![Vec::new(); sizes.len()];
     for _ in 0..rounds {
         for (k, sys) in systems.iter().enumerate() {
             let mut st = DynStepper::new(sys, h)?;
             let mut s = sys.initial("tilted")?;
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), cpu_ns());
             for _ in 0..steps {
                 st.step(&mut s)?;
             }
             samples[k].push(t0.elapsed().as_nanos() as f64 / steps as f64);
+            cpu[k].push((cpu_ns() - c0) as f64 / steps as f64);
             let n = st.stats.steps as f64;
             stats[k] = (st.stats.iterations as f64 / n, st.stats.factorizations as f64 / n);
             std::hint::black_box(&s);
@@ -88,21 +90,36 @@ fn main() -> Result<(), Boxed> {
     // (other builds on its cores) cannot make faster, only slower.
     let mut medians = Vec::new();
     let mut fastest = Vec::new();
+    let mut on_cpu = Vec::new();
     for (k, &n) in sizes.iter().enumerate() {
         let mut v = samples[k].clone();
         v.sort_by(f64::total_cmp);
         let (med, min) = (v[v.len() / 2], v[0]);
+        let mut c = cpu[k].clone();
+        c.sort_by(f64::total_cmp);
+        let cmed = c[c.len() / 2];
         println!(
-            "N = {n:>3}: {med:>9.0} ns/step median, {min:>9.0} fastest  ({:.3} iterations, {:.3} factorizations per step)",
+            "N = {n:>3}: {med:>9.0} ns/step median, {min:>9.0} fastest, {cmed:>9.0} on the CPU (median)  ({:.3} iterations, {:.3} factorizations per step)",
             stats[k].0, stats[k].1
         );
         medians.push((n, med));
         fastest.push((n, min));
+        on_cpu.push((n, cmed));
     }
-    if let (Some(a), Some(b)) = (exponent(&medians), exponent(&fastest)) {
-        println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds)");
+    if let (Some(a), Some(b), Some(c)) = (exponent(&medians), exponent(&fastest), exponent(&on_cpu)) {
+        println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds), {c:.2} (CPU time medians)");
     }
     Ok(())
+}
+
+/// Nanoseconds this thread has run on a CPU (Linux `schedstat`; 0 where
+/// absent): on a machine shared with other builds, the time a round waited
+/// for a core is not the step's.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) over N ≥ 16.
