@@ -40,8 +40,9 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
             }
         }
     }
-    let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-    let reads = |e: Id, j: usize| masks[j].get(e.index()).copied().unwrap_or(false);
+    let roots = sys.residual.iter().chain(jac.iter().flatten()).copied();
+    let masks = super::Reads::new(g, roots, &x);
+    let reads = |e: Id, j: usize| masks.reads(e, j);
     let mut used_rows = vec![false; n];
     let mut chosen_unknowns: Vec<usize> = Vec::new();
     let mut blocks: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();

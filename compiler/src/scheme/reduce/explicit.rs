@@ -29,8 +29,8 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         let auxiliary: std::collections::HashSet<Id> = sys.auxiliary.iter().copied().collect();
         let g = &mut sys.graph;
         // Which rows read which unknowns, and the candidate pivots.
-        let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-        let reads = |row: Id, j: usize, masks: &Vec<Vec<bool>>| masks[j].get(row.index()).copied().unwrap_or(false);
+        let masks = super::Reads::new(g, sys.residual.iter().copied(), &x);
+        let reads = |row: Id, j: usize, masks: &super::Reads| masks.reads(row, j);
         let mut chosen: Vec<(usize, usize, Id)> = Vec::new();
         for (i, &row) in sys.residual.iter().enumerate() {
             if chosen.iter().any(|&(_, j, _)| reads(row, j, &masks)) {

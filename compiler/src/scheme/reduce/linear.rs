@@ -40,8 +40,9 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         return vec![];
     }
     let g = &mut sys.graph;
-    let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-    let reads = |e: Id, j: usize| masks[j].get(e.index()).copied().unwrap_or(false);
+    let roots = sys.residual.iter().chain(sys.jacobian.iter().flatten()).copied();
+    let masks = super::Reads::new(g, roots, &x);
+    let reads = |e: Id, j: usize| masks.reads(e, j);
     let jac = &sys.jacobian;
     let nonzero: Vec<Vec<usize>> = jac
         .iter()
