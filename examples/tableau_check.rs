@@ -3,7 +3,8 @@
 //! run --release --example tableau_check [N…]` prints, per size, the
 //! unknowns and band of each, and the largest difference of state and
 //! invariants over `STEPS` steps (default 200) at `H` (default 0.01) from
-//! `tilted`.
+//! `tilted`, and for each the largest departures of energy, J, the link
+//! lengths and the velocity constraints from their initial values.
 
 use hamel::DynStepper;
 use hamel_load::{compile_with, read_model, Backend, System, TableauChoice};
@@ -36,11 +37,16 @@ fn main() -> Result<(), Boxed> {
         let (mut a, mut b) = (dense.initial("tilted")?, sparse.initial("tilted")?);
         let (mut sa, mut sb) = (DynStepper::new(&dense, h)?, DynStepper::new(&sparse, h)?);
         let (mut dz, mut dinv, mut zmax) = (0.0f64, 0.0f64, 0.0f64);
+        let mut drift = [Drift::new(&dense, &a)?, Drift::new(&sparse, &b)?];
         for k in 0..steps {
             sa.step(&mut a)?;
             sb.step(&mut b)?;
             dz = dz.max((&a.z - &b.z).amax());
             zmax = zmax.max(a.z.amax());
+            if k % 100 == 99 || k + 1 == steps {
+                drift[0].take(&dense, &a)?;
+                drift[1].take(&sparse, &b)?;
+            }
             if k % 10 == 9 || k + 1 == steps {
                 let (ia, ib) = (dense.invariants(&a.z, a.step)?, sparse.invariants(&b.z, b.step)?);
                 for (x, y) in ia.iter().zip(&ib) {
@@ -53,6 +59,50 @@ fn main() -> Result<(), Boxed> {
             sa.stats.iterations as f64 / steps as f64,
             sb.stats.iterations as f64 / steps as f64
         );
+        for (name, d) in ["dense", "sparse"].iter().zip(&drift) {
+            println!(
+                "N = {n}: {name}: max |ΔE/E0| {:.3e}, max |ΔJ| {:.3e} (J0 {:.3}), max |‖e_i‖ − 1| {:.1e}, max |⟨ω_i, e_i⟩| {:.1e}",
+                d.energy, d.j, d.j0, d.length, d.constraint
+            );
+        }
     }
     Ok(())
+}
+
+/// The largest departures of the invariants from their initial values.
+struct Drift {
+    e0: f64,
+    j0: f64,
+    energy: f64,
+    j: f64,
+    length: f64,
+    constraint: f64,
+}
+
+impl Drift {
+    fn new(sys: &System, s: &hamel::DynState) -> Result<Drift, Boxed> {
+        let v = sys.invariants(&s.z, s.step)?;
+        let at = |name: &str| sys.compiled().invariants.iter().position(|(n, _)| n == name);
+        Ok(Drift {
+            e0: v[at("energy").ok_or("energy")?],
+            j0: v[at("J").ok_or("J")?],
+            energy: 0.0,
+            j: 0.0,
+            length: 0.0,
+            constraint: 0.0,
+        })
+    }
+
+    fn take(&mut self, sys: &System, s: &hamel::DynState) -> Result<(), Boxed> {
+        let v = sys.invariants(&s.z, s.step)?;
+        for ((name, _), &x) in sys.compiled().invariants.iter().zip(&v) {
+            match name.as_str() {
+                "energy" => self.energy = self.energy.max(((x - self.e0) / self.e0).abs()),
+                "J" => self.j = self.j.max((x - self.j0).abs()),
+                l if l.starts_with("length") => self.length = self.length.max((x - 1.0).abs()),
+                _ => self.constraint = self.constraint.max(x.abs()),
+            }
+        }
+        Ok(())
+    }
 }
