@@ -59,10 +59,6 @@ fn sample(k: usize, i: usize) -> f64 {
     0.3 + 1.1 * x
 }
 
-/// Frames with at most this many coordinates are first analysed whole (see
-/// [`Frame::of`]).
-const WHOLE_AT_MOST: usize = 24;
-
 /// What to write instead when no rule fits.
 const FRAME_ADVICE: &str = "write rotations as cross products on directors or on the rows of R (`e' = cross(w, e)`, `Gamma' = cross(Gamma, Omega)`), translations as `x' = vx`, and give each body its own velocities; or use coordinates in which Ψ is square and invertible (angles with body velocities, `x' = cos(th) * u - sin(th) * v, …`)";
 
@@ -93,30 +89,20 @@ impl Frame {
         let psi = jacobian(g, &f, &v);
         // The whole frame first: every frame that had brackets before blocks
         // were known keeps exactly the same ones.
-        // Except for large frames that split into blocks: the whole-frame
-        // rules compare commutators of n × n matrices for every pair of
-        // velocities (O(m² n³): minutes for a 24-link chain, hours for 128),
-        // and blocks that fit a rule give the brackets the whole would.
-        let whole = if n > WHOLE_AT_MOST && split(g, &psi, &q).len() >= 2 {
-            vec![format!(
-                "more than {WHOLE_AT_MOST} coordinates, analysed block by block"
-            )]
-        } else {
-            match rule(g, &psi, &q, &v) {
-                Ok((kind, c)) => {
-                    return Ok(Frame {
+        let whole = match rule(g, &psi, &q, &v) {
+            Ok((kind, c)) => {
+                return Ok(Frame {
+                    kind,
+                    psi,
+                    c,
+                    blocks: vec![Block {
+                        coordinates: (0..n).collect(),
+                        velocities: (0..m).collect(),
                         kind,
-                        psi,
-                        c,
-                        blocks: vec![Block {
-                            coordinates: (0..n).collect(),
-                            velocities: (0..m).collect(),
-                            kind,
-                        }],
-                    })
-                }
-                Err(why) => why,
+                    }],
+                })
             }
+            Err(why) => why,
         };
         let mut blocks = split(g, &psi, &q);
         if blocks.len() < 2 {
