@@ -5,27 +5,41 @@
 //! Newton iterations and factorizations per step, and the fitted exponent
 //! (`ROUNDS`, default 7).
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
+//! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
+//! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
+//! `STEPS` the steps per round; `TABLEAU=keep|substitute` overrides the
+//! choice of a sparse tableau (default by size).
 
 use std::time::Instant;
 
 use hamel::{DynStepper, Kernels};
-use hamel_load::{compile, read_model, Backend};
+use hamel_load::{compile_with, read_model, Backend, TableauChoice};
 
 type Boxed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Boxed> {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
     let sizes = if sizes.is_empty() { vec![16, 32, 64, 128] } else { sizes };
-    let (h, steps) = (1e-3, 2000u64);
+    let h: f64 = std::env::var("H").ok().and_then(|h| h.parse().ok()).unwrap_or(1e-3);
+    let steps: u64 = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spherical_chain_cartesian.hamel");
+    let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
+    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
+    let path = format!("{}/models/{model_name}.hamel", env!("CARGO_MANIFEST_DIR"));
     let mut systems = Vec::new();
     for &n in &sizes {
+        let t0 = Instant::now();
         let model = read_model(path.as_ref(), &[("N".to_string(), n as i64)])?;
-        let sys = compile(&model, "rattle".parse()?, Backend::Jit)?;
+        let tableau = match std::env::var("TABLEAU").as_deref() {
+            Ok("keep") => TableauChoice::Keep,
+            Ok("substitute") => TableauChoice::Substitute,
+            _ => TableauChoice::Auto,
+        };
+        let sys = compile_with(&model, scheme.parse()?, Backend::Jit, tableau)?;
+        let compile_s = t0.elapsed().as_secs_f64();
         let c = sys.compiled();
         println!(
-            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}",
+            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}, compiled in {compile_s:.1} s",
             c.unknowns.len(),
             c.band,
             c.state.len(),
@@ -56,15 +70,17 @@ fn main() -> Result<(), Boxed> {
     }
     let mut samples = vec![Vec::new(); sizes.len()];
     let mut stats = vec![(0.0, 0.0); sizes.len()];
+    let mut cpu = vec![Vec::new(); sizes.len()];
     for _ in 0..rounds {
         for (k, sys) in systems.iter().enumerate() {
             let mut st = DynStepper::new(sys, h)?;
             let mut s = sys.initial("tilted")?;
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), cpu_ns());
             for _ in 0..steps {
                 st.step(&mut s)?;
             }
             samples[k].push(t0.elapsed().as_nanos() as f64 / steps as f64);
+            cpu[k].push((cpu_ns() - c0) as f64 / steps as f64);
             let n = st.stats.steps as f64;
             stats[k] = (st.stats.iterations as f64 / n, st.stats.factorizations as f64 / n);
             std::hint::black_box(&s);
@@ -74,19 +90,24 @@ fn main() -> Result<(), Boxed> {
     // (other builds on its cores) cannot make faster, only slower.
     let mut medians = Vec::new();
     let mut fastest = Vec::new();
+    let mut on_cpu = Vec::new();
     for (k, &n) in sizes.iter().enumerate() {
         let mut v = samples[k].clone();
         v.sort_by(f64::total_cmp);
         let (med, min) = (v[v.len() / 2], v[0]);
+        let mut c = cpu[k].clone();
+        c.sort_by(f64::total_cmp);
+        let cmed = c[c.len() / 2];
         println!(
-            "N = {n:>3}: {med:>9.0} ns/step median, {min:>9.0} fastest  ({:.3} iterations, {:.3} factorizations per step)",
+            "N = {n:>3}: {med:>9.0} ns/step median, {min:>9.0} fastest, {cmed:>9.0} on the CPU (median)  ({:.3} iterations, {:.3} factorizations per step)",
             stats[k].0, stats[k].1
         );
         medians.push((n, med));
         fastest.push((n, min));
+        on_cpu.push((n, cmed));
     }
-    if let (Some(a), Some(b)) = (exponent(&medians), exponent(&fastest)) {
-        println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds)");
+    if let (Some(a), Some(b), Some(c)) = (exponent(&medians), exponent(&fastest), exponent(&on_cpu)) {
+        println!("exponent over N ≥ 16: {a:.2} (medians), {b:.2} (fastest rounds), {c:.2} (CPU time medians)");
     }
     // From `tilted` the outer links turn faster as N grows, so at a fixed h
     // the predictor errs more and Newton takes more iterations: the time per
@@ -105,6 +126,16 @@ fn main() -> Result<(), Boxed> {
 /// (N, Newton iterations per step) of every size.
 fn stats_points(sizes: &[usize], stats: &[(f64, f64)]) -> Vec<(usize, f64)> {
     sizes.iter().zip(stats).map(|(&n, &(it, _))| (n, it)).collect()
+}
+
+/// Nanoseconds this thread has run on a CPU (Linux `schedstat`; 0 where
+/// absent): on a machine shared with other builds, the time a round waited
+/// for a core is not the step's.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) over N ≥ 16.

@@ -40,7 +40,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use hamel_compiler::emit::compiled::CompiledStep;
-pub use hamel_compiler::scheme::Scheme;
+pub use hamel_compiler::scheme::{Scheme, TableauChoice};
 pub use hamel_compiler::Model;
 
 pub use cache::Cache;
@@ -176,6 +176,19 @@ fn load_source_estimated(
 /// Derives `scheme` for `model` and prepares it for `backend`.
 pub fn compile(model: &Model, scheme: Scheme, backend: Backend) -> Result<System, LoadError> {
     compile_cached(model, scheme, backend, None)
+}
+
+/// [`compile`] with the choice of keeping the model's tableau made by the
+/// caller instead of by size (for comparing the sparse and dense steps).
+pub fn compile_with(
+    model: &Model,
+    scheme: Scheme,
+    backend: Backend,
+    tableau: TableauChoice,
+) -> Result<System, LoadError> {
+    let sys = scheme.derive_with(model, tableau)?;
+    let step = CompiledStep::new(&sys).map_err(LoadError::Scheme)?;
+    System::new(step, backend)
 }
 
 /// [`compile`], reading the derivation and the JIT's machine code from

@@ -22,6 +22,7 @@ mod linearize;
 mod memory;
 mod monitor;
 mod newton;
+mod packed_band;
 mod state;
 mod system;
 

@@ -31,6 +31,8 @@ where
     /// `(kl, ku)`: the matrices factored have no entry more than `kl` below
     /// or `ku` above the diagonal (`None`: dense)
     band: Option<(usize, usize)>,
+    /// banded factors, packed (see [`crate::packed_band`]); empty when dense
+    packed: Vec<f64>,
 }
 
 /// Why a matrix could not be factored.
@@ -54,6 +56,7 @@ where
             perm: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
             order: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
             band: None,
+            packed: Vec::new(),
         };
         lu.factor_in_place().map_err(|_| Singular)?;
         Ok(lu)
@@ -66,6 +69,7 @@ where
             perm: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
             order: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
             band: None,
+            packed: Vec::new(),
         }
     }
 
@@ -79,6 +83,7 @@ where
         let n = lu.perm.len();
         if kl + ku + 1 < n {
             lu.band = Some((kl, ku));
+            lu.packed = vec![0.0; n * crate::packed_band::leading(kl, ku)];
         }
         lu
     }
@@ -110,7 +115,7 @@ where
             return invert_small(s, n);
         }
         match self.band {
-            band @ Some(_) => factor_banded(s, perm, band, n),
+            Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n),
             None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
             None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
             None => factor_dense(s, perm, order, n),
@@ -153,7 +158,7 @@ where
         }
         let (m, perm, order) = (self.m.as_slice(), self.perm.as_slice(), self.order.as_slice());
         match self.band {
-            band @ Some(_) => solve_banded(m, perm, b.as_mut_slice(), band, n),
+            Some(band) => crate::packed_band::solve(&self.packed, perm, b.as_mut_slice(), band, n),
             None => small_sizes!(n, solve_dense(m, perm, order, b.as_mut_slice())),
         }
     }
@@ -193,7 +198,7 @@ use small_sizes;
 /// finite `x` and NaN otherwise. Eight lanes of accumulators: one would chain
 /// every entry's addition and comparison (256 dependent operations for 8×8).
 /// Both verdicts are independent of the order the entries come in.
-struct EntryChecks {
+pub(crate) struct EntryChecks {
     big: [f64; Self::LANES],
     poison: [f64; Self::LANES],
 }
@@ -202,7 +207,7 @@ impl EntryChecks {
     const LANES: usize = 8;
 
     #[inline(always)]
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             big: [0.0; Self::LANES],
             poison: [0.0; Self::LANES],
@@ -210,7 +215,7 @@ impl EntryChecks {
     }
 
     #[inline(always)]
-    fn take(&mut self, entries: &[f64]) {
+    pub(crate) fn take(&mut self, entries: &[f64]) {
         let mut take = |l: usize, x: f64| {
             self.poison[l] += x * 0.0;
             let a = x.abs();
@@ -230,7 +235,7 @@ impl EntryChecks {
     /// The largest magnitude; an error if an entry is not finite, or if all
     /// are zero.
     #[inline(always)]
-    fn verdict(&self) -> Result<f64, FactorError> {
+    pub(crate) fn verdict(&self) -> Result<f64, FactorError> {
         let poison: f64 = self.poison.iter().sum();
         let big = self.big.iter().fold(0.0f64, |b, &a| if a > b { a } else { b });
         if poison != 0.0 {
@@ -297,8 +302,14 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
         // Column by column: contiguous, vectorizable updates. Each entry
         // receives the same operation as row by row, so the factors are the
         // same to the bit whatever the loop order.
+        // Trailing zero multipliers (a sparse band's structure) change
+        // nothing: the update stops at the last non-zero one.
+        let last = (k + 1..rows)
+            .rev()
+            .find(|&i| s[k * n + i] != 0.0)
+            .map_or(k + 1, |i| i + 1);
         let (head, tail) = s.split_at_mut((k + 1) * n);
-        let mult = &head[k * n + k + 1..k * n + rows];
+        let mult = &head[k * n + k + 1..k * n + last];
         update_trailing(&mut tail[..(cols - k - 1) * n], mult, k, n);
     }
     Ok(())
@@ -410,6 +421,11 @@ fn factor_small(
 fn update_columns(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     for col in tail.chunks_exact_mut(n) {
         let u = col[k];
+        // A zero in the pivot row leaves its column as it is (up to the
+        // sign of a zero entry): sparse bands have many.
+        if u == 0.0 {
+            continue;
+        }
         for (a, &f) in col[k + 1..].iter_mut().zip(mult) {
             *a -= f * u;
         }
@@ -439,15 +455,7 @@ fn update_trailing(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     update_columns(tail, mult, k, n)
 }
 
-/// Overwrites `v` with the solution of `a x = v` from the factors `m` of
-/// [`factor_core`] (same `band`): each interchange is applied just before its
-/// column's multipliers; `U` has at most `kl + ku` superdiagonals.
-#[inline(always)]
-fn solve_core(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
-    substitute(m, Some(perm), v, band, n)
-}
-
-/// [`solve_core`] of dense factors ([`factor_core`] swaps their whole rows):
+/// The solve of dense factors ([`factor_core`] swaps their whole rows):
 /// every row interchange is applied first, then the substitutions. Up to 16
 /// unknowns the right-hand side is gathered by the composed `order` into a
 /// local array, which at fixed sizes the substitutions index by constants,
@@ -521,16 +529,6 @@ fn back_substitute(m: &[f64], v: &mut [f64], band: Option<(usize, usize)>, n: us
         }
         v[i] = s * m[i * n + i];
     }
-}
-
-/// [`factor_core`] of banded matrices, out of line: the dense sizes inline.
-fn factor_banded(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, n: usize) -> Result<(), FactorError> {
-    factor_core(s, perm, band, n)
-}
-
-/// [`solve_core`] of banded factors, out of line.
-fn solve_banded(m: &[f64], perm: &[usize], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
-    solve_core(m, perm, v, band, n)
 }
 
 /// Matrices of size 1–3 are inverted in place by their adjugate: one
@@ -689,6 +687,48 @@ mod tests {
         let mut b = a * x;
         lu.solve(&mut b);
         assert!((b - x).amax() < 1e-14);
+    }
+
+    /// The packed banded factorization solves as the dense one does, to the
+    /// bit, on sparse bands with zero diagonals (interchanges needed) and
+    /// exact zeros inside the band (updates skipped), repeatedly in the same
+    /// storage (the fill-in of one factorization must not reach the next).
+    #[test]
+    fn packed_band_solves_as_the_dense_factorization_to_the_bit() {
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        for (n, kl, ku) in [(40, 3, 5), (60, 12, 12), (33, 1, 7), (25, 6, 2)] {
+            let mut banded = Lu::banded(nalgebra::Dyn(n), kl, ku);
+            let mut dense = Lu::new(nalgebra::Dyn(n));
+            for _ in 0..3 {
+                let a = DMatrix::from_fn(n, n, |i, j| {
+                    let inside = i <= j + kl && j <= i + ku;
+                    let r = rnd();
+                    if !inside || r.abs() < 0.4 || (i == j && i % 3 == 0) {
+                        0.0
+                    } else {
+                        r
+                    }
+                });
+                banded.matrix_mut().copy_from(&a);
+                dense.matrix_mut().copy_from(&a);
+                let (rb, rd) = (banded.factor_in_place(), dense.factor_in_place());
+                assert_eq!(rb, rd, "n = {n}");
+                if rd.is_err() {
+                    continue;
+                }
+                let b = DVector::from_fn(n, |_, _| rnd());
+                let (mut xb, mut xd) = (b.clone(), b.clone());
+                banded.solve(&mut xb);
+                dense.solve(&mut xd);
+                let bits = |v: &DVector<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&xb), bits(&xd), "n = {n}, kl = {kl}, ku = {ku}");
+                assert!((&a * &xd - &b).amax() < 1e-8, "a solution");
+            }
+        }
     }
 
     /// The latency-minded small path and the general one give the same

@@ -105,6 +105,25 @@ pub struct Model {
     /// equal for every load of the same file at the same sizes, by any
     /// build (hosts key kept derivations by it together with their build)
     pub source_hash: u64,
+    /// the Lagrangian with indexed `let`s kept as symbols (see [`Tableau`]);
+    /// `None` without indexed `let`s
+    pub tableau: Option<Tableau>,
+}
+
+/// The Lagrangian written with every member of an indexed `let` family as a
+/// symbol of its own, defined in terms of the model's symbols and earlier
+/// members. Equal to [`Model::lagrangian`] once the definitions are
+/// substituted; a scheme may instead keep the members as unknowns of its
+/// step, where a family defined by a recurrence would otherwise couple all
+/// of its members in every derived quantity.
+#[derive(Clone, Debug)]
+pub struct Tableau {
+    /// a label and the symbol of each scalar member, in definition order
+    pub symbols: Vec<(String, Id)>,
+    /// each member's definition, reading only members defined before it
+    pub definitions: Vec<Id>,
+    /// `l` in the model's symbols and the members
+    pub lagrangian: Id,
 }
 
 impl Model {

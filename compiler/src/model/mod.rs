@@ -16,6 +16,7 @@ mod force;
 mod initial;
 mod ir;
 mod lowerer;
+mod tableau;
 mod unroll;
 
 pub use ir::*;
@@ -157,6 +158,12 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
             format!("model `{}` has no `lagrangian = ...`", ast.name.text),
         );
     }
+    // 4b. The Lagrangian once more, indexed `let`s kept as symbols.
+    let tableau = if lw.errors.is_empty() {
+        tableau::lower(&mut lw, &placed)
+    } else {
+        None
+    };
     // 5. The frame complete, forces, inputs used.
     let frame = complete_frame(&mut lw, &decl, out.frame.take(), &out.frame_written);
     let force = lower_forces(
@@ -203,6 +210,7 @@ pub fn lower(file: &str, src: &str, ast: &ModelAst, size_overrides: &[(String, i
         source_hash: source_hash(src, &sizes),
         sizes,
         lets,
+        tableau,
     })
 }
 

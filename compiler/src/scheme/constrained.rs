@@ -177,6 +177,7 @@ impl MomentumStep {
             obs_v,
             base: self.base,
             work: self.work,
+            auxiliary: vec![],
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::sym::{gradient, Graph, Id};
 use super::frame::Frame;
 use super::mechanics::Mechanics;
 use super::step::{self, at_time, force_at, power, scaled_dot, symbols, time_in_step, Draft, StepSystem};
+use super::tableau;
 use super::SchemeError;
 
 /// How the configuration advances over a step.
@@ -89,21 +90,31 @@ pub(super) fn check_form(model: &Model) -> Result<(), SchemeError> {
 pub(super) const NOT_QUADRATIC: &str = "hamel_midpoint: the Lagrangian is not quadratic in the velocities, so node velocities cannot be recovered from the momenta";
 
 /// Derives the discrete Hamel step for `model`.
-pub fn derive(model: &Model, kin: Kinematics) -> Result<StepSystem, SchemeError> {
+pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> Result<StepSystem, SchemeError> {
     let mut model = model.clone();
     check_form(&model)?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
+    let sparse = match kin {
+        Kinematics::Midpoint if tableau.keeps(&model) => tableau::of(&mut model, &frame),
+        _ => None,
+    };
     let mut g = std::mem::take(&mut model.graph);
-    let step = Step::new(&mut g, &model, &mech, &frame, &cons);
+    let mut step = Step::new(&mut g, &model, &mech, &frame, &cons);
+    step.sparse = sparse.as_ref();
     let qbar = midpoint(&mut g, step.q0(), step.q1());
     let predictor = step.predictor(&mut g);
     let eqs = match kin {
         Kinematics::Midpoint => step.midpoint(&mut g, &qbar)?,
         Kinematics::Averaged => step.averaged(&mut g, &qbar),
     };
-    let draft = step.draft(kin, eqs, predictor);
+    let xi1 = step.full(step.k1());
+    let (q, v) = (step.q.clone(), step.v.clone());
+    let mut draft = step.draft(kin, eqs, predictor);
+    if let Some(s) = &sparse {
+        tableau::attach(&mut g, &mut draft, s, (&q, &qbar), (&v, &xi1));
+    }
     let mut sys = draft.assemble(&model, g, mech.energy);
     sys.frame = Some(frame.psi.clone());
     Ok(sys)
@@ -135,6 +146,8 @@ struct Step<'a> {
     psi_flat: Vec<Id>,
     /// `A(q)` of the general constraints row-major, `nc × m`
     rows_flat: Vec<Id>,
+    /// momentum and force of the step's stage in a tableau's symbols
+    sparse: Option<&'a tableau::Sparse>,
 }
 
 /// The part of the step each kinematics derives in its own way.
@@ -188,6 +201,7 @@ impl<'a> Step<'a> {
             w,
             psi_flat: frame.psi.iter().flatten().copied().collect(),
             rows_flat: cons.rows.iter().flatten().copied().collect(),
+            sparse: None,
         }
     }
 
@@ -290,9 +304,10 @@ impl<'a> Step<'a> {
         // space keeps the step symmetric (so second order) and
         // variational; its energy then changes by −h ∂l/∂t there.
         let t_half = time_in_step(g, model, self.h, 0.5);
-        let p_bar = self.at(g, &mech.p, qbar, &xi1);
+        let (p, force) = self.sparse.map_or((&mech.p, &mech.force), |s| (&s.p, &s.force));
+        let p_bar = self.at(g, p, qbar, &xi1);
         let p_bar = at_time(g, model, &p_bar, t_half);
-        let f_bar = self.at(g, &mech.force, qbar, &xi1);
+        let f_bar = self.at(g, force, qbar, &xi1);
         let f_bar = at_time(g, model, &f_bar, t_half);
         // F̄_e = F_e(q̄, ξ, u_k, t_{k+½}), split (h/2, h/2) over the nodes.
         let fe_bar = force_at(g, model, qbar, &xi1, t_half, &model.u_syms());
@@ -506,6 +521,7 @@ impl<'a> Step<'a> {
             obs_v: eqs.observation.v,
             base,
             work: eqs.work,
+            auxiliary: vec![],
         }
     }
 }

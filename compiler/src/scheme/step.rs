@@ -112,6 +112,10 @@ pub struct StepSystem {
     /// the Hamel frame's matrix `Ψ(q)` (`q̇ = Ψ ξ`, n×m) in the physical
     /// symbols, for schemes in Hamel form; `None` in generalized coordinates
     pub frame: Option<Vec<Vec<Id>>>,
+    /// unknowns a scheme added to keep the Jacobian sparse (a tableau's
+    /// members, see [`crate::model::Tableau`]): the reductions do not
+    /// substitute them back, which would make it dense again
+    pub auxiliary: Vec<Id>,
     /// the kernels that judge a state (see [`StepSystem::add_health`]);
     /// `None` until derived
     pub health: Option<super::health::HealthKernels>,
@@ -220,6 +224,7 @@ impl StepSystem {
             }
         }
         self.previous = wd;
+        self.auxiliary = self.auxiliary.iter().map(|a| map_x[a]).collect();
         super::reduce::run(&mut self);
         self
     }
@@ -397,6 +402,9 @@ pub struct Draft {
     /// of the external force and, for a rheonomic model, of the explicit
     /// time dependence (see [`power`]); `None` when free
     pub work: Option<Id>,
+    /// unknowns the scheme added to keep the Jacobian sparse (see
+    /// [`StepSystem::auxiliary`])
+    pub auxiliary: Vec<Id>,
 }
 
 impl Draft {
@@ -486,6 +494,7 @@ impl Draft {
                 .map(|i| (i.name.clone(), i.q.clone(), i.v.clone()))
                 .collect(),
             lets: model.lets.clone(),
+            auxiliary: d.auxiliary,
         };
         sys.into_increment_form(&d.base)
     }

@@ -242,6 +242,7 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         obs_v: y,
         base,
         work,
+        auxiliary: vec![],
     };
     draft.assemble(&model, g, mech.energy)
 }

@@ -20,6 +20,7 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         return vec![];
     }
     let jac = std::mem::take(&mut sys.jacobian);
+    let auxiliary: std::collections::HashSet<Id> = sys.auxiliary.iter().copied().collect();
     let g = &mut sys.graph;
     let zero = g.constant(0.0);
     let at_h0: crate::sym::SubstMap = [(sys.h, zero)].into_iter().collect();
@@ -29,7 +30,7 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
     };
     // Pair each row with an unknown whose coefficient is 1 at h = 0.
     let mut pair_of_row: Vec<Option<usize>> = vec![None; n];
-    let mut taken = vec![false; n];
+    let mut taken: Vec<bool> = x.iter().map(|xj| auxiliary.contains(xj)).collect();
     for i in 0..n {
         for j in 0..n {
             if !taken[j] && !g.is_const(jac[i][j], 0.0) && is(g, jac[i][j], 1.0) {
@@ -39,8 +40,9 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
             }
         }
     }
-    let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-    let reads = |e: Id, j: usize| masks[j].get(e.index()).copied().unwrap_or(false);
+    let roots = sys.residual.iter().chain(jac.iter().flatten()).copied();
+    let masks = super::Reads::new(g, roots, &x);
+    let reads = |e: Id, j: usize| masks.reads(e, j);
     let mut used_rows = vec![false; n];
     let mut chosen_unknowns: Vec<usize> = Vec::new();
     let mut blocks: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();

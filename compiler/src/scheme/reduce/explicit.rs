@@ -26,10 +26,11 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         varying.extend(sys.exogenous.iter().map(|s| s.sym));
         let varying_set: std::collections::HashSet<Id> = varying.iter().copied().collect();
         let mut memo: std::collections::HashMap<Id, bool> = Default::default();
+        let auxiliary: std::collections::HashSet<Id> = sys.auxiliary.iter().copied().collect();
         let g = &mut sys.graph;
         // Which rows read which unknowns, and the candidate pivots.
-        let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-        let reads = |row: Id, j: usize, masks: &Vec<Vec<bool>>| masks[j].get(row.index()).copied().unwrap_or(false);
+        let masks = super::Reads::new(g, sys.residual.iter().copied(), &x);
+        let reads = |row: Id, j: usize, masks: &super::Reads| masks.reads(row, j);
         let mut chosen: Vec<(usize, usize, Id)> = Vec::new();
         for (i, &row) in sys.residual.iter().enumerate() {
             if chosen.iter().any(|&(_, j, _)| reads(row, j, &masks)) {
@@ -37,6 +38,7 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
             }
             for (j, &xj) in x.iter().enumerate() {
                 if !reads(row, j, &masks)
+                    || auxiliary.contains(&xj)
                     || chosen
                         .iter()
                         .any(|&(ci, cj, _)| cj == j || reads(sys.residual[ci], j, &masks))

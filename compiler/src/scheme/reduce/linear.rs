@@ -40,15 +40,16 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         return vec![];
     }
     let g = &mut sys.graph;
-    let masks: Vec<Vec<bool>> = x.iter().map(|&xj| g.dependency_mask(&[xj])).collect();
-    let reads = |e: Id, j: usize| masks[j].get(e.index()).copied().unwrap_or(false);
+    let roots = sys.residual.iter().chain(sys.jacobian.iter().flatten()).copied();
+    let masks = super::Reads::new(g, roots, &x);
+    let reads = |e: Id, j: usize| masks.reads(e, j);
     let jac = &sys.jacobian;
     let nonzero: Vec<Vec<usize>> = jac
         .iter()
         .map(|row| (0..n).filter(|&j| !g.is_const(row[j], 0.0)).collect())
         .collect();
     // T: unknowns that no coefficient of an unknown of T reads.
-    let mut in_t = vec![true; n];
+    let mut in_t: Vec<bool> = x.iter().map(|xj| !sys.auxiliary.contains(xj)).collect();
     loop {
         let mut changed = false;
         for (r, cols) in nonzero.iter().enumerate() {

@@ -93,6 +93,56 @@ pub(super) fn substitute_eliminated(
     gone.iter().map(|&j| (x[j], value[&x[j]])).collect()
 }
 
+/// Which unknowns each node reads, for the nodes of some expressions only:
+/// one bit per unknown, computed over the sub-graph those expressions
+/// reach. (A mask over the whole graph per unknown costs unknowns × nodes,
+/// and the graph also holds the model's expanded quantities, which for a
+/// long chain are far larger than its step.)
+pub(super) struct Reads {
+    index: std::collections::HashMap<Id, usize>,
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Reads {
+    /// For the nodes `roots` reach, the unknowns `x` among their leaves.
+    pub(super) fn new(g: &Graph, roots: impl IntoIterator<Item = Id>, x: &[Id]) -> Reads {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack: Vec<Id> = roots.into_iter().collect();
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                stack.extend(g.children(id));
+            }
+        }
+        // Children before parents: nodes are created after their children.
+        let mut nodes: Vec<Id> = seen.into_iter().collect();
+        nodes.sort();
+        let words = x.len().div_ceil(64).max(1);
+        let index: std::collections::HashMap<Id, usize> = nodes.iter().enumerate().map(|(k, &id)| (id, k)).collect();
+        let mut bits = vec![0u64; nodes.len() * words];
+        let unknown: std::collections::HashMap<Id, usize> = x.iter().enumerate().map(|(j, &s)| (s, j)).collect();
+        for (k, &id) in nodes.iter().enumerate() {
+            if let Some(&j) = unknown.get(&id) {
+                bits[k * words + j / 64] |= 1 << (j % 64);
+            }
+            for c in g.children(id) {
+                let kc = index[&c];
+                for w in 0..words {
+                    bits[k * words + w] |= bits[kc * words + w];
+                }
+            }
+        }
+        Reads { index, words, bits }
+    }
+
+    /// Whether node `e` (one the roots reach) reads unknown `j`.
+    pub(super) fn reads(&self, e: Id, j: usize) -> bool {
+        self.index
+            .get(&e)
+            .is_some_and(|&k| self.bits[k * self.words + j / 64] & (1 << (j % 64)) != 0)
+    }
+}
+
 /// Whether `root` depends on one of `syms`, remembering every node visited
 /// (nodes never change, so `memo` stays valid as the graph grows).
 pub(super) fn depends_memo(

@@ -1,0 +1,204 @@
+//! Momentum and force of a model whose Lagrangian reads a [`Tableau`]:
+//! the members stay symbols, and the derivatives reach the coordinates and
+//! velocities through them by reverse accumulation, each member's adjoint a
+//! symbol too. A chain of definitions `a_k = f_k(q, ξ, a_{k−1})` then gives
+//! adjoints `ā_k = ∂l/∂a_k + ā_{k+1} ∂f_{k+1}/∂a_k`, and every momentum
+//! component reads the adjoints of the members its velocity enters
+//! directly: the expressions stay as local as the definitions, where the
+//! expanded ones couple every member (and are quadratic in their number).
+//!
+//! [`attach`] makes the symbols unknowns of a step, with their definitions
+//! at the step's stage as rows: a larger system whose Jacobian is sparse.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::model::{Model, Tableau};
+use crate::sym::{Differentiator, Graph, Id, SubstMap};
+
+use super::frame::Frame;
+use super::step::Draft;
+
+/// `p` and `F` in the model's symbols and the tableau's, with the symbols'
+/// definitions.
+pub(super) struct Sparse {
+    /// `p = ∂l/∂ξ`
+    pub(super) p: Vec<Id>,
+    /// `F = Ψᵀ ∂l/∂q + [ξ, p]*`
+    pub(super) force: Vec<Id>,
+    /// label, symbol and definition; a definition reads `q`, `ξ`, the
+    /// parameters and symbols listed before it only
+    pub(super) symbols: Vec<(String, Id, Id)>,
+}
+
+/// The symbols of `candidates` that `root` reads, each once, by a walk of
+/// `root` alone (the graph as a whole is far larger than one definition).
+fn reads(g: &Graph, root: Id, candidates: &HashSet<Id>) -> Vec<Id> {
+    let mut seen = HashSet::new();
+    let mut stack = vec![root];
+    let mut out = Vec::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if candidates.contains(&id) {
+            out.push(id);
+        }
+        stack.extend(g.children(id));
+    }
+    out.sort();
+    out
+}
+
+/// Derives [`Sparse`] for a model with a tableau (`None` without one, or
+/// where the Lagrangian depends on time: its derivative is not kept).
+pub(super) fn of(model: &mut Model, frame: &Frame) -> Option<Sparse> {
+    let t = model.tableau.clone()?;
+    let (q, v) = (model.q_syms(), model.v_syms());
+    let time = model.time;
+    let g = &mut model.graph;
+    let (members, l) = kept_members(g, &t, &q, &v);
+    let mut candidates: HashSet<Id> = q.iter().chain(&v).copied().collect();
+    candidates.extend(members.iter().map(|m| m.1));
+    if reads(g, l, &[time].into_iter().collect()).contains(&time) {
+        return None;
+    }
+    let member_reads: Vec<Vec<Id>> = members.iter().map(|m| reads(g, m.2, &candidates)).collect();
+    // readers[s]: the members whose definitions read symbol s.
+    let mut readers: HashMap<Id, Vec<usize>> = HashMap::new();
+    for (k, r) in member_reads.iter().enumerate() {
+        for &s in r {
+            readers.entry(s).or_default().push(k);
+        }
+    }
+    let l_reads: HashSet<Id> = reads(g, l, &candidates).into_iter().collect();
+    let mut adjoint: Vec<Id> = vec![g.constant(0.0); members.len()];
+    let mut adjoints = Vec::new();
+    let mut local = candidates.clone();
+    for k in (0..members.len()).rev() {
+        let a = members[k].1;
+        let e = total_derivative(g, l, &l_reads, a, &readers, &members, &adjoint);
+        adjoint[k] = if reads(g, e, &local).is_empty() {
+            e
+        } else {
+            let s = g.symbol(&format!("__adj{k}"));
+            local.insert(s);
+            adjoints.push((format!("dl/d{}", members[k].0), s, e));
+            s
+        };
+    }
+    let p: Vec<Id> = v
+        .iter()
+        .map(|&x| total_derivative(g, l, &l_reads, x, &readers, &members, &adjoint))
+        .collect();
+    let dldq: Vec<Id> = q
+        .iter()
+        .map(|&x| total_derivative(g, l, &l_reads, x, &readers, &members, &adjoint))
+        .collect();
+    let bracket = frame.co_bracket(g, &v, &p);
+    let force = (0..v.len())
+        .map(|a| {
+            let mut t: Vec<Id> = (0..q.len()).map(|i| g.mul2(frame.psi[i][a], dldq[i])).collect();
+            t.push(bracket[a]);
+            g.add(&t)
+        })
+        .collect();
+    let mut symbols = members;
+    symbols.extend(adjoints);
+    Some(Sparse { p, force, symbols })
+}
+
+/// The members that stay symbols, with their definitions, and the
+/// Lagrangian: a member whose definition reads neither coordinates,
+/// velocities nor a member that stays (a constant, such as a chain's fixed
+/// origin) is substituted.
+fn kept_members(g: &mut Graph, t: &Tableau, q: &[Id], v: &[Id]) -> (Vec<(String, Id, Id)>, Id) {
+    let mut varying: HashSet<Id> = q.iter().chain(v).copied().collect();
+    let mut inline = SubstMap::default();
+    let mut members = Vec::new();
+    for ((label, s), &d) in t.symbols.iter().zip(&t.definitions) {
+        let d = g.substitute(d, &inline);
+        if reads(g, d, &varying).is_empty() {
+            inline.insert(*s, d);
+        } else {
+            varying.insert(*s);
+            members.push((label.clone(), *s, d));
+        }
+    }
+    let l = g.substitute(t.lagrangian, &inline);
+    (members, l)
+}
+
+/// `dl/dx` for a symbol `x` (a coordinate, velocity or member): the
+/// explicit part plus, for each member whose definition reads `x`, that
+/// member's adjoint times the definition's partial derivative.
+fn total_derivative(
+    g: &mut Graph,
+    l: Id,
+    l_reads: &HashSet<Id>,
+    x: Id,
+    readers: &HashMap<Id, Vec<usize>>,
+    members: &[(String, Id, Id)],
+    adjoint: &[Id],
+) -> Id {
+    let mut terms = Vec::new();
+    if l_reads.contains(&x) {
+        terms.push(Differentiator::new(x).diff(g, l));
+    }
+    for &j in readers.get(&x).map_or(&[][..], |r| &r[..]) {
+        let d = Differentiator::new(x).diff(g, members[j].2);
+        terms.push(g.mul2(adjoint[j], d));
+    }
+    g.add(&terms)
+}
+
+/// Makes the tableau symbols that `draft`'s residual and update read (and
+/// those their definitions read in turn) unknowns of the step: each gets
+/// the row `a − f(q̄, ξ̄, …) = 0` at the stage `(stage_q, stage_v)`, is
+/// guessed as its previous value and first as its value at the physical
+/// state, and is marked auxiliary (see [`Draft::auxiliary`]).
+pub(super) fn attach(
+    g: &mut Graph,
+    draft: &mut Draft,
+    sparse: &Sparse,
+    (q, stage_q): (&[Id], &[Id]),
+    (v, stage_v): (&[Id], &[Id]),
+) {
+    let all: HashSet<Id> = sparse.symbols.iter().map(|s| s.1).collect();
+    let mut needed: HashSet<Id> = HashSet::new();
+    for &r in draft.residual.iter().chain(&draft.next) {
+        needed.extend(reads(g, r, &all));
+    }
+    for (_, s, d) in sparse.symbols.iter().rev() {
+        if needed.contains(s) {
+            needed.extend(reads(g, *d, &all));
+        }
+    }
+    let mut to_unknown = SubstMap::default();
+    let mut expanded = SubstMap::default();
+    let mut rows = Vec::new();
+    for (k, (label, s, d)) in sparse.symbols.iter().enumerate() {
+        let e = g.substitute(*d, &expanded);
+        expanded.insert(*s, e);
+        if !needed.contains(s) {
+            continue;
+        }
+        let (u, w) = (g.symbol(&format!("__xt{k}")), g.symbol(&format!("__wt{k}")));
+        to_unknown.insert(*s, u);
+        rows.push((u, *d));
+        draft.unknowns.push((u, label.clone()));
+        draft.previous.push(w);
+        draft.predictor.push(w);
+        draft.init_warm.push(e);
+        draft.base.push(None);
+        draft.auxiliary.push(u);
+    }
+    let mut stage = to_unknown.clone();
+    stage.extend(q.iter().copied().zip(stage_q.iter().copied()));
+    stage.extend(v.iter().copied().zip(stage_v.iter().copied()));
+    draft.residual = g.substitute_all(&draft.residual, &to_unknown);
+    draft.next = g.substitute_all(&draft.next, &to_unknown);
+    for (u, d) in rows {
+        let f = g.substitute(d, &stage);
+        draft.residual.push(g.sub(u, f));
+    }
+}

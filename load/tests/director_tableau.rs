@@ -1,0 +1,94 @@
+//! The director chain's midpoint Hamel step with its tableau kept
+//! (`TableauChoice::Keep`: bob velocities and their adjoint sums as
+//! unknowns, a banded Jacobian) against the dense step (`Substitute`): the
+//! same trajectory to round-off, with theory §2.5's invariants (‖e_i‖ = 1
+//! and ⟨ω_i, e_i⟩ = 0 to round-off; energy and J within the same bounds).
+
+use hamel_load::{compile_with, read_model, Backend, System, TableauChoice};
+use hamel_runtime::{DynStepper, Kernels};
+
+fn chain(n: i64, tableau: TableauChoice, backend: Backend) -> System {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/spherical_chain.hamel");
+    let model = read_model(path.as_ref(), &[("N".into(), n)]).unwrap();
+    compile_with(&model, "hamel".parse().unwrap(), backend, tableau).unwrap()
+}
+
+/// Invariants by name: energy, the lengths, J, the constraint residuals.
+fn named(sys: &System, z: &hamel_runtime::nalgebra::DVector<f64>, step: u64) -> Vec<(String, f64)> {
+    let names = sys.compiled().invariants.iter().map(|(n, _)| n.clone());
+    names.zip(sys.invariants(z, step).unwrap()).collect()
+}
+
+#[test]
+fn the_sparse_step_equals_the_dense_one_to_round_off() {
+    for n in [2, 3, 8] {
+        let dense = chain(n, TableauChoice::Substitute, Backend::Jit);
+        let sparse = chain(n, TableauChoice::Keep, Backend::Jit);
+        let per_link = sparse.compiled().unknowns.len() as f64 / n as f64;
+        assert_eq!(per_link, 10.0, "N = {n}: ω, ν, bob velocity, adjoint per link");
+        if n == 8 {
+            assert!(sparse.jacobian_band().is_some(), "banded");
+        }
+        let (mut a, mut b) = (dense.initial("tilted").unwrap(), sparse.initial("tilted").unwrap());
+        assert_eq!(a.z, b.z, "N = {n}: the same state");
+        let (mut sa, mut sb) = (
+            DynStepper::new(&dense, 0.01).unwrap(),
+            DynStepper::new(&sparse, 0.01).unwrap(),
+        );
+        for k in 0..300 {
+            sa.step(&mut a).unwrap();
+            sb.step(&mut b).unwrap();
+            let scale = a.z.amax();
+            assert!(
+                (&a.z - &b.z).amax() <= 1e-12 * scale,
+                "N = {n}, step {k}: {:e}",
+                (&a.z - &b.z).amax()
+            );
+        }
+        let (ia, ib) = (named(&dense, &a.z, a.step), named(&sparse, &b.z, b.step));
+        for ((name, x), (_, y)) in ia.iter().zip(&ib) {
+            assert!(
+                (x - y).abs() <= 1e-11 * x.abs().max(1.0),
+                "N = {n}: {name} {x} against {y}"
+            );
+            if name.starts_with("length") {
+                assert!((y - 1.0).abs() < 1e-13, "N = {n}: {name} = {y}");
+            }
+            if !name.starts_with("length") && name != "energy" && name != "J" {
+                assert!(y.abs() < 1e-13, "N = {n}: constraint {name} = {y}");
+            }
+        }
+    }
+}
+
+/// The derived-code interpreter and the JIT agree to the bit on the
+/// sparse step too (its Jacobian is written as its band by the JIT).
+#[test]
+fn the_sparse_step_is_the_same_in_both_backends() {
+    let jit = chain(12, TableauChoice::Keep, Backend::Jit);
+    let interp = chain(12, TableauChoice::Keep, Backend::Interpreter);
+    let (mut a, mut b) = (jit.initial("tilted").unwrap(), interp.initial("tilted").unwrap());
+    let (mut sa, mut sb) = (
+        DynStepper::new(&jit, 0.01).unwrap(),
+        DynStepper::new(&interp, 0.01).unwrap(),
+    );
+    for _ in 0..50 {
+        sa.step(&mut a).unwrap();
+        sb.step(&mut b).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(a.z.as_slice()), bits(b.z.as_slice()), "step {}", a.step);
+    }
+}
+
+/// `Auto` keeps the tableau of long chains only.
+#[test]
+fn auto_keeps_the_tableau_of_long_chains() {
+    let unknowns = |n| {
+        chain(n, TableauChoice::Auto, Backend::Interpreter)
+            .compiled()
+            .unknowns
+            .len() as i64
+    };
+    assert_eq!(unknowns(4), 4 * 4);
+    assert_eq!(unknowns(12), 10 * 12);
+}
