@@ -2,7 +2,7 @@
 //! model's symbols `q`, `ξ` and parameters.
 
 use crate::model::Model;
-use crate::sym::{gradient, Id};
+use crate::sym::{gradient, Graph, Id};
 
 use super::frame::Frame;
 
@@ -30,18 +30,24 @@ impl Mechanics {
         let g = &mut model.graph;
         let p = gradient(g, l, &v);
         let dldq = gradient(g, l, &q);
-        let bracket = frame.co_bracket(g, &v, &p);
-        let force = (0..v.len())
-            .map(|a| {
-                let mut t: Vec<Id> = (0..q.len()).map(|i| g.mul2(frame.psi[i][a], dldq[i])).collect();
-                t.push(bracket[a]);
-                g.add(&t)
-            })
-            .collect();
+        let force = hamel_force(g, frame, &v, &p, &dldq);
         let pv: Vec<Id> = p.iter().zip(&v).map(|(&pa, &va)| g.mul2(pa, va)).collect();
         let pv = g.add(&pv);
         let energy = g.sub(pv, l);
         let lt = gradient(g, l, &[time])[0];
         Mechanics { p, force, energy, lt }
     }
+}
+
+/// The force side of Hamel's equations, `ψᵀ ∂L/∂q + ad*`-bracket of the
+/// momenta `p` of the velocities `v`: one entry per velocity.
+pub(crate) fn hamel_force(g: &mut Graph, frame: &Frame, v: &[Id], p: &[Id], dldq: &[Id]) -> Vec<Id> {
+    let bracket = frame.co_bracket(g, v, p);
+    (0..v.len())
+        .map(|a| {
+            let mut t: Vec<Id> = (0..dldq.len()).map(|i| g.mul2(frame.psi[i][a], dldq[i])).collect();
+            t.push(bracket[a]);
+            g.add(&t)
+        })
+        .collect()
 }

@@ -16,6 +16,7 @@ use crate::model::{Model, Tableau};
 use crate::sym::{Differentiator, Graph, Id, SubstMap};
 
 use super::frame::Frame;
+use super::mechanics::hamel_force;
 use super::step::Draft;
 
 /// `p` and `F` in the model's symbols and the tableau's, with the symbols'
@@ -94,14 +95,7 @@ pub(super) fn of(model: &mut Model, frame: &Frame) -> Option<Sparse> {
         .iter()
         .map(|&x| total_derivative(g, l, &l_reads, x, &readers, &members, &adjoint))
         .collect();
-    let bracket = frame.co_bracket(g, &v, &p);
-    let force = (0..v.len())
-        .map(|a| {
-            let mut t: Vec<Id> = (0..q.len()).map(|i| g.mul2(frame.psi[i][a], dldq[i])).collect();
-            t.push(bracket[a]);
-            g.add(&t)
-        })
-        .collect();
+    let force = hamel_force(g, frame, &v, &p, &dldq);
     let mut symbols = members;
     symbols.extend(adjoints);
     Some(Sparse { p, force, symbols })
