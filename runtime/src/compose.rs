@@ -199,7 +199,7 @@ pub(crate) fn step<S, Z, X, R>(
     comp: &mut Composition<Z, X>,
     state: &mut StateOf<Z, X>,
     linearize: Option<bool>,
-) -> Result<Option<Linearization<Z>>, StepError>
+) -> Result<Option<Box<Linearization<Z>>>, StepError>
 where
     S: Kernels<Z, X> + ?Sized,
     Z: Dim,
@@ -217,7 +217,10 @@ where
         comp.saved_memory[i].copy_from(&comp.memory[i]);
     }
     let mut work = 0.0;
-    let mut lin: Option<Linearization<Z>> = None;
+    // Boxed, and accumulated out of line: a `Z × Z` matrix in this frame
+    // (4.7 MB at 768 state components) sat on the stack of every step of a
+    // large derived model, linearized or not.
+    let mut lin: Option<Box<Linearization<Z>>> = None;
     let mut run = |stepper: &mut StepperOf<'_, S, Z, X, R>, comp: &mut Composition<Z, X>| -> Result<(), StepError> {
         for i in 0..comp.stages() {
             let sys: &S = &stepper.system;
@@ -247,20 +250,13 @@ where
                 work += w;
             }
             if let Some(with_inputs) = linearize {
-                let (a, b) =
-                    crate::linearize::solved(sys, hi, &stepper.exo, &comp.before, &comp.warm[i], with_inputs, k)?;
-                lin = Some(match lin.take() {
-                    None => (a, b),
-                    Some((a0, b0)) => {
-                        let b = if b.ncols() > 0 {
-                            let ab0 = to_dynamic(&a) * b0;
-                            ab0 + b
-                        } else {
-                            b
-                        };
-                        (a * a0, b)
-                    }
-                });
+                let sub = SubStep {
+                    h: hi,
+                    e: &stepper.exo,
+                    z: &comp.before,
+                    x: &comp.warm[i],
+                };
+                accumulate(&mut lin, sys, sub, with_inputs, k)?;
             }
         }
         Ok(())
@@ -279,6 +275,51 @@ where
     comp.produced = Some(state.step);
     comp.produced_z.copy_from(&state.z);
     Ok(lin)
+}
+
+/// One solved sub-step: its size, exogenous data, start and unknowns.
+struct SubStep<'a, Z: Dim, X: Dim>
+where
+    DefaultAllocator: Alloc<Z, X>,
+{
+    h: f64,
+    e: &'a [f64],
+    z: &'a OVector<f64, Z>,
+    x: &'a OVector<f64, X>,
+}
+
+/// Multiplies the sub-step's linearization onto the product so far (`B` by
+/// the chain rule). Never inlined, so that its `Z × Z` temporaries live in
+/// its own frame, not in that of every composed step.
+#[inline(never)]
+fn accumulate<S, Z, X>(
+    lin: &mut Option<Box<Linearization<Z>>>,
+    sys: &S,
+    sub: SubStep<'_, Z, X>,
+    with_inputs: bool,
+    k: u64,
+) -> Result<(), StepError>
+where
+    S: Kernels<Z, X> + ?Sized,
+    Z: Dim,
+    X: Dim,
+    DefaultAllocator: Alloc<Z, X>,
+{
+    let (a, b) = crate::linearize::solved(sys, sub.h, sub.e, sub.z, sub.x, with_inputs, k)?;
+    *lin = Some(Box::new(match lin.take() {
+        None => (a, b),
+        Some(prev) => {
+            let (a0, b0) = *prev;
+            let b = if b.ncols() > 0 {
+                let ab0 = to_dynamic(&a) * b0;
+                ab0 + b
+            } else {
+                b
+            };
+            (a * a0, b)
+        }
+    }));
+    Ok(())
 }
 
 /// Overwrites `to` with `from`, allocating nothing.

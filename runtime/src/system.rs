@@ -251,7 +251,9 @@ where
         if let Some(mut comp) = self.composition.take() {
             let done = compose::step(self, &mut comp, state, Some(with_inputs));
             self.composition = Some(comp);
-            return done?.ok_or_else(|| StepError::InvalidInput("a composed step returned no linearization".into()));
+            return done?
+                .map(|lin| *lin)
+                .ok_or_else(|| StepError::InvalidInput("a composed step returned no linearization".into()));
         }
         let before = state.clone();
         let e = self.exogenous(state.step).to_vec();
