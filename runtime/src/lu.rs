@@ -89,8 +89,8 @@ where
     }
 
     /// `(kl, ku)` where factoring and solving skip the entries outside the
-    /// band (see [`Lu::banded`]); they then write no entry more than `kl`
-    /// below or `kl + ku` above the diagonal. `None`: dense.
+    /// band (see [`Lu::banded`]); the factors then live in a packed copy of
+    /// the band and the matrix is only read. `None`: dense.
     pub fn band(&self) -> Option<(usize, usize)> {
         self.band
     }
@@ -248,32 +248,21 @@ impl EntryChecks {
     }
 }
 
-/// LU with partial pivoting of the column-major `n × n` matrix `s`, in place.
-/// With `band = Some((kl, ku))` the matrix has no entry more than `kl` below or
-/// `ku` above the diagonal: pivots are sought among the `kl` rows below, row
-/// swaps fill at most `kl` more superdiagonals, and every entry skipped is an
-/// exact zero, so the factors equal the dense ones to the bit.
+/// LU with partial pivoting of the column-major `n × n` matrix `s`, in place
+/// (banded matrices: [`crate::packed_band`]).
 #[inline(always)]
-fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, n: usize) -> Result<(), FactorError> {
+fn factor_core(s: &mut [f64], perm: &mut [usize], n: usize) -> Result<(), FactorError> {
     let s = &mut s[..n * n];
-    // One past the last row of column k's band, and past its last column.
-    // (Exclusive ranges: inclusive ones keep loops from vectorizing.)
-    let row_end = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
-    let col_end = |k: usize| band.map_or(n, |(kl, ku)| (k + kl + ku + 1).min(n));
-    // Only the band is read; the factorization waits on the verdict.
+    // The factorization waits on the verdict.
     let mut checks = EntryChecks::new();
-    for c in 0..n {
-        let first = band.map_or(0, |(_, ku)| c.saturating_sub(ku));
-        checks.take(&s[c * n + first..c * n + row_end(c)]);
-    }
+    checks.take(s);
     let big = checks.verdict()?;
     let tiny = big * 1e3 * f64::EPSILON;
     // s[col * n + row]
     for k in 0..n {
-        let (rows, cols) = (row_end(k), col_end(k));
         let mut p = k;
         let mut pv = s[k * n + k].abs();
-        for i in k + 1..rows {
+        for i in k + 1..n {
             let x = s[k * n + i].abs();
             if x > pv {
                 p = i;
@@ -284,33 +273,26 @@ fn factor_core(s: &mut [f64], perm: &mut [usize], band: Option<(usize, usize)>, 
             return Err(FactorError::Singular);
         }
         perm[k] = p;
-        // Banded: only the active columns (as LAPACK's banded LU does),
-        // earlier multipliers stay where they were computed and the solve
-        // interleaves the swaps, so they stay within the band. Dense: whole
-        // rows, so that the solve may apply every interchange first.
+        // Whole rows, so that the solve may apply every interchange first.
         if p != k {
-            let first = if band.is_some() { k } else { 0 };
-            for c in first..cols {
+            for c in 0..n {
                 s.swap(c * n + k, c * n + p);
             }
         }
         let inv = 1.0 / s[k * n + k];
         s[k * n + k] = inv;
-        for i in k + 1..rows {
+        for i in k + 1..n {
             s[k * n + i] *= inv;
         }
         // Column by column: contiguous, vectorizable updates. Each entry
         // receives the same operation as row by row, so the factors are the
         // same to the bit whatever the loop order.
-        // Trailing zero multipliers (a sparse band's structure) change
-        // nothing: the update stops at the last non-zero one.
-        let last = (k + 1..rows)
-            .rev()
-            .find(|&i| s[k * n + i] != 0.0)
-            .map_or(k + 1, |i| i + 1);
+        // Trailing zero multipliers (structural zeros of a sparse Jacobian)
+        // change nothing: the update stops at the last non-zero one.
+        let last = (k + 1..n).rev().find(|&i| s[k * n + i] != 0.0).map_or(k + 1, |i| i + 1);
         let (head, tail) = s.split_at_mut((k + 1) * n);
         let mult = &head[k * n + k + 1..k * n + last];
-        update_trailing(&mut tail[..(cols - k - 1) * n], mult, k, n);
+        update_trailing(&mut tail[..(n - k - 1) * n], mult, k, n);
     }
     Ok(())
 }
@@ -409,7 +391,7 @@ fn factor_small(
         return Err(FactorError::Singular);
     }
     if let Some(v) = rhs {
-        back_substitute(s, &mut w[..n], None, n);
+        back_substitute(s, &mut w[..n], n);
         v[..n].copy_from_slice(&w[..n]);
     }
     Ok(())
@@ -422,7 +404,7 @@ fn update_columns(tail: &mut [f64], mult: &[f64], k: usize, n: usize) {
     for col in tail.chunks_exact_mut(n) {
         let u = col[k];
         // A zero in the pivot row leaves its column as it is (up to the
-        // sign of a zero entry): sparse bands have many.
+        // sign of a zero entry): sparse Jacobians have many.
         if u == 0.0 {
             continue;
         }
@@ -469,13 +451,13 @@ fn solve_dense(m: &[f64], perm: &[usize], order: &[usize], v: &mut [f64], n: usi
         for (k, &p) in perm.iter().enumerate().take(n) {
             v.swap(k, p);
         }
-        return substitute(m, None, v, None, n);
+        return substitute(m, v, n);
     }
     let mut w = [0.0f64; LOCAL];
     for (w, &r) in w.iter_mut().zip(&order[..n]) {
         *w = v[r];
     }
-    substitute(m, None, &mut w[..n], None, n);
+    substitute(m, &mut w[..n], n);
     v.copy_from_slice(&w[..n]);
 }
 
@@ -483,7 +465,7 @@ fn solve_dense(m: &[f64], perm: &[usize], order: &[usize], v: &mut [f64], n: usi
 /// `order` (see [`Lu`]).
 #[inline(always)]
 fn factor_dense(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize) -> Result<(), FactorError> {
-    factor_core(s, perm, None, n)?;
+    factor_core(s, perm, n)?;
     for (i, o) in order.iter_mut().enumerate().take(n) {
         *o = i;
     }
@@ -494,29 +476,22 @@ fn factor_dense(s: &mut [f64], perm: &mut [usize], order: &mut [usize], n: usize
 }
 
 /// `v ← U⁻¹ L⁻¹ v` with the unit lower `L` and upper `U` (reciprocal
-/// diagonal) of the `n × n` factors `m` (same `band` as [`factor_core`]);
-/// `swaps`: the interchanges to interleave with the forward substitution,
-/// `None` when they were applied before.
+/// diagonal) of the `n × n` factors `m`, the interchanges applied before.
 #[inline(always)]
-fn substitute(m: &[f64], swaps: Option<&[usize]>, v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
+fn substitute(m: &[f64], v: &mut [f64], n: usize) {
     let (m, v) = (&m[..n * n], &mut v[..n]);
-    let below = |k: usize| band.map_or(n, |(kl, _)| (k + kl + 1).min(n));
     for k in 0..n {
-        if let Some(perm) = swaps {
-            v.swap(k, perm[k]);
-        }
-        for i in k + 1..below(k) {
+        for i in k + 1..n {
             v[i] -= m[k * n + i] * v[k];
         }
     }
-    back_substitute(m, v, band, n);
+    back_substitute(m, v, n);
 }
 
 /// `v ← U⁻¹ v`, the second half of [`substitute`].
 #[inline(always)]
-fn back_substitute(m: &[f64], v: &mut [f64], band: Option<(usize, usize)>, n: usize) {
+fn back_substitute(m: &[f64], v: &mut [f64], n: usize) {
     let (m, v) = (&m[..n * n], &mut v[..n]);
-    let above = |i: usize| band.map_or(n, |(kl, ku)| (i + kl + ku + 1).min(n));
     // The terms of the unknowns found earliest are subtracted first, so
     // that only the last subtraction waits on the unknown found just
     // before: the chain from one unknown to the next is one product and one
@@ -524,7 +499,7 @@ fn back_substitute(m: &[f64], v: &mut [f64], band: Option<(usize, usize)>, n: us
     // 15 ns less).
     for i in (0..n).rev() {
         let mut s = v[i];
-        for j in (i + 1..above(i)).rev() {
+        for j in (i + 1..n).rev() {
             s -= m[j * n + i] * v[j];
         }
         v[i] = s * m[i * n + i];
@@ -756,7 +731,7 @@ mod tests {
                 let (mut s1, mut s2) = (a.clone(), a.clone());
                 let (mut p1, mut p2, mut o) = (vec![0; n], vec![0; n], vec![0; n]);
                 let r1 = factor_small(&mut s1, &mut p1, &mut o, None, n);
-                let r2 = factor_core(&mut s2, &mut p2, None, n);
+                let r2 = factor_core(&mut s2, &mut p2, n);
                 assert_eq!(r1, r2, "n = {n}, trial {trial}");
                 if r1.is_ok() {
                     assert_eq!(p1, p2, "n = {n}, trial {trial}");
