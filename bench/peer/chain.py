@@ -818,7 +818,7 @@ def accuracy_row(entry, labels, key, target, name, clock, horizon=None):
             + (" (see the horizon rows)" if ref["position_horizon"] < T_ACCURACY else "")
         )
         cells = ["—"] * len(labels) + [void]
-    elif key == "position_error" and ref_error > target / 10:
+    elif key == "position_error" and ref_error > REFERENCE_SHARE * target:
         void = f"reference not converged (±{fmt(ref_error)})"
         cells = ["—"] * len(labels) + [void]
     else:
