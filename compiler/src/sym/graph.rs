@@ -475,21 +475,6 @@ impl Graph {
         }
     }
 
-    /// For every node, whether it depends on one of `syms`: one pass over the
-    /// graph (children precede their parents), for asking many roots at once.
-    pub fn dependency_mask(&self, syms: &[Id]) -> Vec<bool> {
-        let mut dep = vec![false; self.nodes.len()];
-        for &s in syms {
-            dep[s.index()] = true;
-        }
-        for i in 0..self.nodes.len() {
-            if !dep[i] {
-                dep[i] = self.children(Id(i as u32)).iter().any(|c| dep[c.index()]);
-            }
-        }
-        dep
-    }
-
     /// True when the expression `root` contains any of the symbol nodes in `syms`.
     pub fn depends_on(&self, root: Id, syms: &[Id]) -> bool {
         let mut seen = vec![false; self.nodes.len()];
