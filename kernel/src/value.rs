@@ -23,6 +23,12 @@ pub fn parameter_problem(value: f64) -> Option<String> {
     }
 }
 
+/// The message every host gives for parameter `name` holding `value`, or
+/// `None` if it may (see [`parameter_problem`]).
+pub fn parameter_error(name: &str, value: f64) -> Option<String> {
+    parameter_problem(value).map(|why| format!("parameter `{name}` = {value:e} {why}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parameter_problem;

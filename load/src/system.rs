@@ -142,8 +142,8 @@ impl System {
                 known.join(", ")
             )
         })?;
-        if let Some(why) = hamel_kernel::value::parameter_problem(value) {
-            return Err(format!("parameter `{name}` = {value:e} {why}"));
+        if let Some(e) = hamel_kernel::value::parameter_error(name, value) {
+            return Err(e);
         }
         self.params[k] = value;
         Ok(())
@@ -171,8 +171,8 @@ impl System {
             ));
         }
         for (k, &value) in values.iter().enumerate() {
-            if let Some(why) = hamel_kernel::value::parameter_problem(value) {
-                return Err(format!("parameter `{}` = {value:e} {why}", self.step.params[k].0));
+            if let Some(e) = hamel_kernel::value::parameter_error(&self.step.params[k].0, value) {
+                return Err(e);
             }
         }
         self.params.copy_from_slice(values);

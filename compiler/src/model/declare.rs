@@ -87,15 +87,15 @@ pub(super) fn declarations(lw: &mut Lowerer, ast: &ModelAst, placed: &[Placed], 
                     let Ok(name) = lw.resolve(&b.name) else { continue };
                     let default = lw.scalar(&b.value).ok().map(|e| lw.g.eval(e, &|_| f64::NAN));
                     let Some(v) = default else { continue };
-                    match hamel_kernel::value::parameter_problem(v) {
+                    match hamel_kernel::value::parameter_error(&name, v) {
                         Some(_) if !v.is_finite() => {
                             lw.error(
                                 b.value.span,
                                 "a parameter's default must be a finite number (expressions of numbers and sizes)",
                             );
                         }
-                        Some(why) => {
-                            lw.error(b.value.span, format!("parameter `{name}` = {v:e} {why}"));
+                        Some(e) => {
+                            lw.error(b.value.span, e);
                         }
                         None => {}
                     }
