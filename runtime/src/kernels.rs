@@ -266,8 +266,8 @@ where
     /// Rejects parameter values no step can use (non-finite, subnormal).
     fn check_parameters(&self) -> Result<(), StepError> {
         for (name, value) in self.names(NameList::Parameters).iter().zip(self.parameters()) {
-            if let Some(why) = hamel_kernel::value::parameter_problem(value) {
-                return Err(StepError::InvalidInput(format!("parameter `{name}` = {value:e} {why}")));
+            if let Some(e) = hamel_kernel::value::parameter_error(name, value) {
+                return Err(StepError::InvalidInput(e));
             }
         }
         Ok(())
@@ -378,9 +378,8 @@ where
         let tolerance = 1e-9 * scale;
         // Components a constraint eliminates (e.g. `xi[2] = 0`) do not enter the
         // scheme's state: data that set them otherwise are refused, not dropped.
-        let (q2, v2) = self
-            .physical_state(&state.z, 0)
-            .map_err(|e| explain_singular(self, q, v, e))?;
+        // A singular start was refused above, so an error here has another cause.
+        let (q2, v2) = self.physical_state(&state.z, 0)?;
         for ((name, a), b) in names.iter().zip(q.iter().chain(v)).zip(q2.iter().chain(&v2)) {
             if (a - b).abs() > tolerance {
                 return Err(StepError::InvalidInput(format!(
@@ -425,20 +424,6 @@ where
         })?;
         self.initial_state(&q, &v)
     }
-}
-
-/// A state that cannot be observed, explained where the health kernels can
-/// say why (a frame that moves too little, a singular kinetic metric), in
-/// every back-end; otherwise the error as it was.
-#[cold]
-fn explain_singular<S, Z, X>(sys: &S, q: &[f64], v: &[f64], e: StepError) -> StepError
-where
-    S: Kernels<Z, X> + ?Sized,
-    Z: Dim,
-    X: Dim,
-    DefaultAllocator: Alloc<Z, X>,
-{
-    singular_start(sys, q, v).unwrap_or(e)
 }
 
 /// Why `(q, ξ)` cannot start a run: a frame that moves too little, or a
