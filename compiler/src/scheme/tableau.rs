@@ -60,7 +60,7 @@ pub(super) fn of(model: &mut Model, frame: &Frame) -> Option<Sparse> {
     let (members, l) = kept_members(g, &t, &q, &v);
     let mut candidates: HashSet<Id> = q.iter().chain(&v).copied().collect();
     candidates.extend(members.iter().map(|m| m.1));
-    if reads(g, l, &[time].into_iter().collect()).contains(&time) {
+    if g.depends_on(l, &[time]) {
         return None;
     }
     let member_reads: Vec<Vec<Id>> = members.iter().map(|m| reads(g, m.2, &candidates)).collect();
