@@ -482,6 +482,10 @@ impl Kernels<Dyn, Dyn> for System {
         self.step.band
     }
 
+    fn jacobian_pattern(&self) -> Option<&[(u32, u32)]> {
+        (!self.step.pattern.is_empty()).then_some(&self.step.pattern[..])
+    }
+
     fn kernel_ops(&self) -> Option<(usize, usize)> {
         let ops = |k: Kernel| self.step.function(k).map(|f| f.program.instrs.len());
         Some((ops(Kernel::Residual)?, ops(Kernel::ResidualJacobian)?))

@@ -76,6 +76,14 @@ where
         None
     }
 
+    /// `(row, column)` of the entries of a banded Jacobian that can be
+    /// non-zero (every other one is zero for every state): its LU then
+    /// works on these and their fill-in only, to the same bits. `None`:
+    /// unknown, the whole band is factored.
+    fn jacobian_pattern(&self) -> Option<&[(u32, u32)]> {
+        None
+    }
+
     /// The hot kernels as native functions, with the parameter values they
     /// take: a stepper of small sizes then drives them with a Newton
     /// driver monomorphized for those sizes (see [`crate::native`]).

@@ -23,6 +23,7 @@ mod memory;
 mod monitor;
 mod newton;
 mod packed_band;
+mod sparse_band;
 mod state;
 mod system;
 

@@ -33,6 +33,9 @@ where
     band: Option<(usize, usize)>,
     /// banded factors, packed (see [`crate::packed_band`]); empty when dense
     packed: Vec<f64>,
+    /// the banded factorization's operations on the band's structural
+    /// non-zeros (see [`crate::sparse_band`])
+    schedule: crate::sparse_band::Schedule,
 }
 
 /// Why a matrix could not be factored.
@@ -57,6 +60,7 @@ where
             order: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
             band: None,
             packed: Vec::new(),
+            schedule: Default::default(),
         };
         lu.factor_in_place().map_err(|_| Singular)?;
         Ok(lu)
@@ -70,6 +74,7 @@ where
             order: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
             band: None,
             packed: Vec::new(),
+            schedule: Default::default(),
         }
     }
 
@@ -86,6 +91,17 @@ where
             lu.packed = vec![0.0; n * crate::packed_band::leading(kl, ku)];
         }
         lu
+    }
+
+    /// Declares that the matrices to factor have zeros outside `pattern`
+    /// (`(row, column)` pairs): banded factorizations then replay the
+    /// banded LU's operations on the pattern's entries and their fill-in
+    /// only (see [`crate::sparse_band`]), to the same bits. No effect on a
+    /// dense factorization.
+    pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
+        if let Some(band) = self.band {
+            self.schedule = crate::sparse_band::Schedule::new(pattern, band, self.perm.len());
+        }
     }
 
     /// `(kl, ku)` where factoring and solving skip the entries outside the
@@ -115,6 +131,7 @@ where
             return invert_small(s, n);
         }
         match self.band {
+            Some(band) if self.schedule.fits(band, n) => self.schedule.factor(s, &mut self.packed, perm),
             Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n),
             None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
             None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
@@ -158,6 +175,7 @@ where
         }
         let (m, perm, order) = (self.m.as_slice(), self.perm.as_slice(), self.order.as_slice());
         match self.band {
+            Some(band) if self.schedule.fits(band, n) => self.schedule.solve(&self.packed, perm, b.as_mut_slice()),
             Some(band) => crate::packed_band::solve(&self.packed, perm, b.as_mut_slice(), band, n),
             None => small_sizes!(n, solve_dense(m, perm, order, b.as_mut_slice())),
         }

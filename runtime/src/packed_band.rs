@@ -18,7 +18,7 @@ pub(crate) fn leading(kl: usize, ku: usize) -> usize {
 
 /// Index of entry `(i, c)` in the packed band (`c − kl − ku ≤ i ≤ c + kl`).
 #[inline(always)]
-fn at(ld: usize, kl: usize, ku: usize, i: usize, c: usize) -> usize {
+pub(crate) fn at(ld: usize, kl: usize, ku: usize, i: usize, c: usize) -> usize {
     c * ld + kl + ku + i - c
 }
 
@@ -89,7 +89,7 @@ pub(crate) fn factor(
 
 /// The first row of largest magnitude in `col`, and that magnitude.
 #[inline(always)]
-fn pivot(col: &[f64]) -> (usize, f64) {
+pub(crate) fn pivot(col: &[f64]) -> (usize, f64) {
     let (mut p, mut pv) = (0, col[0].abs());
     for (i, x) in col.iter().enumerate().skip(1) {
         if x.abs() > pv {

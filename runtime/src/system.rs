@@ -136,6 +136,9 @@ where
         let keeps_before = exo > 0 || system.forced();
         let composition = Composition::new(system.order(), z, x)?.map(Box::new);
         let mut work = Workspace::with_costs(z, x, band, ops);
+        if let Some(pattern) = system.jacobian_pattern() {
+            work.set_pattern(pattern);
+        }
         work.fix_sizes(&*system);
         Ok(Self {
             system,

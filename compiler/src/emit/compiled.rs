@@ -37,6 +37,9 @@ pub struct CompiledStep {
     pub inputs: Vec<String>,
     /// the Jacobian's band `(kl, ku)` where a banded LU pays
     pub band: Option<(usize, usize)>,
+    /// `(row, column)` of the banded Jacobian's entries that can be
+    /// non-zero, column by column (empty where dense)
+    pub pattern: Vec<(u32, u32)>,
     /// length of the exogenous data `e = (t_k, u_k)` hot kernels read
     /// (0 for a model without forces or inputs)
     pub exogenous_len: usize,
@@ -153,6 +156,7 @@ impl CompiledStep {
                 .collect(),
             exogenous_len: sys.exogenous.len(),
             band: sys.band,
+            pattern: sys.jacobian_pattern(),
             observe_size: sys.obs_solution.len(),
             lets,
             metric_size: health.metric_size,

@@ -514,6 +514,13 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
         Some((kl, ku)) => quote!(Some((#kl, #ku))),
         None => quote!(None),
     };
+    let pattern = sys.jacobian_pattern();
+    let pattern = if pattern.is_empty() {
+        quote!(None)
+    } else {
+        let (rows, cols): (Vec<u32>, Vec<u32>) = pattern.into_iter().unzip();
+        quote!(Some(&[#((#rows, #cols)),*]))
+    };
     let (residual_ops, residual_jacobian_ops) = (generated.residual_ops, generated.residual_jacobian_ops);
     Ok(quote! {
         #[inline]
@@ -555,6 +562,10 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
 
         fn jacobian_band(&self) -> Option<(usize, usize)> {
             #band
+        }
+
+        fn jacobian_pattern(&self) -> Option<&[(u32, u32)]> {
+            #pattern
         }
 
         fn kernel_ops(&self) -> Option<(usize, usize)> {

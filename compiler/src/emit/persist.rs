@@ -15,6 +15,11 @@ use crate::scheme::Scheme;
 
 const MAGIC: &[u8; 8] = b"HAMELCS1";
 
+/// An index of the Jacobian's pattern, as stored.
+fn index(v: usize) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| "an index of the Jacobian's pattern out of range".to_string())
+}
+
 impl CompiledStep {
     /// The step as bytes, for [`CompiledStep::from_bytes`] of the same build.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -38,6 +43,10 @@ impl CompiledStep {
         w.opt(self.band, |w, (l, u)| {
             w.usize(l);
             w.usize(u);
+        });
+        w.seq(&self.pattern, |w, &(r, c)| {
+            w.usize(r as usize);
+            w.usize(c as usize);
         });
         w.usize(self.exogenous_len);
         w.usize(self.observe_size);
@@ -87,6 +96,7 @@ impl CompiledStep {
         let initials = r.seq(Reader::str)?;
         let inputs = r.seq(Reader::str)?;
         let band = r.opt(|r| Ok((r.usize()?, r.usize()?)))?;
+        let pattern = r.seq(|r| Ok((index(r.usize()?)?, index(r.usize()?)?)))?;
         let exogenous_len = r.usize()?;
         let observe_size = r.usize()?;
         let lets = r.seq(|r| Ok((r.str()?, r.usize()?)))?;
@@ -127,6 +137,7 @@ impl CompiledStep {
             initials,
             inputs,
             band,
+            pattern,
             exogenous_len,
             observe_size,
             lets,

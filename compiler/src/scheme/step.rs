@@ -132,6 +132,21 @@ impl StepSystem {
         Exogenous::of_len(self.exogenous.len()).inputs
     }
 
+    /// `(row, column)` of the Jacobian's entries that are not the constant
+    /// zero, column by column, where it is banded (empty where dense): a
+    /// banded LU then works on these and their fill-in only.
+    pub fn jacobian_pattern(&self) -> Vec<(u32, u32)> {
+        if self.band.is_none() {
+            return Vec::new();
+        }
+        let n = self.jacobian.len();
+        (0..n)
+            .flat_map(|c| (0..n).map(move |r| (r, c)))
+            .filter(|&(r, c)| !self.graph.is_const(self.jacobian[r][c], 0.0))
+            .map(|(r, c)| (r as u32, c as u32))
+            .collect()
+    }
+
     /// Fills in the Jacobian from the residual.
     pub fn finish_jacobian(&mut self) {
         let x: Vec<Id> = self.unknowns.iter().map(|s| s.sym).collect();

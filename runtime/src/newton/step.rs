@@ -84,6 +84,12 @@ where
         }
     }
 
+    /// Declares the pattern of the Jacobian's entries that can be non-zero
+    /// (see [`Kernels::jacobian_pattern`]).
+    pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
+        self.lu.set_pattern(pattern);
+    }
+
     /// Steps through the run-time-sized driver only, whatever the sizes.
     pub fn unfix_sizes(&mut self) {
         self.fixed = None;
