@@ -3,8 +3,10 @@
 //! translations), linear and affine actions, square invertible frames, and
 //! products of those over blocks of coordinates.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use crate::model::Model;
-use crate::sym::{jacobian, linsolve, Graph, Id, Node};
+use crate::sym::{jacobian, linsolve, Differentiator, Graph, Id, Node};
 
 /// How the bracket coefficients were obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,6 +242,10 @@ fn symbol_number(g: &Graph, s: Id) -> Option<u32> {
 /// if the frame has that form, and the brackets from the linear action of
 /// `Â_a = [[A_a, b_a], [0, 0]]` on `(q, 1)` (just `A_a` on `q` when every
 /// `b_a` vanishes).
+///
+/// The matrices are kept sparse: a chain's frame acts on each link's
+/// coordinates alone, and dense `d × d` matrices made this O(m² d³), minutes
+/// at 48 links.
 fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind, Brackets), String> {
     let (n, m) = (q.len(), v.len());
     let qsym: Vec<Option<u32>> = q.iter().map(|&s| symbol_number(g, s)).collect();
@@ -250,95 +256,133 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
             g.display(q[i])
         )
     };
-    let mut lin: Vec<Vec<f64>> = Vec::with_capacity(m); // A_a flattened row-major
+    // Coordinate `j` of each symbol, and the coordinates at the samples.
+    let coordinate: HashMap<u32, usize> = qsym.iter().enumerate().filter_map(|(j, s)| s.map(|s| (s, j))).collect();
+    let qv: Vec<Vec<f64>> = (0..3)
+        .map(|k| q.iter().map(|&e| g.eval(e, &|s| sample(k, s as usize))).collect())
+        .collect();
+    let at_zero = |s: u32| {
+        if qsym.contains(&Some(s)) {
+            0.0
+        } else {
+            sample(0, s as usize)
+        }
+    };
+    // Rows of A_a: (j, A_a[i][j]) for the coordinates entry (i, a) reads.
+    let mut lin: Vec<Vec<Vec<(usize, f64)>>> = Vec::with_capacity(m);
     let mut aff: Vec<Vec<f64>> = Vec::with_capacity(m); // b_a
     for a in 0..m {
-        let col: Vec<Id> = (0..n).map(|i| psi[i][a]).collect();
-        let d = jacobian(g, &col, q);
-        let mut flat = Vec::with_capacity(n * n);
-        for (i, row) in d.iter().enumerate() {
-            for &e in row {
-                match g.as_const(e) {
-                    Some(c) => flat.push(c),
+        let mut rows = vec![Vec::new(); n];
+        for (i, row) in rows.iter_mut().enumerate() {
+            let e = psi[i][a];
+            for j in symbols(g, e).into_iter().filter_map(|s| coordinate.get(&s).copied()) {
+                let d = Differentiator::new(q[j]).diff(g, e);
+                match g.as_const(d) {
+                    Some(0.0) => {}
+                    Some(c) => row.push((j, c)),
                     None => return Err(not_affine(g, i, a)),
                 }
             }
+            row.sort_by_key(|&(j, _)| j);
         }
         // b_a is the field at q = 0; it must make Ψ[:, a] = A_a q + b_a hold
         // everywhere (a parameter in b_a does not).
-        let at_zero = |s: u32| {
-            if qsym.contains(&Some(s)) {
-                0.0
-            } else {
-                sample(0, s as usize)
-            }
-        };
-        let b: Vec<f64> = col.iter().map(|&e| g.eval(e, &at_zero)).collect();
-        for k in 0..3 {
+        let b: Vec<f64> = (0..n).map(|i| g.eval(psi[i][a], &at_zero)).collect();
+        for (k, qk) in qv.iter().enumerate() {
             for i in 0..n {
                 let lhs = g.eval(psi[i][a], &|s| sample(k, s as usize));
-                let rhs: f64 = (0..n)
-                    .map(|j| flat[i * n + j] * g.eval(q[j], &|s| sample(k, s as usize)))
-                    .sum::<f64>()
-                    + b[i];
+                let rhs: f64 = rows[i].iter().map(|&(j, c)| c * qk[j]).sum::<f64>() + b[i];
                 let off = (lhs - rhs).abs();
                 if off.is_nan() || off > 1e-12 * (1.0 + lhs.abs()) {
                     return Err(not_affine(g, i, a));
                 }
             }
         }
-        lin.push(flat);
+        lin.push(rows);
         aff.push(b);
     }
     let affine = aff.iter().flatten().any(|&x| x != 0.0);
-    let constant = lin.iter().flatten().all(|&x| x == 0.0);
-    // Â_a, d × d: A_a itself for a linear action, so those brackets are the
-    // ones computed before affine actions were known.
+    let constant = lin.iter().flatten().all(|row| row.is_empty());
+    // Â_a as its non-zero entries ((row, column), value), d × d: A_a itself
+    // for a linear action, so those brackets are the ones computed before
+    // affine actions were known.
     let d = if affine { n + 1 } else { n };
-    let mats: Vec<Vec<f64>> = if affine {
-        (0..m)
-            .map(|a| {
-                let mut h = vec![0.0; d * d];
-                for i in 0..n {
-                    h[i * d..i * d + n].copy_from_slice(&lin[a][i * n..(i + 1) * n]);
-                    h[i * d + n] = aff[a][i];
+    let mats: Vec<Vec<((usize, usize), f64)>> = (0..m)
+        .map(|a| {
+            let mut entries = Vec::new();
+            for i in 0..n {
+                entries.extend(lin[a][i].iter().map(|&(j, c)| ((i, j), c)));
+                if affine && aff[a][i] != 0.0 {
+                    entries.push(((i, n), aff[a][i]));
                 }
-                h
-            })
-            .collect()
-    } else {
-        lin
-    };
-    // Solve [Â_a, Â_b] = -c^c_ab Â_c in the span of the Â_c (least squares via normal equations).
-    let nn = d * d;
-    let gram: Vec<Vec<f64>> = (0..m)
-        .map(|i| (0..m).map(|j| (0..nn).map(|k| mats[i][k] * mats[j][k]).sum()).collect())
+            }
+            entries
+        })
         .collect();
     let zero = g.constant(0.0);
     let mut c = vec![vec![vec![zero; m]; m]; m];
+    // Which matrices have an entry at each position, and which touch each
+    // index (row or column): fields touching disjoint indices commute.
+    let mut at: BTreeMap<(usize, usize), Vec<(usize, f64)>> = BTreeMap::new();
+    let mut touching: Vec<Vec<usize>> = vec![Vec::new(); d];
+    for (a, entries) in mats.iter().enumerate() {
+        for &((i, j), x) in entries {
+            at.entry((i, j)).or_default().push((a, x));
+            for t in [i, j] {
+                if touching[t].last() != Some(&a) {
+                    touching[t].push(a);
+                }
+            }
+        }
+    }
+    // Solve [Â_a, Â_b] = -c^c_ab Â_c in the span of the Â_c (least squares
+    // via normal equations), the Gram matrix factored once, when first needed.
+    let mut gram: Option<Option<DenseLu>> = None;
+    let gram_of = || {
+        let mut gm = vec![vec![0.0; m]; m];
+        for list in at.values() {
+            for &(i, x) in list {
+                for &(j, y) in list {
+                    gm[i][j] += x * y;
+                }
+            }
+        }
+        DenseLu::factor(gm)
+    };
     for a in 0..m {
-        for b in 0..m {
-            let comm: Vec<f64> = (0..d)
-                .flat_map(|i| (0..d).map(move |j| (i, j)))
-                .map(|(i, j)| {
-                    (0..d)
-                        .map(|k| mats[a][i * d + k] * mats[b][k * d + j] - mats[b][i * d + k] * mats[a][k * d + j])
-                        .sum()
-                })
-                .collect();
-            if comm.iter().all(|&x| x == 0.0) {
+        let mut partners: Vec<usize> = mats[a]
+            .iter()
+            .flat_map(|&((i, j), _)| touching[i].iter().chain(&touching[j]).copied())
+            .collect();
+        partners.sort_unstable();
+        partners.dedup();
+        for b in partners {
+            let comm = commutator(&mats[a], &mats[b]);
+            if comm.values().all(|&x| x == 0.0) {
                 continue;
             }
-            let rhs: Vec<f64> = (0..m)
-                .map(|i| -(0..nn).map(|k| mats[i][k] * comm[k]).sum::<f64>())
-                .collect();
-            let coef = solve_dense(gram.clone(), rhs).ok_or_else(|| {
+            let mut rhs = vec![0.0; m];
+            for (pos, &x) in &comm {
+                for &(cc, y) in at.get(pos).map_or(&[][..], |l| &l[..]) {
+                    rhs[cc] -= y * x;
+                }
+            }
+            let lu = gram.get_or_insert_with(&gram_of).as_ref().ok_or_else(|| {
                 "it has the form of an action, but its matrices are linearly dependent (choose independent quasi-velocities)"
                     .to_string()
             })?;
-            for (k, &x) in comm.iter().enumerate() {
-                let back: f64 = -(0..m).map(|cc| coef[cc] * mats[cc][k]).sum::<f64>();
-                if (back - x).abs() > 1e-9 * (1.0 + x.abs()) {
+            let coef = lu.solve(rhs);
+            let mut back: BTreeMap<(usize, usize), f64> = comm.keys().map(|&k| (k, 0.0)).collect();
+            for (cc, &x) in coef.iter().enumerate() {
+                if x != 0.0 {
+                    for &(pos, y) in &mats[cc] {
+                        *back.entry(pos).or_insert(0.0) -= x * y;
+                    }
+                }
+            }
+            for (pos, &y) in &back {
+                let x = comm.get(pos).copied().unwrap_or(0.0);
+                if (y - x).abs() > 1e-9 * (1.0 + x.abs()) {
                     return Err(format!(
                         "it has the form of an action, but the bracket of the fields of `{}` and `{}` is not in the span of the frame, so it is not a Lie algebra action",
                         g.display(v[a]),
@@ -361,6 +405,91 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
         FrameKind::LinearAction
     };
     Ok((kind, c))
+}
+
+/// The symbols an expression reads.
+fn symbols(g: &Graph, e: Id) -> Vec<u32> {
+    let (mut seen, mut stack, mut found) = (HashSet::new(), vec![e], Vec::new());
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        match g.node(x) {
+            Node::Sym(s) => found.push(*s),
+            _ => stack.extend(g.children(x)),
+        }
+    }
+    found
+}
+
+/// `[A, B] = AB − BA` of sparse matrices given by their non-zero entries.
+fn commutator(a: &[((usize, usize), f64)], b: &[((usize, usize), f64)]) -> BTreeMap<(usize, usize), f64> {
+    let rows = |m: &[((usize, usize), f64)]| {
+        let mut r: HashMap<usize, Vec<(usize, f64)>> = HashMap::new();
+        for &((i, j), x) in m {
+            r.entry(i).or_default().push((j, x));
+        }
+        r
+    };
+    let (ra, rb) = (rows(a), rows(b));
+    let mut out = BTreeMap::new();
+    for (first, second, sign) in [(a, &rb, 1.0), (b, &ra, -1.0)] {
+        for &((i, k), x) in first {
+            for &(j, y) in second.get(&k).map_or(&[][..], |l| &l[..]) {
+                *out.entry((i, j)).or_insert(0.0) += sign * x * y;
+            }
+        }
+    }
+    out
+}
+
+/// A dense LU with partial pivoting, for solving the normal equations of
+/// many brackets against one Gram matrix.
+struct DenseLu {
+    a: Vec<Vec<f64>>,
+    perm: Vec<usize>,
+}
+
+impl DenseLu {
+    /// `None` where a pivot is below `1e-12`: the matrices are dependent.
+    fn factor(mut a: Vec<Vec<f64>>) -> Option<Self> {
+        let n = a.len();
+        let mut perm = Vec::with_capacity(n);
+        for col in 0..n {
+            let p = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+            if a[p][col].abs() < 1e-12 {
+                return None;
+            }
+            a.swap(col, p);
+            perm.push(p);
+            for r in col + 1..n {
+                let f = a[r][col] / a[col][col];
+                a[r][col] = f;
+                if f != 0.0 {
+                    for k in col + 1..n {
+                        a[r][k] -= f * a[col][k];
+                    }
+                }
+            }
+        }
+        Some(Self { a, perm })
+    }
+
+    fn solve(&self, mut b: Vec<f64>) -> Vec<f64> {
+        let n = b.len();
+        for col in 0..n {
+            b.swap(col, self.perm[col]);
+            for r in col + 1..n {
+                b[r] -= self.a[r][col] * b[col];
+            }
+        }
+        let mut x = vec![0.0; n];
+        for i in (0..n).rev() {
+            let s: f64 = (i + 1..n).map(|k| self.a[i][k] * x[k]).sum();
+            x[i] = (b[i] - s) / self.a[i][i];
+        }
+        x
+    }
 }
 
 /// Whether a square `Ψ` is numerically singular at every sample point (its
@@ -601,30 +730,4 @@ fn minor(
     let d = g.add(&terms);
     memo.insert((rows, cols), d);
     d
-}
-
-/// Dense Gaussian elimination with partial pivoting (tiny systems only).
-pub(crate) fn solve_dense(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for col in 0..n {
-        let p = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[p][col].abs() < 1e-12 {
-            return None;
-        }
-        a.swap(col, p);
-        b.swap(col, p);
-        for r in col + 1..n {
-            let f = a[r][col] / a[col][col];
-            for k in col..n {
-                a[r][k] -= f * a[col][k];
-            }
-            b[r] -= f * b[col];
-        }
-    }
-    let mut x = vec![0.0; n];
-    for i in (0..n).rev() {
-        let s: f64 = (i + 1..n).map(|k| a[i][k] * x[k]).sum();
-        x[i] = (b[i] - s) / a[i][i];
-    }
-    Some(x)
 }
