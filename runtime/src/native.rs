@@ -11,6 +11,7 @@
 //! bit.
 
 use std::any::Any;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use hamel_kernel::{Arg, InvariantKind};
@@ -221,7 +222,10 @@ impl<const NZ: usize, const NX: usize> Fixed<'_, NZ, NX> {
         out: &mut [f64],
         second: Option<*mut f64>,
     ) {
-        let mut fresh = [0.0; N];
+        // Not zeroed: the kernel writes every value, and zeros stored first
+        // would be stores the call waits behind for nothing.
+        let mut fresh = MaybeUninit::<[f64; N]>::uninit();
+        let fresh = fresh.as_mut_ptr().cast::<f64>();
         let table = [self.params.as_ptr(), e.as_ptr(), z.as_ptr()];
         // SAFETY: `driver` made this only for a step of these sizes, whose
         // functions are direct entries (`NativeStep::new`); `advance`
@@ -230,11 +234,12 @@ impl<const NZ: usize, const NX: usize> Fixed<'_, NZ, NX> {
         // those with two output arrays.
         unsafe {
             match second {
-                None => call_one::<NX>(f, table.as_ptr(), self.scratch, fresh.as_mut_ptr(), h, x),
-                Some(j) => call_two::<NX>(f, table.as_ptr(), self.scratch, (fresh.as_mut_ptr(), j), h, x),
+                None => call_one::<NX>(f, table.as_ptr(), self.scratch, fresh, h, x),
+                Some(j) => call_two::<NX>(f, table.as_ptr(), self.scratch, (fresh, j), h, x),
             }
+            // `out` has `N` values, which the kernel has written.
+            settle_from(fresh, out);
         }
-        settle(&fresh, out);
     }
 }
 
@@ -289,19 +294,12 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
             self.run::<NX>(self.step.residual_jacobian, h, e, (z, x), r.as_mut_slice(), Some(j));
             return;
         }
-        let mut fresh = SMatrix::<f64, NX, NX>::zeros();
-        self.run::<NX>(
-            self.step.residual_jacobian,
-            h,
-            e,
-            (z, x),
-            r.as_mut_slice(),
-            Some(fresh.as_mut_ptr()),
-        );
-        for (o, f) in j.iter_mut().zip(fresh.iter()) {
-            // SAFETY: a plain read of an initialized `f64`.
-            *o = unsafe { std::ptr::read_volatile(f) };
-        }
+        let mut fresh = MaybeUninit::<SMatrix<f64, NX, NX>>::uninit();
+        // Column-major, as `j`: an `SMatrix` is its `[[f64; NX]; NX]`.
+        let fresh = fresh.as_mut_ptr().cast::<f64>();
+        self.run::<NX>(self.step.residual_jacobian, h, e, (z, x), r.as_mut_slice(), Some(fresh));
+        // SAFETY: the kernel has written every entry of the Jacobian.
+        unsafe { settle_from(fresh, j.as_mut_slice()) };
     }
     #[inline(always)]
     fn increment(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SVector<f64, NZ>) {
@@ -332,9 +330,20 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
 /// JIT: about 155 → 140 ns).
 #[inline(always)]
 fn settle<const N: usize>(fresh: &[f64; N], out: &mut [f64]) {
-    for (o, f) in out.iter_mut().zip(fresh) {
-        // SAFETY: a plain read of an initialized `f64`.
-        *o = unsafe { std::ptr::read_volatile(f) };
+    let out = &mut out[..N];
+    // SAFETY: `fresh` holds the `N` values read.
+    unsafe { settle_from(fresh.as_ptr(), out) }
+}
+
+/// [`settle`] from the first `out.len()` values at `fresh`.
+///
+/// # Safety
+/// `fresh` must be valid for reading `out.len()` initialized values.
+#[inline(always)]
+unsafe fn settle_from(fresh: *const f64, out: &mut [f64]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: the caller's contract.
+        *o = unsafe { std::ptr::read_volatile(fresh.add(i)) };
     }
 }
 
