@@ -3,6 +3,9 @@
 //! through cranelift, writing its outputs into the output arrays in place,
 //! reading its input registers from the argument arrays in place (the
 //! program's inputs are the arrays concatenated, as the caller declares them).
+//! A caller that calls a small program often can ask for a second, direct
+//! entry ([`Direct`]), which takes its arrays without tables of pointers
+//! and some of them by value.
 //!
 //! The generated code performs the program's instructions in the program's
 //! order, one IEEE operation each: cranelift does not contract `a * b + c` into

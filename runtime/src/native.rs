@@ -9,6 +9,11 @@
 //! very Newton code derived integrators use, monomorphized for those sizes
 //! (a fixed-size driver); the arithmetic is the same, so are the results to the
 //! bit.
+//!
+//! Each kernel call is an opaque call on the Newton iteration's critical
+//! path, so the drivers call the JIT's direct entries: the unknowns in
+//! registers rather than stored and reloaded, no table of argument pointers
+//! assembled per call (see [`passed`]).
 
 use std::any::Any;
 use std::mem::MaybeUninit;
