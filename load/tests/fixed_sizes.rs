@@ -97,6 +97,15 @@ fn the_same_kernels_step_alike_on_either_driver() {
             "pattern_I",
             0.01,
         ),
+        // the speed example's other schemes (RATTLE, Störmer–Verlet: 4 unknowns)
+        ("double_spherical_pendulum", "hamel_midpoint", "pattern_I", 0.01),
+        ("double_spherical_pendulum_cartesian", "rattle", "pattern_I", 0.01),
+        (
+            "double_spherical_pendulum_cartesian",
+            "stormer_verlet",
+            "pattern_I",
+            0.01,
+        ),
     ] {
         let jit = system(model, scheme, Backend::Jit);
         let mut fixed = DynStepper::new(&jit, h).unwrap();
