@@ -2,14 +2,15 @@
 //! program's partition, and an entry that calls the parts in order.
 
 use cranelift_codegen::ir::{
-    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value,
+    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
+    UserFuncName, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 use hamel_kernel::{Func, Instr, Partition, Program};
 
-use crate::{err, func_symbol, JitError, OutputArray};
+use crate::{err, func_symbol, Direct, JitError, OutputArray, Passed};
 
 /// The host functions compiled code calls, declared in the module.
 pub(crate) struct Imports {
@@ -50,6 +51,9 @@ pub(crate) struct Part<'a> {
     pub(crate) out_arrays: &'a [OutputArray<'a>],
     pub(crate) cut: &'a Partition,
     pub(crate) index: usize,
+    /// the program's direct entry this function is (a program of one part),
+    /// or `None`: it takes the argument and output arrays as tables
+    pub(crate) direct: Option<&'a Direct<'a>>,
 }
 
 impl Part<'_> {
@@ -76,7 +80,11 @@ impl Part<'_> {
             .collect();
         let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
         let (mut b, params) = entry_block(&mut func, fctx);
+        // The array convention: (argument pointers, scratch, output
+        // pointers); the direct one: (table, scratch, one pointer per output
+        // array, the values passed by value).
         let (args, tmp, out) = (params[0], params[1], params[2]);
+        let values_at = 2 + self.out_arrays.len();
         let mut refs = |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
         let powi_ref = refs(imports.powi, &mut b);
         let powf_ref = refs(imports.powf, &mut b);
@@ -106,7 +114,12 @@ impl Part<'_> {
             }
             let v = if r < prog.n_inputs {
                 let (a, i) = input_at[r];
-                let p = *arg_base[a].get_or_insert_with(|| b.ins().load(ptr, read, args, width * a as i32));
+                let (table, k) = match self.direct.map(|d| d.args[a]) {
+                    Some(Passed::Values(k)) => return params[values_at + k + i],
+                    Some(Passed::Table(k)) => (args, k),
+                    None => (args, a),
+                };
+                let p = *arg_base[a].get_or_insert_with(|| b.ins().load(ptr, read, table, width * k as i32));
                 b.ins().load(types::F64, read, p, (8 * i) as i32)
             } else if r < base {
                 b.ins().f64const(prog.consts[r - prog.n_inputs])
@@ -182,7 +195,11 @@ impl Part<'_> {
                 if array.count() == 0 {
                     continue;
                 }
-                let dst = b.ins().load(ptr, read, out, width * a as i32);
+                let dst = if self.direct.is_some() {
+                    params[2 + a]
+                } else {
+                    b.ins().load(ptr, read, out, width * a as i32)
+                };
                 for i in 0..array.count() {
                     let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
                     let at = array.at.map_or(i, |at| at[i]);
@@ -211,6 +228,54 @@ pub(crate) fn calls_in_order(
     for &p in parts {
         let f = module.declare_func_in_func(p, b.func);
         b.ins().call(f, &params);
+    }
+    b.ins().return_(&[]);
+    b.finalize(tcfg);
+    func
+}
+
+/// The direct entry of a program cut into parts: passes its arguments on as
+/// the parts take them (tables of pointers, the values passed by value
+/// stored on its stack) and calls the parts in order.
+pub(crate) fn direct_calls_in_order(
+    module: &mut JITModule,
+    sig: &Signature,
+    parts: &[FuncId],
+    direct: &Direct,
+    out_arrays: usize,
+    fctx: &mut FunctionBuilderContext,
+) -> Function {
+    let tcfg = module.target_config();
+    let ptr = tcfg.pointer_type();
+    let width = ptr.bytes();
+    let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
+    let (mut b, params) = entry_block(&mut func, fctx);
+    let flags = MemFlagsData::trusted();
+    let slot = |b: &mut FunctionBuilder, bytes: u32| {
+        b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(8), 3))
+    };
+    let values = slot(&mut b, 8 * direct.values as u32);
+    for k in 0..direct.values {
+        b.ins()
+            .stack_store(ptr, params[2 + out_arrays + k], values, (8 * k) as i32);
+    }
+    let args = slot(&mut b, width * direct.args.len() as u32);
+    for (a, passed) in direct.args.iter().enumerate() {
+        let p = match *passed {
+            Passed::Table(k) => b.ins().load(ptr, flags, params[0], (width as usize * k) as i32),
+            Passed::Values(k) => b.ins().stack_addr(ptr, values, (8 * k) as i32),
+        };
+        b.ins().stack_store(ptr, p, args, (width as usize * a) as i32);
+    }
+    let outs = slot(&mut b, width * out_arrays as u32);
+    for a in 0..out_arrays {
+        b.ins()
+            .stack_store(ptr, params[2 + a], outs, (width as usize * a) as i32);
+    }
+    let (args, outs) = (b.ins().stack_addr(ptr, args, 0), b.ins().stack_addr(ptr, outs, 0));
+    for &p in parts {
+        let f = module.declare_func_in_func(p, b.func);
+        b.ins().call(f, &[args, params[1], outs]);
     }
     b.ins().return_(&[]);
     b.finalize(tcfg);

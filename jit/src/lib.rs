@@ -3,6 +3,9 @@
 //! through cranelift, writing its outputs into the output arrays in place,
 //! reading its input registers from the argument arrays in place (the
 //! program's inputs are the arrays concatenated, as the caller declares them).
+//! A caller that calls a small program often can ask for a second, direct
+//! entry ([`Direct`]), which takes its arrays without tables of pointers
+//! and some of them by value.
 //!
 //! The generated code performs the program's instructions in the program's
 //! order, one IEEE operation each: cranelift does not contract `a * b + c` into
@@ -24,7 +27,7 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use hamel_kernel::{Func, Outputs, Partition, Program};
-use ir::{calls_in_order, Imports, Part};
+use ir::{calls_in_order, direct_calls_in_order, Imports, Part};
 
 /// Why a program could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -114,10 +117,43 @@ impl OutputArray<'_> {
     }
 }
 
+/// How a program's direct entry (see [`Direct`]) receives one of its
+/// argument arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passed {
+    /// through pointer `k` of the table the entry takes first
+    Table(usize),
+    /// by value: the array's values are the entry's value parameters `k`,
+    /// `k + 1`, … (in registers, where the calling convention has enough)
+    Values(usize),
+}
+
+/// A second entry of a program, for a caller that knows its argument arrays
+/// ahead and calls it often: `fn(table: *const *const f64, scratch: *mut f64,
+/// out_0: *mut f64, …, v_0: f64, …)`, one pointer per output array (no
+/// table of them) and `values` value parameters. Arrays passed by value
+/// skip the store and reload through memory that pointers cost on the
+/// caller's critical path: a small Newton system's iterate goes to the
+/// kernel in registers.
+#[derive(Clone, Copy, Debug)]
+pub struct Direct<'a> {
+    /// the program's index among those compiled
+    pub program: usize,
+    /// how each of the program's argument arrays is passed, in order
+    pub args: &'a [Passed],
+    /// number of value parameters
+    pub values: usize,
+}
+
+/// Most value parameters of a direct entry.
+pub const MAX_VALUES: usize = 16;
+
 /// Native code for a set of programs; keeps the code alive while it is used.
 pub struct JitCode {
     module: Option<JITModule>,
     entries: Vec<Entry>,
+    /// the direct entries, in the order requested
+    direct: Vec<unsafe extern "C" fn()>,
     /// per function: argument array lengths, output array lengths
     shapes: Vec<(Vec<usize>, Vec<usize>)>,
     /// scratch values per function
@@ -151,6 +187,29 @@ impl Drop for JitCode {
 enum Code<'a> {
     Compile { keep: bool },
     Load(&'a [u8]),
+}
+
+/// Refuses direct entries that do not match their programs.
+fn check_direct(programs: &[(&Program, &[usize], &[OutputArray])], direct: &[Direct]) -> Result<(), JitError> {
+    for (j, d) in direct.iter().enumerate() {
+        let Some((_, arrays, _)) = programs.get(d.program) else {
+            return Err(JitError(format!("direct entry {j}: no program {}", d.program)));
+        };
+        let fits = d.values <= MAX_VALUES
+            && d.args.len() == arrays.len()
+            && d.args.iter().zip(*arrays).all(|(p, &len)| match *p {
+                Passed::Table(_) => true,
+                Passed::Values(k) => k + len <= d.values,
+            });
+        if !fits {
+            return Err(JitError(format!(
+                "direct entry {j}: {} arrays passed in {} values for arrays of lengths {arrays:?}",
+                d.args.len(),
+                d.values
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses argument and output arrays that do not match their programs.
@@ -216,7 +275,28 @@ impl JitCode {
     /// banded Jacobian written into a dense matrix whose other entries stay
     /// zero, at the cost of the band instead of the whole matrix.
     pub fn compile_placed(programs: &[(&Program, &[usize], &[OutputArray])]) -> Result<JitCode, JitError> {
-        Self::compile_on(programs, None, Code::Compile { keep: false }).map(|(code, _)| code)
+        Self::compile_on(programs, &[], None, Code::Compile { keep: false }).map(|(code, _)| code)
+    }
+
+    /// [`JitCode::compile_keeping`] (without keeping where `keep` is false),
+    /// with the direct entries `direct` besides (see
+    /// [`JitCode::direct_entry`]).
+    pub fn compile_direct(
+        programs: &[(&Program, &[usize], &[OutputArray])],
+        direct: &[Direct],
+        keep: bool,
+    ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
+        Self::compile_on(programs, direct, None, Code::Compile { keep })
+    }
+
+    /// [`JitCode::load_placed`] for code [`JitCode::compile_direct`] kept,
+    /// with the same direct entries.
+    pub fn load_direct(
+        programs: &[(&Program, &[usize], &[OutputArray])],
+        direct: &[Direct],
+        bytes: &[u8],
+    ) -> Result<JitCode, JitError> {
+        Self::compile_on(programs, direct, None, Code::Load(bytes)).map(|(code, _)| code)
     }
 
     /// [`JitCode::compile_placed`], with the machine code as bytes that
@@ -225,7 +305,7 @@ impl JitCode {
     pub fn compile_keeping(
         programs: &[(&Program, &[usize], &[OutputArray])],
     ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
-        Self::compile_on(programs, None, Code::Compile { keep: true })
+        Self::compile_on(programs, &[], None, Code::Compile { keep: true })
     }
 
     /// The code [`JitCode::compile_keeping`] compiled for the same
@@ -233,17 +313,19 @@ impl JitCode {
     /// were cut, changed, or compiled for another instruction set are refused
     /// (compile instead).
     pub fn load_placed(programs: &[(&Program, &[usize], &[OutputArray])], bytes: &[u8]) -> Result<JitCode, JitError> {
-        Self::compile_on(programs, None, Code::Load(bytes)).map(|(code, _)| code)
+        Self::compile_on(programs, &[], None, Code::Load(bytes)).map(|(code, _)| code)
     }
 
     /// Compiles (or loads) on `threads` threads (`None`: as many as
     /// [`codegen::threads_for`] chooses), so that tests can force either path.
     fn compile_on(
         programs: &[(&Program, &[usize], &[OutputArray])],
+        direct: &[Direct],
         threads: Option<usize>,
         how: Code,
     ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
         check_shapes(programs)?;
+        check_direct(programs, direct)?;
         let isa = host_isa()?;
         let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
         builder.symbols(host_symbols());
@@ -261,6 +343,8 @@ impl JitCode {
         let mut defined = Vec::new();
         let mut ids = Vec::with_capacity(programs.len());
         let mut scratch = Vec::with_capacity(programs.len());
+        let mut cuts = Vec::with_capacity(programs.len());
+        let mut parts_of = Vec::with_capacity(programs.len());
         for (k, &(prog, arrays, out_arrays)) in programs.iter().enumerate() {
             // Long programs are compiled as parts (register allocation grows
             // faster than linearly with function size), cut by the rule the Rust
@@ -279,6 +363,7 @@ impl JitCode {
                         out_arrays,
                         cut: &cut,
                         index: c,
+                        direct: None,
                     };
                     functions.push((id, part.build(&mut module, &imports, &sig, &mut fctx)));
                 }
@@ -299,6 +384,44 @@ impl JitCode {
             };
             ids.push(id);
             scratch.push(cut.slots);
+            cuts.push(cut);
+            parts_of.push(part_ids);
+        }
+        // A direct entry is the program compiled once more where it is one
+        // part; a longer program's calls its parts, whose cost dwarfs the
+        // tables it builds for them.
+        let mut direct_ids = Vec::with_capacity(direct.len());
+        for (j, d) in direct.iter().enumerate() {
+            let (prog, arrays, out_arrays) = programs[d.program];
+            let mut dsig = module.make_signature();
+            for _ in 0..2 + out_arrays.len() {
+                dsig.params.push(AbiParam::new(module.target_config().pointer_type()));
+            }
+            for _ in 0..d.values {
+                dsig.params.push(AbiParam::new(cranelift_codegen::ir::types::F64));
+            }
+            let id = module
+                .declare_function(&format!("direct{j}"), Linkage::Local, &dsig)
+                .map_err(err)?;
+            if build {
+                let cut = &cuts[d.program];
+                let f = if cut.parts == 1 {
+                    let part = Part {
+                        prog,
+                        arrays,
+                        out_arrays,
+                        cut,
+                        index: 0,
+                        direct: Some(d),
+                    };
+                    part.build(&mut module, &imports, &dsig, &mut fctx)
+                } else {
+                    direct_calls_in_order(&mut module, &dsig, &parts_of[d.program], d, out_arrays.len(), &mut fctx)
+                };
+                functions.push((id, f));
+            }
+            defined.push(id);
+            direct_ids.push(id);
         }
         let (code, kept) = match how {
             Code::Compile { keep } => {
@@ -326,9 +449,19 @@ impl JitCode {
                 unsafe { std::mem::transmute::<*const u8, Entry>(p) }
             })
             .collect();
+        let direct = direct_ids
+            .iter()
+            .map(|&id| {
+                let p = module.get_finalized_function(id);
+                // SAFETY: a function pointer, of a type its callers transmute
+                // to the signature `Direct` describes.
+                unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn()>(p) }
+            })
+            .collect();
         let code = JitCode {
             module: Some(module),
             entries,
+            direct,
             shapes: programs
                 .iter()
                 .map(|(_, arrays, outs)| (arrays.to_vec(), outs.iter().map(|a| a.len).collect()))
@@ -373,6 +506,17 @@ impl JitCode {
     /// calls it (same contract), for as long as this code lives.
     pub fn entry(&self, k: usize) -> unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64) {
         self.entries[k]
+    }
+
+    /// Direct entry `j`, in the order [`JitCode::compile_direct`] was given
+    /// them, for as long as this code lives. Call it as the function its
+    /// [`Direct`] describes: `fn(table, scratch, out_0, …, v_0, …)`, with
+    /// the table holding a pointer for each array passed through it, each
+    /// valid for reading that array's length, scratch valid for
+    /// [`JitCode::scratch_len`] of its program, and each output pointer
+    /// valid for writing its array's length.
+    pub fn direct_entry(&self, j: usize) -> unsafe extern "C" fn() {
+        self.direct[j]
     }
 
     /// Lengths of function `k`'s output arrays.
@@ -507,14 +651,109 @@ mod tests {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         // Its parts compiled on one thread and on two give the same code.
         for threads in [1, 2] {
-            let code = JitCode::compile_on(&[(&p, &[1, 1], &outs)], Some(threads), Code::Compile { keep: false })
-                .unwrap()
-                .0;
+            let code = JitCode::compile_on(
+                &[(&p, &[1, 1], &outs)],
+                &[],
+                Some(threads),
+                Code::Compile { keep: false },
+            )
+            .unwrap()
+            .0;
             assert!(code.scratch_len(0) > 0, "the program was split");
             let mut out = vec![0.0; p.outputs.len()];
             code.call(0, &[&[0.3], &[0.7]], &mut out);
             assert_eq!(bits(&out), bits(&want), "{threads} thread(s)");
         }
+    }
+
+    /// A program of one part and one of several, each through its direct
+    /// entry: the interpreter's values to the bit, whether an array comes
+    /// through the table or by value, and the same entries from kept code.
+    #[test]
+    fn direct_entries_agree_with_the_interpreter_to_the_bit() {
+        // Inputs (a, b | c, d, e): a and b through the table, c, d, e by
+        // value, after an unused value parameter.
+        let short = Program {
+            n_inputs: 5,
+            consts: vec![0.5],
+            instrs: vec![
+                Instr::Mul(0, 2),          // r6
+                Instr::Sub(6, 3),          // r7
+                Instr::Div(7, 4),          // r8
+                Instr::Call(Func::Sin, 1), // r9
+                Instr::Add(9, 5),          // r10
+            ],
+            outputs: vec![8, 10, 2, 0],
+        };
+        let mut instrs = Vec::new();
+        for i in 0..(CHUNK + 77) as u32 {
+            let r = 6 + i;
+            instrs.push(match i % 3 {
+                0 => Instr::Add(r - 1, (i % 5).min(4)),
+                1 => Instr::Mul(r - 1, 2),
+                _ => Instr::Call(Func::Cos, r - 1),
+            });
+        }
+        let n = instrs.len() as u32;
+        let long = Program {
+            n_inputs: 5,
+            consts: vec![0.25],
+            instrs,
+            outputs: vec![5 + n, 6 + CHUNK as u32, 4, 1],
+        };
+        let outs = [OutputArray { len: 1, at: None }, OutputArray { len: 3, at: None }];
+        let programs: [(&Program, &[usize], &[OutputArray]); 2] =
+            [(&short, &[1, 3, 1], &outs), (&long, &[1, 3, 1], &outs)];
+        let args = [Passed::Table(1), Passed::Values(1), Passed::Table(0)];
+        let direct = [
+            Direct {
+                program: 0,
+                args: &args,
+                values: 4,
+            },
+            Direct {
+                program: 1,
+                args: &args,
+                values: 4,
+            },
+        ];
+        type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, *mut f64, f64, f64, f64, f64);
+        let (compiled, kept) = JitCode::compile_direct(&programs, &direct, true).unwrap();
+        let loaded = JitCode::load_direct(&programs, &direct, &kept.expect("this code can be kept")).unwrap();
+        let (a, b, c, d, e) = (0.3, -1.25, 2.5, 0.125, 7.0);
+        for code in [&compiled, &loaded] {
+            for (j, prog) in [&short, &long].into_iter().enumerate() {
+                let want: Vec<u64> = prog.eval(&[a, b, c, d, e]).iter().map(|x| x.to_bits()).collect();
+                let (mut o1, mut o2) = ([f64::NAN], [f64::NAN; 3]);
+                let mut scratch = vec![0.0; code.scratch_len(j)];
+                let table = [&e as *const f64, &a as *const f64];
+                // SAFETY: the signature `direct[j]` describes; the table's
+                // arrays and the outputs of their lengths; its scratch.
+                unsafe {
+                    let f = std::mem::transmute::<unsafe extern "C" fn(), F>(code.direct_entry(j));
+                    f(
+                        table.as_ptr(),
+                        scratch.as_mut_ptr(),
+                        o1.as_mut_ptr(),
+                        o2.as_mut_ptr(),
+                        f64::NAN,
+                        b,
+                        c,
+                        d,
+                    );
+                }
+                let got: Vec<u64> = o1.iter().chain(&o2).map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "program {j}");
+            }
+        }
+        assert!(compiled.scratch_len(1) > 0, "the long program was split");
+        // Arrays that do not fit their values are refused.
+        let bad = [Direct {
+            program: 0,
+            args: &args,
+            values: 3,
+        }];
+        assert!(JitCode::compile_direct(&programs, &bad, false).is_err());
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
-use hamel_jit::{JitCode, OutputArray};
+use hamel_jit::{Direct, JitCode, OutputArray, Passed};
 use hamel_kernel::{Dd, Kernel, Program};
+use hamel_runtime::native::{passed, Pass, MAX_DIRECT_UNKNOWNS};
 
 use crate::{Backend, LoadError};
 
@@ -51,7 +52,36 @@ pub struct Evaluator {
     /// per function: whether its compiled code writes only the band of its
     /// last output array (see [`band_outputs`])
     band_written: Vec<bool>,
+    /// per function: its direct entry's index in the JIT's code, where it
+    /// has one (see [`direct_args`])
+    direct: Vec<Option<usize>>,
     scratch: RefCell<Scratch>,
+}
+
+/// The kernels the fixed-size drivers call, which get direct entries.
+const HOT: [Kernel; 4] = [
+    Kernel::Residual,
+    Kernel::ResidualJacobian,
+    Kernel::Increment,
+    Kernel::Predict,
+];
+
+/// How a function reading `inputs` receives them through a direct entry
+/// (see [`passed`]) for `nx` unknowns: `None` where an array is not one a
+/// direct entry takes, or is passed by value at a length other than `nx`
+/// (or `1`, for `h`), or the unknowns are too many.
+fn direct_args(inputs: &[(Slot, usize)], nx: usize) -> Option<Vec<Passed>> {
+    if nx > MAX_DIRECT_UNKNOWNS {
+        return None;
+    }
+    inputs
+        .iter()
+        .map(|&(s, n)| match passed(s)? {
+            Pass::Table(k) => Some(Passed::Table(k)),
+            Pass::Values(0) => (n == 1).then_some(Passed::Values(0)),
+            Pass::Values(k) => (n == nx).then_some(Passed::Values(k)),
+        })
+        .collect()
 }
 
 /// The residual-and-Jacobian program `p` (output arrays `outs`: the residual,
@@ -96,6 +126,7 @@ impl Clone for Evaluator {
             programs: Arc::clone(&self.programs),
             jit: self.jit.clone(),
             band_written: self.band_written.clone(),
+            direct: self.direct.clone(),
             scratch: RefCell::new(Scratch::default()),
         }
     }
@@ -172,6 +203,7 @@ impl Evaluator {
             out_lengths.push(outs.iter().map(|(_, n)| *n).collect::<Vec<usize>>());
         }
         let mut band_written = vec![false; names.len()];
+        let mut direct = vec![None; names.len()];
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
@@ -210,13 +242,35 @@ impl Evaluator {
                 for (w, b) in band_written.iter_mut().zip(&banded) {
                     *w = b.is_some();
                 }
+                // Each hot kernel (the first function of its name, as
+                // `System` looks it up) that writes whole arrays also gets
+                // a direct entry.
+                let nx = step.unknowns.len();
+                let wanted: Vec<(usize, Vec<Passed>)> = HOT
+                    .iter()
+                    .filter_map(|&k| {
+                        let f = names.iter().position(|&n| n == k)?;
+                        Some((f, direct_args(&inputs[f], nx).filter(|_| banded[f].is_none())?))
+                    })
+                    .collect();
+                let direct_list: Vec<Direct> = wanted
+                    .iter()
+                    .map(|(f, args)| Direct {
+                        program: *f,
+                        args,
+                        values: 1 + nx,
+                    })
+                    .collect();
+                for (j, (f, _)) in wanted.iter().enumerate() {
+                    direct[*f] = Some(j);
+                }
                 let jit_err = |e: hamel_jit::JitError| LoadError::Jit(e.to_string());
-                let kept = cache.and_then(|(c, entry)| JitCode::load_placed(&refs, &c.code(entry)?).ok());
+                let kept = cache.and_then(|(c, entry)| JitCode::load_direct(&refs, &direct_list, &c.code(entry)?).ok());
                 let code = match (kept, cache) {
                     (Some(code), _) => code,
-                    (None, None) => JitCode::compile_placed(&refs).map_err(jit_err)?,
+                    (None, None) => JitCode::compile_direct(&refs, &direct_list, false).map_err(jit_err)?.0,
                     (None, Some((c, entry))) => {
-                        let (code, bytes) = JitCode::compile_keeping(&refs).map_err(jit_err)?;
+                        let (code, bytes) = JitCode::compile_direct(&refs, &direct_list, true).map_err(jit_err)?;
                         if let Some(bytes) = bytes {
                             c.keep_code(entry, &bytes);
                         }
@@ -232,17 +286,19 @@ impl Evaluator {
             programs: programs.into(),
             jit,
             band_written,
+            direct,
             scratch: RefCell::new(Scratch::default()),
         })
     }
 
-    /// Function `f` as a native call (the JIT's), the scratch values it
-    /// uses, and the code it lives in.
-    pub fn native(&self, f: FnId) -> Option<(hamel_runtime::native::NativeCall, usize, Arc<JitCode>)> {
+    /// Function `f`'s direct entry (the JIT's; see
+    /// [`hamel_runtime::native::passed`]), the scratch values it uses, and
+    /// the code it lives in: `None` unless `f` is a hot kernel compiled
+    /// with one.
+    pub fn native(&self, f: FnId) -> Option<(hamel_runtime::native::DirectFn, usize, Arc<JitCode>)> {
         let code = self.jit.as_ref()?;
-        let args: Vec<Slot> = self.inputs[f.0].iter().map(|&(s, _)| s).collect();
-        let call = hamel_runtime::native::NativeCall::new(code.entry(f.0), &args)?;
-        Some((call, code.scratch_len(f.0), Arc::clone(code)))
+        let j = self.direct[f.0]?;
+        Some((code.direct_entry(j), code.scratch_len(f.0), Arc::clone(code)))
     }
 
     /// The argument arrays function `f` reads, and their lengths.

@@ -298,11 +298,12 @@ fn native_step(step: &CompiledStep, kernels: &Evaluator, hot: &Hot, np: usize) -
         && outputs(hot.residual_jacobian, &[nx, nx * nx])
         && outputs(hot.increment, &[nz])
         && outputs(hot.predict, &[nx]);
-    // SAFETY: the functions are the JIT's code of the step's kernels, which
-    // read the argument arrays they declare (checked above to be of the
-    // sizes given) and write their output arrays (checked above), the
-    // Jacobian whole (not band-written), using at most their scratch
-    // lengths of scratch space; `code` keeps them alive.
+    // SAFETY: the functions are the JIT's direct entries of the step's
+    // kernels (`Evaluator::native`, laid out by `native::passed` for `nx`
+    // unknowns), which read the argument arrays they declare (checked above
+    // to be of the sizes given) and write their output arrays (checked
+    // above), the Jacobian whole (not band-written), using at most their
+    // scratch lengths of scratch space; `code` keeps them alive.
     fits.then(|| unsafe {
         NativeStep::new(
             residual,

@@ -9,8 +9,14 @@
 //! very Newton code derived integrators use, monomorphized for those sizes
 //! (a fixed-size driver); the arithmetic is the same, so are the results to the
 //! bit.
+//!
+//! Each kernel call is an opaque call on the Newton iteration's critical
+//! path, so the drivers call the JIT's direct entries: the unknowns in
+//! registers rather than stored and reloaded, no table of argument pointers
+//! assembled per call (see [`passed`]).
 
 use std::any::Any;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use hamel_kernel::{Arg, InvariantKind};
@@ -21,84 +27,127 @@ use crate::kernels::{Kernels, NameList};
 use crate::memory::NewtonMemory;
 use crate::newton::{self, NewtonOptions, NewtonStats, StepParts, Workspace};
 
-/// The signature of a native kernel: a pointer to its argument arrays'
-/// pointers, scratch space, a pointer to its output arrays' pointers.
-pub type NativeFn = unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64);
+/// A hot kernel's direct entry, its type erased: called as
+/// `fn(table, scratch, out_0[, out_1], h, v_1, …, v_nx)` (see [`passed`]),
+/// one output pointer per output array of the kernel.
+pub type DirectFn = unsafe extern "C" fn();
 
-/// Most argument arrays a hot kernel reads: `p`, `h`, `e`, `z`, `x` (or `w`).
-const MAX_ARGS: usize = 5;
-
-/// One native kernel and the argument arrays it reads, in order.
-#[derive(Clone, Copy, Debug)]
-pub struct NativeCall {
-    f: NativeFn,
-    args: [Arg; MAX_ARGS],
-    n_args: usize,
+/// How a hot kernel's direct entry receives one argument array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// through pointer `k` of the table `[p, e, z]`, its first parameter
+    Table(usize),
+    /// by value, from value parameter `k` on: `h` is value 0, the unknowns
+    /// (`x`, or `w` the previous solution) values 1 to `nx`
+    Values(usize),
 }
 
-impl NativeCall {
-    /// The kernel `f`, reading the arrays `args` in order (each of `p`, `h`,
-    /// `e`, `z`, and `x` or `w`, at most once); `None` for other arrays.
-    pub fn new(f: NativeFn, args: &[Arg]) -> Option<Self> {
-        if args.len() > MAX_ARGS
-            || args
-                .iter()
-                .any(|a| !matches!(a, Arg::P | Arg::H | Arg::E | Arg::Z | Arg::X | Arg::W))
-        {
-            return None;
-        }
-        let mut a = [Arg::P; MAX_ARGS];
-        a[..args.len()].copy_from_slice(args);
-        Some(Self {
-            f,
-            args: a,
-            n_args: args.len(),
-        })
-    }
-
-    /// Calls the kernel on `p`, `h`, `e`, `z` and `x` (the unknowns, or the
-    /// previous solution), writing its output arrays at `outs`.
-    ///
-    /// # Safety
-    /// The [`NativeStep`] holding this call must be alive, and its sizes
-    /// those of the arrays given; `scratch` must be valid for reading and
-    /// writing its scratch length; `outs` must hold one pointer per output
-    /// array of the kernel, each valid for writing that array's length.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn call(
-        &self,
-        p: &[f64],
-        h: &f64,
-        e: &[f64],
-        z: *const f64,
-        x: *const f64,
-        scratch: *mut f64,
-        outs: &[*mut f64],
-    ) {
-        let mut ptrs = [std::ptr::null::<f64>(); MAX_ARGS];
-        for (ptr, arg) in ptrs.iter_mut().zip(&self.args[..self.n_args]) {
-            *ptr = match arg {
-                Arg::P => p.as_ptr(),
-                Arg::H => h,
-                Arg::E => e.as_ptr(),
-                Arg::Z => z,
-                _ => x,
-            };
-        }
-        // SAFETY: the caller's contract, and that of `NativeStep::new`.
-        unsafe { (self.f)(ptrs.as_ptr(), scratch, outs.as_ptr()) }
+/// How a direct entry receives the array `arg` (`None`: hot kernels read no
+/// such array). The unknowns go by value: they are the Newton iteration's
+/// critical path, which a store and reload through memory at every call
+/// would lengthen; the rest are read through the table.
+pub fn passed(arg: Arg) -> Option<Pass> {
+    match arg {
+        Arg::P => Some(Pass::Table(0)),
+        Arg::E => Some(Pass::Table(1)),
+        Arg::Z => Some(Pass::Table(2)),
+        Arg::H => Some(Pass::Values(0)),
+        Arg::X | Arg::W => Some(Pass::Values(1)),
+        _ => None,
     }
 }
+
+/// Most unknowns a direct entry takes by value: those of the largest
+/// fixed-size driver.
+pub const MAX_DIRECT_UNKNOWNS: usize = 8;
+
+/// `f64`, once per token: a parameter list as long as a list of indices.
+macro_rules! f64_for {
+    ($i:tt) => {
+        f64
+    };
+}
+
+/// `call_one::<NX>` and `call_two::<NX>`: a direct entry called with
+/// one or two output arrays and the `NX` unknowns by value, for the sizes
+/// listed (each its own function type).
+macro_rules! direct_calls {
+    ($($n:literal: [$($i:tt)*])*) => {
+        /// Calls the direct entry `f` of a kernel with one output array.
+        ///
+        /// # Safety
+        /// `f` must be a direct entry of a kernel with one output array,
+        /// reading `NX` unknowns; the table's arrays, `scratch` and `out`
+        /// must be valid as [`NativeStep::new`] requires.
+        #[inline(always)]
+        unsafe fn call_one<const NX: usize>(
+            f: DirectFn,
+            table: *const *const f64,
+            scratch: *mut f64,
+            out: *mut f64,
+            h: f64,
+            x: &SVector<f64, NX>,
+        ) {
+            match NX {
+                $($n => {
+                    type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, f64 $(, f64_for!($i))*);
+                    // SAFETY: the caller's contract: `f` has this type.
+                    unsafe {
+                        let f = std::mem::transmute::<DirectFn, F>(f);
+                        f(table, scratch, out, h $(, x[$i])*)
+                    }
+                })*
+                _ => unreachable!("no direct entries of {NX} unknowns"),
+            }
+        }
+
+        /// Calls the direct entry `f` of a kernel with two output arrays.
+        ///
+        /// # Safety
+        /// As [`call_one`], for a kernel with two output arrays.
+        #[inline(always)]
+        unsafe fn call_two<const NX: usize>(
+            f: DirectFn,
+            table: *const *const f64,
+            scratch: *mut f64,
+            (out, second): (*mut f64, *mut f64),
+            h: f64,
+            x: &SVector<f64, NX>,
+        ) {
+            match NX {
+                $($n => {
+                    type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, *mut f64, f64 $(, f64_for!($i))*);
+                    // SAFETY: the caller's contract: `f` has this type.
+                    unsafe {
+                        let f = std::mem::transmute::<DirectFn, F>(f);
+                        f(table, scratch, out, second, h $(, x[$i])*)
+                    }
+                })*
+                _ => unreachable!("no direct entries of {NX} unknowns"),
+            }
+        }
+    };
+}
+
+direct_calls!(
+    1: [0]
+    2: [0 1]
+    3: [0 1 2]
+    4: [0 1 2 3]
+    5: [0 1 2 3 4]
+    6: [0 1 2 3 4 5]
+    7: [0 1 2 3 4 5 6]
+    8: [0 1 2 3 4 5 6 7]
+);
 
 /// The hot kernels of a system's step as native functions, with what keeps
 /// them alive: what [`Kernels::native`] hands to the fixed-size drivers.
 #[derive(Clone)]
 pub struct NativeStep {
-    residual: NativeCall,
-    residual_jacobian: NativeCall,
-    increment: NativeCall,
-    predict: NativeCall,
+    residual: DirectFn,
+    residual_jacobian: DirectFn,
+    increment: DirectFn,
+    predict: DirectFn,
     /// numbers of parameters, exogenous values, state components, unknowns
     sizes: [usize; 4],
     /// scratch values the functions use (long ones are compiled in parts,
@@ -117,25 +166,26 @@ impl std::fmt::Debug for NativeStep {
 
 impl NativeStep {
     /// The native step of a system of `nz` state components and `nx`
-    /// unknowns, `np` parameters and `ne` exogenous values, whose functions
-    /// live as long as `code`.
+    /// unknowns (at most [`MAX_DIRECT_UNKNOWNS`]), `np` parameters and `ne`
+    /// exogenous values, whose functions live as long as `code`.
     ///
     /// # Safety
-    /// As long as `code` lives, each function, called with one pointer per
-    /// argument array it is declared to read (`p`: `np` values, `h`: 1, `e`:
-    /// `ne`, `z`: `nz`, `x` and `w`: `nx`) and a pointer to `scratch`
-    /// values of scratch space, must
-    /// read only those arrays and write only its outputs, through one
-    /// pointer per output array: `residual` the residual (`nx` values),
-    /// `residual_jacobian` the residual and then the `nx × nx` Jacobian
-    /// column-major (every entry), `increment` the increment (`nz`),
-    /// `predict` the guess (`nx`).
+    /// As long as `code` lives, each function must be a direct entry: called
+    /// as `fn(table, scratch, out_0[, out_1], h, v_1, …, v_nx)`, with a
+    /// table of pointers to `p` (`np` values), `e` (`ne`) and `z` (`nz`),
+    /// a pointer to `scratch` values of scratch space, one pointer per
+    /// output array, `h` and the `nx` unknowns (`x`, or `w`) by value (see
+    /// [`passed`]), it must read only those and write only its outputs:
+    /// `residual` the residual (`nx` values, one output array),
+    /// `residual_jacobian` the residual and the `nx × nx` Jacobian
+    /// column-major (every entry; two output arrays), `increment` the
+    /// increment (`nz`), `predict` the guess (`nx`).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn new(
-        residual: NativeCall,
-        residual_jacobian: NativeCall,
-        increment: NativeCall,
-        predict: NativeCall,
+        residual: DirectFn,
+        residual_jacobian: DirectFn,
+        increment: DirectFn,
+        predict: DirectFn,
         (np, ne, nz, nx): (usize, usize, usize, usize),
         scratch: usize,
         code: Arc<dyn Any + Send + Sync>,
@@ -170,32 +220,31 @@ impl<const NZ: usize, const NX: usize> Fixed<'_, NZ, NX> {
     #[inline(always)]
     fn run<const N: usize>(
         &self,
-        f: &NativeCall,
+        f: DirectFn,
         h: f64,
         e: &[f64],
-        (z, x): (*const f64, *const f64),
+        (z, x): (&SVector<f64, NZ>, &SVector<f64, NX>),
         out: &mut [f64],
         second: Option<*mut f64>,
     ) {
-        let mut fresh = [0.0; N];
-        let outs = [fresh.as_mut_ptr(), second.unwrap_or(std::ptr::null_mut())];
-        // SAFETY: `driver` made this only for a step of these sizes;
-        // `advance` checked the parameters' and exogenous values' counts and
-        // gave it the step's scratch space; `outs` holds one pointer per
-        // output array of `f` (the null one is never read by a kernel with
-        // one output array).
+        // Not zeroed: the kernel writes every value, and zeros stored first
+        // would be stores the call waits behind for nothing.
+        let mut fresh = MaybeUninit::<[f64; N]>::uninit();
+        let fresh = fresh.as_mut_ptr().cast::<f64>();
+        let table = [self.params.as_ptr(), e.as_ptr(), z.as_ptr()];
+        // SAFETY: `driver` made this only for a step of these sizes, whose
+        // functions are direct entries (`NativeStep::new`); `advance`
+        // checked the parameters' and exogenous values' counts and gave it
+        // the step's scratch space; the kernels called with `second` are
+        // those with two output arrays.
         unsafe {
-            f.call(
-                self.params,
-                &h,
-                e,
-                z,
-                x,
-                self.scratch,
-                &outs[..1 + usize::from(second.is_some())],
-            )
+            match second {
+                None => call_one::<NX>(f, table.as_ptr(), self.scratch, fresh, h, x),
+                Some(j) => call_two::<NX>(f, table.as_ptr(), self.scratch, (fresh, j), h, x),
+            }
+            // `out` has `N` values, which the kernel has written.
+            settle_from(fresh, out);
         }
-        settle(&fresh, out);
     }
 }
 
@@ -222,14 +271,7 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
     }
     #[inline(always)]
     fn residual(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SVector<f64, NX>) {
-        self.run::<NX>(
-            &self.step.residual,
-            h,
-            e,
-            (z.as_ptr(), x.as_ptr()),
-            out.as_mut_slice(),
-            None,
-        );
+        self.run::<NX>(self.step.residual, h, e, (z, x), out.as_mut_slice(), None);
     }
     #[inline(always)]
     fn jacobian(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SMatrix<f64, NX, NX>) {
@@ -254,51 +296,23 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
         // (the double pendulum's 8 unknowns: about 10 %).
         if NX > 3 {
             let j = j.as_mut_ptr();
-            self.run::<NX>(
-                &self.step.residual_jacobian,
-                h,
-                e,
-                (z.as_ptr(), x.as_ptr()),
-                r.as_mut_slice(),
-                Some(j),
-            );
+            self.run::<NX>(self.step.residual_jacobian, h, e, (z, x), r.as_mut_slice(), Some(j));
             return;
         }
-        let mut fresh = SMatrix::<f64, NX, NX>::zeros();
-        self.run::<NX>(
-            &self.step.residual_jacobian,
-            h,
-            e,
-            (z.as_ptr(), x.as_ptr()),
-            r.as_mut_slice(),
-            Some(fresh.as_mut_ptr()),
-        );
-        for (o, f) in j.iter_mut().zip(fresh.iter()) {
-            // SAFETY: a plain read of an initialized `f64`.
-            *o = unsafe { std::ptr::read_volatile(f) };
-        }
+        let mut fresh = MaybeUninit::<SMatrix<f64, NX, NX>>::uninit();
+        // Column-major, as `j`: an `SMatrix` is its `[[f64; NX]; NX]`.
+        let fresh = fresh.as_mut_ptr().cast::<f64>();
+        self.run::<NX>(self.step.residual_jacobian, h, e, (z, x), r.as_mut_slice(), Some(fresh));
+        // SAFETY: the kernel has written every entry of the Jacobian.
+        unsafe { settle_from(fresh, j.as_mut_slice()) };
     }
     #[inline(always)]
     fn increment(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, x: &SVector<f64, NX>, out: &mut SVector<f64, NZ>) {
-        self.run::<NZ>(
-            &self.step.increment,
-            h,
-            e,
-            (z.as_ptr(), x.as_ptr()),
-            out.as_mut_slice(),
-            None,
-        );
+        self.run::<NZ>(self.step.increment, h, e, (z, x), out.as_mut_slice(), None);
     }
     #[inline(always)]
     fn predict(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, w: &SVector<f64, NX>, out: &mut SVector<f64, NX>) {
-        self.run::<NX>(
-            &self.step.predict,
-            h,
-            e,
-            (z.as_ptr(), w.as_ptr()),
-            out.as_mut_slice(),
-            None,
-        );
+        self.run::<NX>(self.step.predict, h, e, (z, w), out.as_mut_slice(), None);
     }
     fn observe_size(&self) -> usize {
         0
@@ -321,9 +335,20 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
 /// JIT: about 155 → 140 ns).
 #[inline(always)]
 fn settle<const N: usize>(fresh: &[f64; N], out: &mut [f64]) {
-    for (o, f) in out.iter_mut().zip(fresh) {
-        // SAFETY: a plain read of an initialized `f64`.
-        *o = unsafe { std::ptr::read_volatile(f) };
+    let out = &mut out[..N];
+    // SAFETY: `fresh` holds the `N` values read.
+    unsafe { settle_from(fresh.as_ptr(), out) }
+}
+
+/// [`settle`] from the first `out.len()` values at `fresh`.
+///
+/// # Safety
+/// `fresh` must be valid for reading `out.len()` initialized values.
+#[inline(always)]
+unsafe fn settle_from(fresh: *const f64, out: &mut [f64]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: the caller's contract.
+        *o = unsafe { std::ptr::read_volatile(fresh.add(i)) };
     }
 }
 
