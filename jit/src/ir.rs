@@ -51,6 +51,8 @@ pub(crate) struct Part<'a> {
     pub(crate) out_arrays: &'a [OutputArray<'a>],
     pub(crate) cut: &'a Partition,
     pub(crate) index: usize,
+    /// the outputs (indices into the program's) this function stores
+    pub(crate) outputs: std::ops::Range<usize>,
     /// the program's direct entry this function is (a program of one part),
     /// or `None`: it takes the argument and output arrays as tables
     pub(crate) direct: Option<&'a Direct<'a>>,
@@ -58,7 +60,7 @@ pub(crate) struct Part<'a> {
 
 impl Part<'_> {
     /// The part's IR: its instructions in program order, one IEEE operation
-    /// each; the last part also stores the outputs.
+    /// each, then the stores of its outputs.
     pub(crate) fn build(
         &self,
         module: &mut JITModule,
@@ -189,10 +191,12 @@ impl Part<'_> {
                 b.ins().store(flags, v, tmp, 8 * s as i32);
             }
         }
-        if self.index == self.cut.parts - 1 {
+        if !self.outputs.is_empty() {
             let mut j = 0;
             for (a, array) in self.out_arrays.iter().enumerate() {
-                if array.count() == 0 {
+                let end = j + array.count();
+                if array.count() == 0 || end <= self.outputs.start || j >= self.outputs.end {
+                    j = end;
                     continue;
                 }
                 let dst = if self.direct.is_some() {
@@ -201,6 +205,10 @@ impl Part<'_> {
                     b.ins().load(ptr, read, out, width * a as i32)
                 };
                 for i in 0..array.count() {
+                    if !self.outputs.contains(&j) {
+                        j += 1;
+                        continue;
+                    }
                     let v = value(prog.outputs[j], &mut b, &mut vals, &mut arg_base);
                     let at = array.at.map_or(i, |at| at[i]);
                     b.ins().store(flags, v, dst, (8 * at) as i32);

@@ -350,19 +350,32 @@ impl JitCode {
             // faster than linearly with function size), cut by the rule the Rust
             // printer uses; results read by a later part, or outputs of an
             // earlier one, pass through the scratch array.
-            let cut = Partition::new(prog, CHUNK, Outputs::LastPart);
-            let mut part_ids = Vec::with_capacity(cut.parts);
-            for c in 0..cut.parts {
+            // Outputs by the thousand (a dense mass matrix) are stored by
+            // functions of their own, CHUNK at a time, from the scratch
+            // array: in the last part, 150 000 stores took register
+            // allocation minutes (96 links).
+            let many = prog.outputs.len() > CHUNK;
+            let cut = Partition::new(prog, CHUNK, if many { Outputs::Caller } else { Outputs::LastPart });
+            let stores = if many { prog.outputs.len().div_ceil(CHUNK) } else { 0 };
+            let mut part_ids = Vec::with_capacity(cut.parts + stores);
+            for c in 0..cut.parts + stores {
                 let id = module
                     .declare_function(&format!("program{k}_part{c}"), Linkage::Local, &sig)
                     .map_err(err)?;
                 if build {
+                    let outputs = if many {
+                        let from = c.saturating_sub(cut.parts) * CHUNK;
+                        (c >= cut.parts).then(|| from..(from + CHUNK).min(prog.outputs.len()))
+                    } else {
+                        (c + 1 == cut.parts).then(|| 0..prog.outputs.len())
+                    };
                     let part = Part {
                         prog,
                         arrays,
                         out_arrays,
                         cut: &cut,
                         index: c,
+                        outputs: outputs.unwrap_or(0..0),
                         direct: None,
                     };
                     functions.push((id, part.build(&mut module, &imports, &sig, &mut fctx)));
@@ -370,7 +383,7 @@ impl JitCode {
                 defined.push(id);
                 part_ids.push(id);
             }
-            let id = if cut.parts == 1 {
+            let id = if part_ids.len() == 1 {
                 part_ids[0]
             } else {
                 let id = module
@@ -405,13 +418,14 @@ impl JitCode {
                 .map_err(err)?;
             if build {
                 let cut = &cuts[d.program];
-                let f = if cut.parts == 1 {
+                let f = if parts_of[d.program].len() == 1 {
                     let part = Part {
                         prog,
                         arrays,
                         out_arrays,
                         cut,
                         index: 0,
+                        outputs: 0..prog.outputs.len(),
                         direct: Some(d),
                     };
                     part.build(&mut module, &imports, &dsig, &mut fctx)
@@ -663,6 +677,55 @@ mod tests {
             let mut out = vec![0.0; p.outputs.len()];
             code.call(0, &[&[0.3], &[0.7]], &mut out);
             assert_eq!(bits(&out), bits(&want), "{threads} thread(s)");
+        }
+    }
+
+    /// More outputs than a function stores (a dense mass matrix): stored by
+    /// functions of their own, in two output arrays, one of them placed
+    /// (`at`), from results of every part, inputs and constants alike.
+    #[test]
+    fn programs_of_many_outputs_agree_with_the_interpreter_to_the_bit() {
+        let base = 3u32;
+        let instrs: Vec<Instr> = (0..(CHUNK + 300) as u32)
+            .map(|i| {
+                let previous = if i == 0 { 2 } else { base + i - 1 };
+                match i % 3 {
+                    0 => Instr::Add(previous, 0),
+                    1 => Instr::Mul(previous, 1),
+                    _ => Instr::Call(Func::Cos, previous),
+                }
+            })
+            .collect();
+        let n = instrs.len() as u32;
+        // Outputs cycle over every register, past three chunks.
+        let outputs: Vec<u32> = (0..(3 * CHUNK + 17) as u32).map(|k| (k * 7919) % (base + n)).collect();
+        let p = Program {
+            n_inputs: 2,
+            consts: vec![0.5],
+            instrs,
+            outputs,
+        };
+        let first = CHUNK + 5;
+        let second = p.outputs.len() - first;
+        let placed: Vec<usize> = (0..second).rev().collect();
+        let outs = [
+            OutputArray { len: first, at: None },
+            OutputArray {
+                len: second,
+                at: Some(&placed),
+            },
+        ];
+        let want = p.eval(&[0.3, 0.7]);
+        let code = JitCode::compile_placed(&[(&p, &[1, 1], &outs)]).unwrap();
+        let mut out = vec![f64::NAN; p.outputs.len()];
+        code.call(0, &[&[0.3], &[0.7]], &mut out);
+        for (k, w) in want.iter().enumerate() {
+            let got = if k < first {
+                out[k]
+            } else {
+                out[first + placed[k - first]]
+            };
+            assert_eq!(got.to_bits(), w.to_bits(), "output {k}");
         }
     }
 
