@@ -367,7 +367,7 @@ impl JitCode {
                         let from = c.saturating_sub(cut.parts) * CHUNK;
                         (c >= cut.parts).then(|| from..(from + CHUNK).min(prog.outputs.len()))
                     } else {
-                        (c + 1 == cut.parts).then(|| 0..prog.outputs.len())
+                        (c + 1 == cut.parts).then_some(0..prog.outputs.len())
                     };
                     let part = Part {
                         prog,
