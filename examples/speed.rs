@@ -5,9 +5,11 @@
 //! derived and through the JIT, and chains of N links.
 //!
 //! `cargo run --release --example speed` prints a table and, as its last
-//! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the director chain's
-//! sizes (default 32: deriving it at 64 takes minutes),
-//! `SPEED_CARTESIAN_MAX=32` the maximal-coordinate chain's (default 128).
+//! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the sizes of the
+//! director chain's averaged step (default 32: it has no sparse tableau, and
+//! its dense Jacobian grows as N²), `SPEED_MIDPOINT_MAX=32` those of its
+//! midpoint step (default 128), `SPEED_CARTESIAN_MAX=32` the
+//! maximal-coordinate chain's (default 128).
 
 use std::time::Instant;
 
@@ -308,6 +310,10 @@ const CARTESIAN: [&str; 3] = ["rattle", "stormer_verlet", "energy_momentum"];
 struct Chains {
     /// director form, averaged Hamel
     hamel_ns: Vec<Option<f64>>,
+    /// director form, midpoint Hamel (a sparse tableau from 11 links on)
+    midpoint_ns: Vec<Option<f64>>,
+    /// its exponent over 16 … 128
+    midpoint_exponent: Option<f64>,
     /// maximal coordinates, the schemes of [`CARTESIAN`]
     cartesian_ns: Vec<[Option<f64>; 3]>,
     /// the fastest scheme at each size, and its time
@@ -326,8 +332,13 @@ fn chains() -> Result<Chains, Boxed> {
     let env = |name: &str, default: usize| -> usize {
         std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
     };
-    let (max_director, max_cartesian) = (env("SPEED_CHAIN_MAX", 32), env("SPEED_CARTESIAN_MAX", 128));
+    let (max_averaged, max_midpoint, max_cartesian) = (
+        env("SPEED_CHAIN_MAX", 32),
+        env("SPEED_MIDPOINT_MAX", 128),
+        env("SPEED_CARTESIAN_MAX", 128),
+    );
     let mut hamel_ns: Vec<Option<f64>> = Vec::new();
+    let mut midpoint_ns: Vec<Option<f64>> = Vec::new();
     let mut cartesian_ns: Vec<[Option<f64>; 3]> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
@@ -338,14 +349,17 @@ fn chains() -> Result<Chains, Boxed> {
     for &n in &CHAIN_SIZES {
         if n > max_cartesian {
             hamel_ns.push(None);
+            midpoint_ns.push(None);
             cartesian_ns.push([None; 3]);
             fastest.push(None);
             continue;
         }
-        let with_director = n <= max_director;
-        let (names, ns) = chain_times(n, with_director)?;
-        let (dir_ns, cart) = ns.split_at(if with_director { 2 } else { 0 });
-        hamel_ns.push(dir_ns.first().copied());
+        let director = [n <= max_averaged, n <= max_midpoint];
+        let (names, ns) = chain_times(n, director)?;
+        let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
+        hamel_ns.push(time_of("hamel_averaged"));
+        midpoint_ns.push(time_of("hamel_midpoint"));
+        let cart = &ns[ns.len() - 3..];
         cartesian_ns.push([Some(cart[0]), Some(cart[1]), Some(cart[2])]);
         let best = (0..ns.len()).min_by(|&a, &b| ns[a].total_cmp(&ns[b])).expect("schemes");
         fastest.push(Some((ns[best], names[best])));
@@ -364,8 +378,10 @@ fn chains() -> Result<Chains, Boxed> {
     };
     let exponents: Vec<Option<f64>> = (0..CARTESIAN.len()).map(|k| fit(&|i| cartesian_ns[i][k])).collect();
     let fastest_exponent = fit(&|i| fastest[i].map(|(ns, _)| ns));
+    let midpoint_exponent = fit(&|i| midpoint_ns[i]);
     println!(
-        "  step time ∝ N^p over N = 16 … 128: rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
+        "  step time ∝ N^p over N = 16 … 128: hamel_midpoint p = {}, rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
+        midpoint_exponent.map_or("-".into(), |p| format!("{p:.2}")),
         exponents[0].map_or("-".into(), |p| format!("{p:.2}")),
         exponents[1].map_or("-".into(), |p| format!("{p:.2}")),
         exponents[2].map_or("-".into(), |p| format!("{p:.2}")),
@@ -373,6 +389,8 @@ fn chains() -> Result<Chains, Boxed> {
     );
     Ok(Chains {
         hamel_ns,
+        midpoint_ns,
+        midpoint_exponent,
         cartesian_ns,
         fastest,
         exponents,
@@ -380,22 +398,18 @@ fn chains() -> Result<Chains, Boxed> {
     })
 }
 
-/// The chain of `n` links under each scheme (the director ones first where
-/// `with_director`): their names and step times; prints the table's row.
-fn chain_times(n: usize, with_director: bool) -> Result<(Vec<&'static str>, Vec<f64>), Boxed> {
+/// The chain of `n` links under each scheme (the director ones first, the
+/// averaged and the midpoint one where `director` says): their names and
+/// step times; prints the table's row.
+fn chain_times(n: usize, director: [bool; 2]) -> Result<(Vec<&'static str>, Vec<f64>), Boxed> {
     let t0 = Instant::now();
     let maximal = model_file("spherical_chain_cartesian", Some(n))?;
     let mut systems = Vec::new();
-    if with_director {
-        let director = model_file("spherical_chain", Some(n))?;
-        systems.push((
-            "hamel_averaged",
-            compile(&director, "hamel_averaged".parse()?, Backend::Jit)?,
-        ));
-        systems.push((
-            "hamel_midpoint",
-            compile(&director, "hamel_midpoint".parse()?, Backend::Jit)?,
-        ));
+    for (scheme, wanted) in ["hamel_averaged", "hamel_midpoint"].into_iter().zip(director) {
+        if wanted {
+            let model = model_file("spherical_chain", Some(n))?;
+            systems.push((scheme, compile(&model, scheme.parse()?, Backend::Jit)?));
+        }
     }
     for s in CARTESIAN {
         systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
@@ -415,17 +429,22 @@ fn chain_times(n: usize, with_director: bool) -> Result<(Vec<&'static str>, Vec<
         .map(|((_, sys), start)| Box::new(move || time_dynamic(sys, start, 0.01, steps)) as Contender)
         .collect();
     let ns = interleaved_boxed(5, &mut runs)?;
-    let (dir_ns, cart) = ns.split_at(if with_director { 2 } else { 0 });
-    let cell = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    let names: Vec<&'static str> = systems.iter().map(|(name, _)| *name).collect();
+    let cell = |name: &str| {
+        names
+            .iter()
+            .position(|&s| s == name)
+            .map_or("-".to_string(), |k| format!("{:.0}", ns[k]))
+    };
     println!(
         "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {prep:>9.1}",
-        cell(dir_ns.first()),
-        cell(dir_ns.get(1)),
-        cell(cart.first()),
-        cell(cart.get(1)),
-        cell(cart.get(2))
+        cell("hamel_averaged"),
+        cell("hamel_midpoint"),
+        cell("rattle"),
+        cell("stormer_verlet"),
+        cell("energy_momentum")
     );
-    Ok((systems.iter().map(|(name, _)| *name).collect(), ns))
+    Ok((names, ns))
 }
 
 /// The one JSON object the run ends with.
@@ -434,6 +453,8 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
     let (dsp, dsp_jit) = (&dsp.derived, &dsp.jit);
     let Chains {
         hamel_ns,
+        midpoint_ns,
+        midpoint_exponent,
         cartesian_ns,
         fastest,
         exponents,
@@ -461,10 +482,12 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
         "chain": {
             "sizes": CHAIN_SIZES,
             "hamel_ns": hamel_ns,
+            "hamel_midpoint_ns": midpoint_ns,
             "rattle_ns": column(0),
             "stormer_verlet_ns": column(1),
             "energy_momentum_ns": column(2),
             "exponent_16_128": {
+                "hamel_midpoint": midpoint_exponent,
                 "rattle": exponents[0], "stormer_verlet": exponents[1], "energy_momentum": exponents[2],
                 "fastest": fastest_exponent,
             },

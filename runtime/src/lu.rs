@@ -94,13 +94,15 @@ where
     }
 
     /// Declares that the matrices to factor have zeros outside `pattern`
-    /// (`(row, column)` pairs): banded factorizations then replay the
-    /// banded LU's operations on the pattern's entries and their fill-in
-    /// only (see [`crate::sparse_band`]), to the same bits. No effect on a
-    /// dense factorization.
+    /// (`(row, column)` pairs): banded factorizations then pivot with a
+    /// threshold (a row within a factor 10 of the largest, the nearest the
+    /// diagonal) and replay the banded LU's operations on the pattern's
+    /// entries and their fill-in only (see [`crate::sparse_band`]). No
+    /// effect on a dense factorization.
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
         if let Some(band) = self.band {
-            self.schedule = crate::sparse_band::Schedule::new(pattern, band, self.perm.len());
+            let n = self.perm.len();
+            self.schedule = crate::sparse_band::Schedule::new(pattern, band, n, crate::sparse_band::THRESHOLD);
         }
     }
 
@@ -132,7 +134,7 @@ where
         }
         match self.band {
             Some(band) if self.schedule.fits(band, n) => self.schedule.factor(s, &mut self.packed, perm),
-            Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n),
+            Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n, crate::packed_band::PARTIAL),
             None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
             None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
             None => factor_dense(s, perm, order, n),

@@ -22,16 +22,22 @@ pub(crate) fn at(ld: usize, kl: usize, ku: usize, i: usize, c: usize) -> usize {
     c * ld + kl + ku + i - c
 }
 
+/// The pivot threshold of plain partial pivoting: the pivot is the first
+/// row of largest magnitude, as in the dense factorization.
+pub(crate) const PARTIAL: f64 = 1.0;
+
 /// Copies the band of the column-major `n × n` matrix `s` into `ab` (the
 /// fill-in rows zeroed), checks its entries as the full factorization does,
-/// and factors it with partial pivoting within the band. `perm[k]` is the
-/// row swapped with row `k` at step `k`; the diagonal holds reciprocal pivots.
+/// and factors it with threshold partial pivoting within the band (see
+/// [`pivot`]; [`PARTIAL`]: plain partial pivoting). `perm[k]` is the row
+/// swapped with row `k` at step `k`; the diagonal holds reciprocal pivots.
 pub(crate) fn factor(
     s: &[f64],
     ab: &mut [f64],
     perm: &mut [usize],
     (kl, ku): (usize, usize),
     n: usize,
+    threshold: f64,
 ) -> Result<(), FactorError> {
     let ld = leading(kl, ku);
     let row_end = |k: usize| (k + kl + 1).min(n);
@@ -54,8 +60,8 @@ pub(crate) fn factor(
     for k in 0..n {
         let (rows, cols) = (row_end(k), col_end(k));
         let d = at(ld, kl, ku, k, k);
-        let (p, pv) = pivot(&ab[d..d + rows - k]);
-        if pv <= tiny {
+        let (p, big) = pivot(&ab[d..d + rows - k], threshold);
+        if big <= tiny {
             return Err(FactorError::Singular);
         }
         let p = k + p;
@@ -87,17 +93,22 @@ pub(crate) fn factor(
     Ok(())
 }
 
-/// The first row of largest magnitude in `col`, and that magnitude.
+/// The first row of `col` whose magnitude is at least `threshold` times the
+/// largest, and the largest magnitude. With [`PARTIAL`] that is the first
+/// row of largest magnitude; below it, the row nearest the diagonal among
+/// those large enough (threshold partial pivoting, as sparse LU codes do:
+/// a growth of at most `1 + 1/threshold` per step).
 #[inline(always)]
-pub(crate) fn pivot(col: &[f64]) -> (usize, f64) {
-    let (mut p, mut pv) = (0, col[0].abs());
-    for (i, x) in col.iter().enumerate().skip(1) {
-        if x.abs() > pv {
-            p = i;
-            pv = x.abs();
+pub(crate) fn pivot(col: &[f64], threshold: f64) -> (usize, f64) {
+    let mut big = col[0].abs();
+    for x in &col[1..] {
+        if x.abs() > big {
+            big = x.abs();
         }
     }
-    (p, pv)
+    let least = threshold * big;
+    let p = col.iter().position(|x| x.abs() >= least).unwrap_or(0);
+    (p, big)
 }
 
 /// `a(i, c) −= mult[i] · a(k, c)` for the `count` columns after the pivot's,

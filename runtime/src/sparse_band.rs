@@ -9,13 +9,27 @@
 //! entries of the pattern and its fill-in, and later factorizations replay
 //! only those.
 //!
-//! Partial pivoting is kept: every replayed step checks that the recorded
-//! pivot row is still the one [`crate::packed_band::factor`] would choose
-//! (the first row of largest magnitude); where another wins, the steps from
-//! there on are recorded anew. The factors are those of the banded LU to the
-//! bit, whatever matrices came before (a zero skipped here may differ in
-//! sign from the banded LU's, which no non-zero entry of the factors or of a
+//! Pivoting is threshold partial pivoting ([`THRESHOLD`]): the pivot of
+//! column `k` is the first row whose magnitude is at least a tenth of the
+//! column's largest, so that a pivot stays where it is while candidates of
+//! like size trade places (a chain's Jacobian holds many: `±1` couplings,
+//! entries of links swinging alike). Plain partial pivoting moved a pivot
+//! about four times per factorization on the 64-link director chain (h =
+//! 1e-3, `tilted`), the threshold 2.6 times (entries passing through zero as
+//! links swing), and each move records operations anew. Every replayed step checks that the
+//! recorded pivot row is still the one the rule chooses; where another
+//! wins, the steps from there on are recorded anew. The factors are those
+//! of [`crate::packed_band::factor`] with the same threshold to the bit,
+//! whatever matrices came before (a zero skipped here may differ in sign
+//! from the banded LU's, which no non-zero entry of the factors or of a
 //! solution can see), so a step stays a function of the state it is handed.
+//!
+//! A pivot that moves changes the structure of the rows below it only
+//! within the band's active window; a recording from that step stops as
+//! soon as the window's structure is again the one the earlier recording
+//! saw there, and the earlier steps' operations are replayed from that step
+//! on. A chain whose links each swing past a tie now and then thus records
+//! a few steps per move, not the rest of the chain.
 //!
 //! Recording allocates; it happens at the first factorization and where a
 //! pivot moves (counted in [`Schedule::recordings`]), not in the steps
@@ -23,6 +37,13 @@
 
 use crate::lu::FactorError;
 use crate::packed_band::{at, leading, pivot};
+
+/// The pivot threshold (see [`crate::packed_band::pivot`]): UMFPACK's
+/// default. Any row within a factor 10 of the largest may pivot, which
+/// bounds the growth of the factors' entries by 11 per step against 2 for
+/// plain partial pivoting; Newton's iteration corrects what a less accurate
+/// solve leaves.
+pub(crate) const THRESHOLD: f64 = 0.1;
 
 /// A replay pays when it does at most this share of the banded LU's
 /// updates: indexed updates cost about twice the banded LU's contiguous
@@ -35,57 +56,81 @@ const REPLAY_SHARE: f64 = 0.4;
 pub(crate) struct Schedule {
     /// `(kl, ku)` and the size the pattern was given for
     shape: (usize, usize, usize),
+    /// the pivot threshold
+    threshold: f64,
     /// `(packed index, index in the column-major matrix)` of the pattern's
     /// entries, in column-major order
     gather: Vec<(u32, u32)>,
     /// packed entries the pattern holds
     pattern: Vec<bool>,
-    /// the operations are recorded (for the pivots of the last matrix)
-    recorded: bool,
     /// the banded LU is cheaper than a replay (a band without structural
     /// zeros worth skipping): the schedule is not used
     dense: bool,
     /// the pattern as a recording interchanges rows and fills in
     work: Vec<bool>,
-    /// per step `k`, the ranges below into the lists of that step
+    /// the operations of each step, once recorded for every step
     steps: Vec<Step>,
-    /// `(packed index, row offset from k)` of column `k`'s structural
-    /// entries on and below the diagonal, in row order: the pivot candidates
-    candidates: Vec<(u32, u32)>,
-    /// pairs of packed entries exchanged by the row interchange
-    swaps: Vec<(u32, u32)>,
-    /// `(packed index, row)` of the multipliers
-    multipliers: Vec<(u32, u32)>,
-    /// `(target, multiplier, pivot-row entry)`: `a[t] −= a[m] · a[u]`
-    updates: Vec<(u32, u32, u32)>,
     /// packed entries outside the pattern that the operations read or
     /// write: zeros before they start (of this recording and earlier ones:
     /// zeroing an entry nobody reads costs a store)
     zeros: Vec<u32>,
     /// the packed entries in `zeros`
     zeroed: Vec<bool>,
-    /// per row, the range into `upper` of its entries right of the diagonal
-    rows: Vec<(u32, u32)>,
-    /// `(packed index, column)` of the rows of U, columns in decreasing
-    /// order (the order of the banded back substitution)
-    upper: Vec<(u32, u32)>,
-    /// how many times operations were recorded (from the first step or a later one)
+    /// how many times operations were recorded (from some step on)
     pub(crate) recordings: u64,
+    /// and how many steps were recorded in all
+    pub(crate) recorded_steps: u64,
 }
 
-/// Where step `k`'s operations are in the lists of [`Schedule`].
-#[derive(Clone, Copy, Debug, Default)]
+/// The operations of step `k`, as offsets from its pivot `d = (k, k)` in
+/// the packed band: row `k + o` of column `k` is `d + o`, column `k + c` of
+/// row `k` is `d + c·(ld − 1)`, and entry `(k + o, k + c)` is the sum of
+/// both. The update of step `k` is the outer product of its multipliers and
+/// its row of U, so it needs no list of its own: `a(k + o, k + c) −=
+/// a(k + o, k) · a(k, k + c)` for every multiplier offset `o` and U offset
+/// `c`. Offsets are below `2 kl + ku + 1`; one allocation holds them all.
+#[derive(Clone, Debug, Default)]
 struct Step {
-    candidates: (u32, u32),
+    /// the structure of the active window (rows `k ..= k + kl`, columns
+    /// `k .. k + kl + ku + 1`) before the step, a bit per entry
+    window: Vec<u64>,
     /// the pivot's row offset from `k`
-    pivot: u32,
-    swaps: (u32, u32),
-    multipliers: (u32, u32),
-    updates: (u32, u32),
+    pivot: u16,
+    /// where each list ends in `offsets`: the pivot candidates (column
+    /// `k`'s structural entries on and below the diagonal, row offsets in
+    /// row order), the interchange (column offsets of the entries
+    /// exchanged), the multipliers (row offsets) and row `k` of U right of
+    /// the diagonal (column offsets, decreasing: the order of the banded
+    /// back substitution)
+    ends: [u16; 4],
+    offsets: Vec<u16>,
 }
 
-fn range(r: (u32, u32)) -> std::ops::Range<usize> {
-    r.0 as usize..r.1 as usize
+impl Step {
+    fn list(&self, which: usize) -> &[u16] {
+        let from = if which == 0 { 0 } else { self.ends[which - 1] };
+        &self.offsets[from as usize..self.ends[which] as usize]
+    }
+    fn candidates(&self) -> &[u16] {
+        self.list(0)
+    }
+    fn swaps(&self) -> &[u16] {
+        self.list(1)
+    }
+    fn multipliers(&self) -> &[u16] {
+        self.list(2)
+    }
+    fn upper(&self) -> &[u16] {
+        self.list(3)
+    }
+    /// Closes the list being pushed to `offsets`.
+    fn close(&mut self, which: usize) {
+        self.ends[which] = offset(self.offsets.len());
+    }
+}
+
+fn offset(v: usize) -> u16 {
+    u16::try_from(v).expect("a band of fewer than 2¹⁶ diagonals")
 }
 
 fn index(v: usize) -> u32 {
@@ -94,8 +139,9 @@ fn index(v: usize) -> u32 {
 
 impl Schedule {
     /// The schedule of `n × n` matrices of band `(kl, ku)` whose entries
-    /// outside `pattern` (`(row, column)` pairs) are zero.
-    pub(crate) fn new(pattern: &[(u32, u32)], (kl, ku): (usize, usize), n: usize) -> Self {
+    /// outside `pattern` (`(row, column)` pairs) are zero, pivoted with
+    /// `threshold` (see [`crate::packed_band::pivot`]).
+    pub(crate) fn new(pattern: &[(u32, u32)], (kl, ku): (usize, usize), n: usize, threshold: f64) -> Self {
         let ld = leading(kl, ku);
         let mut entries: Vec<(u32, u32)> = pattern
             .iter()
@@ -116,6 +162,7 @@ impl Schedule {
         }
         Self {
             shape: (kl, ku, n),
+            threshold,
             gather: entries,
             pattern: mask,
             ..Self::default()
@@ -127,33 +174,47 @@ impl Schedule {
         self.shape == (kl, ku, n) && !self.gather.is_empty()
     }
 
+    /// Whether every step's operations are recorded.
+    fn recorded(&self) -> bool {
+        self.steps.len() == self.shape.2
+    }
+
     /// Factors the column-major `n × n` matrix `s` into `ab` and `perm` as
     /// [`crate::packed_band::factor`] does, replaying the recorded
     /// operations where they still apply.
     pub(crate) fn factor(&mut self, s: &[f64], ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
         let (kl, ku, n) = self.shape;
         if self.dense {
-            return crate::packed_band::factor(s, ab, perm, (kl, ku), n);
+            return crate::packed_band::factor(s, ab, perm, (kl, ku), n, self.threshold);
         }
-        let big = if self.recorded {
+        let recorded = self.recorded();
+        if recorded {
             for &z in &self.zeros {
                 ab[z as usize] = 0.0;
             }
-            self.gather_checked(s, ab)?
         } else {
             ab.fill(0.0);
-            self.gather_checked(s, ab)?
-        };
+            self.steps.clear();
+        }
+        let big = self.gather_checked(s, ab)?;
         let tiny = big * 1e3 * f64::EPSILON;
-        let from = if self.recorded {
-            match self.replay(ab, perm, tiny)? {
-                None => return Ok(()),
-                Some(k) => k,
-            }
+        let mut from = if recorded {
+            self.replay(0, ab, perm, tiny)?
         } else {
-            0
+            Some(0)
         };
-        self.record(from, ab, perm, tiny)
+        while let Some(k) = from {
+            from = match self.record(k, ab, perm, tiny) {
+                Ok(Some(back)) => self.replay(back, ab, perm, tiny)?,
+                Ok(None) => None,
+                Err(e) => {
+                    // Nothing half-recorded is kept.
+                    self.steps.clear();
+                    return Err(e);
+                }
+            };
+        }
+        Ok(())
     }
 
     /// The pattern's entries of `s` into `ab`, with the checks of
@@ -175,175 +236,214 @@ impl Schedule {
         }
     }
 
-    /// Replays the recorded operations on `ab`: `None` when done, or the
-    /// first step whose pivot is not the recorded one (`ab` then holds the
-    /// matrix as the banded LU has it before that step).
-    fn replay(&self, ab: &mut [f64], perm: &mut [usize], tiny: f64) -> Result<Option<usize>, FactorError> {
+    /// Replays the recorded operations from step `from` on: `None` when
+    /// done, or the first step whose pivot is not the recorded one (`ab`
+    /// then holds the matrix as the banded LU has it before that step).
+    fn replay(&self, from: usize, ab: &mut [f64], perm: &mut [usize], tiny: f64) -> Result<Option<usize>, FactorError> {
         let (kl, ku, _) = self.shape;
         let ld = leading(kl, ku);
-        for (k, step) in self.steps.iter().enumerate() {
-            // The first candidate of largest magnitude, as `pivot` finds it
-            // among all rows of the band (the others are zeros).
-            let (mut p, mut pv) = (0u32, 0.0f64);
-            for &(i, off) in &self.candidates[range(step.candidates)] {
-                let a = ab[i as usize].abs();
-                if a > pv {
-                    p = off;
-                    pv = a;
+        let stride = ld - 1;
+        for (k, step) in self.steps.iter().enumerate().skip(from) {
+            // The row `pivot` chooses among all rows of the band (the
+            // others are zeros).
+            let d = at(ld, kl, ku, k, k);
+            let mut big = 0.0f64;
+            for &o in step.candidates() {
+                let a = ab[d + o as usize].abs();
+                if a > big {
+                    big = a;
                 }
             }
-            if pv <= tiny {
+            if big <= tiny {
                 return Err(FactorError::Singular);
             }
-            if p != step.pivot {
+            let least = self.threshold * big;
+            let chosen = step.candidates().iter().find(|&&o| ab[d + o as usize].abs() >= least);
+            if chosen != Some(&step.pivot) {
                 return Ok(Some(k));
             }
-            perm[k] = k + p as usize;
-            for &(a, b) in &self.swaps[range(step.swaps)] {
-                ab.swap(a as usize, b as usize);
+            let p = step.pivot as usize;
+            perm[k] = k + p;
+            for &c in step.swaps() {
+                let e = d + c as usize * stride;
+                ab.swap(e, e + p);
             }
-            let d = at(ld, kl, ku, k, k);
             let inv = 1.0 / ab[d];
             ab[d] = inv;
-            for &(m, _) in &self.multipliers[range(step.multipliers)] {
-                ab[m as usize] *= inv;
+            let multipliers = step.multipliers();
+            for &o in multipliers {
+                ab[d + o as usize] *= inv;
             }
-            for &(t, m, u) in &self.updates[range(step.updates)] {
-                ab[t as usize] -= ab[m as usize] * ab[u as usize];
+            for &c in step.upper() {
+                let u = d + c as usize * stride;
+                let x = ab[u];
+                for &o in multipliers {
+                    let o = o as usize;
+                    ab[u + o] -= ab[d + o] * x;
+                }
             }
         }
         Ok(None)
     }
 
-    /// The banded LU on `ab` from step `from` on (the steps before it
-    /// replayed), recording its operations on the entries of the pattern and
-    /// its fill-in.
-    fn record(&mut self, from: usize, ab: &mut [f64], perm: &mut [usize], tiny: f64) -> Result<(), FactorError> {
+    /// The structure of step `k`'s active window in `nz`, a bit per entry.
+    fn window(&self, nz: &[bool], k: usize, bits: &mut Vec<u64>) {
         let (kl, ku, n) = self.shape;
         let ld = leading(kl, ku);
-        self.recorded = false;
+        bits.clear();
+        let (mut word, mut filled) = (0u64, 0);
+        for i in k..(k + kl + 1).min(n) {
+            for c in k..(k + kl + ku + 1).min(n) {
+                // Entries outside the packed band (below it) are zero.
+                let bit = c + kl >= i && nz[at(ld, kl, ku, i, c)];
+                word |= u64::from(bit) << filled;
+                filled += 1;
+                if filled == 64 {
+                    bits.push(word);
+                    (word, filled) = (0, 0);
+                }
+            }
+        }
+        bits.push(word);
+    }
+
+    /// The banded LU on `ab` from step `from` on (the steps before it
+    /// replayed), recording its operations on the entries of the pattern
+    /// and its fill-in. Stops at the first later step whose window has the
+    /// structure the earlier recording saw there, returning it: from there
+    /// on that recording's operations apply.
+    fn record(
+        &mut self,
+        from: usize,
+        ab: &mut [f64],
+        perm: &mut [usize],
+        tiny: f64,
+    ) -> Result<Option<usize>, FactorError> {
+        let (kl, ku, n) = self.shape;
+        let ld = leading(kl, ku);
         self.recordings += 1;
-        // The structure as the steps before `from` left it.
-        self.work.clear();
-        self.work.extend_from_slice(&self.pattern);
-        for step in &self.steps[..from] {
-            for &(a, b) in &self.swaps[range(step.swaps)] {
-                self.work.swap(a as usize, b as usize);
-            }
-            for &(t, _, _) in &self.updates[range(step.updates)] {
-                self.work[t as usize] = true;
+        // The structure before step `from`: the pattern, where no earlier
+        // step reaches; its window as recorded.
+        let mut nz = std::mem::take(&mut self.work);
+        nz.clear();
+        nz.extend_from_slice(&self.pattern);
+        if let Some(step) = self.steps.get(from) {
+            let mut bit = 0;
+            for i in from..(from + kl + 1).min(n) {
+                for c in from..(from + kl + ku + 1).min(n) {
+                    if c + kl >= i {
+                        nz[at(ld, kl, ku, i, c)] = step.window[bit / 64] >> (bit % 64) & 1 == 1;
+                    }
+                    bit += 1;
+                }
             }
         }
-        if let Some(step) = self.steps.get(from).copied() {
-            self.candidates.truncate(step.candidates.0 as usize);
-            self.swaps.truncate(step.swaps.0 as usize);
-            self.multipliers.truncate(step.multipliers.0 as usize);
-            self.updates.truncate(step.updates.0 as usize);
-        }
-        self.steps.truncate(from);
-        let (swaps, updates) = (self.swaps.len(), self.updates.len());
-        let nz = &mut self.work;
         let stride = ld - 1;
+        let mut window = Vec::new();
+        let mut back = None;
         for k in from..n {
+            self.window(&nz, k, &mut window);
+            if k > from && self.steps.get(k).is_some_and(|s| s.window == window) {
+                back = Some(k);
+                break;
+            }
+            self.recorded_steps += 1;
             let rows = (k + kl + 1).min(n);
             let cols = (k + ku + kl + 1).min(n);
             let d = at(ld, kl, ku, k, k);
-            let mut step = Step::default();
-            step.candidates.0 = index(self.candidates.len());
+            let mut step = Step {
+                window: window.clone(),
+                ..Step::default()
+            };
             for i in k..rows {
                 if nz[d + i - k] {
-                    self.candidates.push((index(d + i - k), index(i - k)));
+                    step.offsets.push(offset(i - k));
                 }
             }
-            step.candidates.1 = index(self.candidates.len());
-            let (p, pv) = pivot(&ab[d..d + rows - k]);
-            if pv <= tiny {
+            step.close(0);
+            let (p, big) = pivot(&ab[d..d + rows - k], self.threshold);
+            if big <= tiny {
+                self.work = nz;
                 return Err(FactorError::Singular);
             }
-            step.pivot = index(p);
+            step.pivot = offset(p);
             perm[k] = k + p;
-            step.swaps.0 = index(self.swaps.len());
             if p != 0 {
                 let mut ik = d;
-                for _ in k..cols {
+                for c in k..cols {
                     if nz[ik] || nz[ik + p] {
-                        self.swaps.push((index(ik), index(ik + p)));
+                        step.offsets.push(offset(c - k));
                         ab.swap(ik, ik + p);
                         nz.swap(ik, ik + p);
                     }
                     ik += stride;
                 }
             }
-            step.swaps.1 = index(self.swaps.len());
+            step.close(1);
             let inv = 1.0 / ab[d];
             ab[d] = inv;
-            step.multipliers.0 = index(self.multipliers.len());
             for i in k + 1..rows {
                 if nz[d + i - k] {
-                    self.multipliers.push((index(d + i - k), index(i)));
+                    step.offsets.push(offset(i - k));
                     ab[d + i - k] *= inv;
                 }
             }
-            step.multipliers.1 = index(self.multipliers.len());
-            step.updates.0 = index(self.updates.len());
-            for c in k + 1..cols {
-                let u = at(ld, kl, ku, k, c);
-                if !nz[u] {
-                    continue;
+            step.close(2);
+            // Row k of U: its entries are final (the updates below write
+            // rows after k), and they are the columns the update reaches.
+            for c in (k + 1..cols).rev() {
+                if nz[d + (c - k) * stride] {
+                    step.offsets.push(offset(c - k));
                 }
-                for &(m, i) in &self.multipliers[range(step.multipliers)] {
-                    let t = at(ld, kl, ku, i as usize, c);
-                    self.updates.push((index(t), m, index(u)));
-                    ab[t] -= ab[m as usize] * ab[u];
+            }
+            step.close(3);
+            for &c in step.upper() {
+                let u = d + c as usize * stride;
+                for &o in step.multipliers() {
+                    let t = u + o as usize;
+                    ab[t] -= ab[d + o as usize] * ab[u];
                     nz[t] = true;
                 }
             }
-            step.updates.1 = index(self.updates.len());
-            self.steps.push(step);
+            self.zero_outside_pattern(k, &step);
+            if k < self.steps.len() {
+                self.steps[k] = step;
+            } else {
+                self.steps.push(step);
+            }
         }
-        self.finish(from, swaps, updates);
-        Ok(())
+        self.work = nz;
+        let updates: usize = self.steps.iter().map(|s| s.multipliers().len() * s.upper().len()).sum();
+        let banded = n as f64 * kl as f64 * (kl + ku + 1) as f64;
+        self.dense = updates as f64 > REPLAY_SHARE * banded;
+        Ok(back)
     }
 
-    /// The lists that follow from the steps recorded from `from` on (and
-    /// the swaps and updates from those indices on): the rows of U for the
-    /// back substitution (a row is final after its own step), the entries
-    /// to zero before a replay; and whether a replay pays.
-    fn finish(&mut self, from: usize, swaps: usize, updates: usize) {
+    /// Adds the entries outside the pattern that `step` reads or writes (its
+    /// fill-in, and entries its interchange brings in) to those zeroed
+    /// before a replay.
+    fn zero_outside_pattern(&mut self, k: usize, step: &Step) {
         let (kl, ku, n) = self.shape;
         let ld = leading(kl, ku);
-        let nz = &self.work;
-        self.rows.truncate(from);
-        self.upper.truncate(self.rows.last().map_or(0, |r| r.1 as usize));
-        for i in from..n {
-            let start = index(self.upper.len());
-            for j in (i + 1..(i + kl + ku + 1).min(n)).rev() {
-                let e = at(ld, kl, ku, i, j);
-                if nz[e] {
-                    self.upper.push((index(e), index(j)));
-                }
-            }
-            self.rows.push((start, index(self.upper.len())));
-        }
-        // Fill-in, and entries an interchange brings into the pattern.
+        let (d, stride, p) = (at(ld, kl, ku, k, k), ld - 1, step.pivot as usize);
         self.zeroed.resize(n * ld, false);
         let (pattern, zeroed, zeros) = (&self.pattern, &mut self.zeroed, &mut self.zeros);
-        let mut zero = |e: u32| {
-            if !pattern[e as usize] && !zeroed[e as usize] {
-                zeroed[e as usize] = true;
-                zeros.push(e);
+        let mut zero = |e: usize| {
+            if !pattern[e] && !zeroed[e] {
+                zeroed[e] = true;
+                zeros.push(index(e));
             }
         };
-        for &(a, b) in &self.swaps[swaps..] {
-            zero(a);
-            zero(b);
+        for &c in step.swaps() {
+            let e = d + c as usize * stride;
+            zero(e);
+            zero(e + p);
         }
-        for &(t, _, _) in &self.updates[updates..] {
-            zero(t);
+        for &c in step.upper() {
+            for &o in step.multipliers() {
+                zero(d + c as usize * stride + o as usize);
+            }
         }
-        let banded = n as f64 * kl as f64 * (kl + ku + 1) as f64;
-        self.dense = self.updates.len() as f64 > REPLAY_SHARE * banded;
-        self.recorded = true;
     }
 
     /// Overwrites `v` with the solution of `a x = v` from the factors of
@@ -351,24 +451,26 @@ impl Schedule {
     /// [`crate::packed_band::solve`] on the structural non-zeros.
     pub(crate) fn solve(&self, ab: &[f64], perm: &[usize], v: &mut [f64]) {
         let (kl, ku, n) = self.shape;
-        if self.dense || !self.recorded {
+        if self.dense || !self.recorded() {
             return crate::packed_band::solve(ab, perm, v, (kl, ku), n);
         }
         let ld = leading(kl, ku);
+        let stride = ld - 1;
         let v = &mut v[..n];
         for (k, step) in self.steps.iter().enumerate() {
             v.swap(k, perm[k]);
-            let vk = v[k];
-            for &(l, i) in &self.multipliers[range(step.multipliers)] {
-                v[i as usize] -= ab[l as usize] * vk;
+            let (d, vk) = (at(ld, kl, ku, k, k), v[k]);
+            for &o in step.multipliers() {
+                v[k + o as usize] -= ab[d + o as usize] * vk;
             }
         }
         for i in (0..n).rev() {
+            let d = at(ld, kl, ku, i, i);
             let mut s = v[i];
-            for &(u, j) in &self.upper[range(self.rows[i])] {
-                s -= ab[u as usize] * v[j as usize];
+            for &c in self.steps[i].upper() {
+                s -= ab[d + c as usize * stride] * v[i + c as usize];
             }
-            v[i] = s * ab[at(ld, kl, ku, i, i)];
+            v[i] = s * ab[d];
         }
     }
 }
@@ -435,13 +537,15 @@ mod tests {
         for (n, band) in [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))] {
             let ld = leading(band.0, band.1);
             let (structure, values) = matrices(n, band, 40);
-            let mut schedule = Schedule::new(&structure, band, n);
+            let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
             let (mut ab, mut reference) = (vec![0.0; n * ld], vec![0.0; n * ld]);
             let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
-            let mut factored = 0u64;
+            let (mut factored, mut recorded_in) = (0u64, 0u64);
             for (t, a) in values.iter().enumerate() {
+                let before = schedule.recordings;
                 let got = schedule.factor(a, &mut ab, &mut perm);
-                let want = crate::packed_band::factor(a, &mut reference, &mut perm_ref, band, n);
+                recorded_in += u64::from(schedule.recordings > before);
+                let want = crate::packed_band::factor(a, &mut reference, &mut perm_ref, band, n, THRESHOLD);
                 assert_eq!(got, want, "n = {n}, matrix {t}");
                 if want.is_err() {
                     continue;
@@ -464,15 +568,47 @@ mod tests {
             }
             assert!(!schedule.dense, "n = {n}: the band is sparse enough to replay");
             assert!(
-                schedule.recordings < factored / 2,
-                "n = {n}: {} recordings in {factored} factorizations",
-                schedule.recordings
+                recorded_in < factored / 2,
+                "n = {n}: {recorded_in} of {factored} factorizations recorded"
             );
             moved += schedule.recordings - 1;
+            // A moved pivot re-records a few steps, not the rest of the band.
+            let again = schedule.recorded_steps - n as u64;
+            let window = (band.0 + band.1 + 1) as u64;
+            assert!(
+                again <= 4 * window * (schedule.recordings - 1),
+                "n = {n}: {again} steps recorded again for {} moves",
+                schedule.recordings - 1
+            );
         }
         // Pivots moved (the drift brings close candidates past each other),
         // and were followed.
         assert!(moved >= 5, "{moved} recordings after a pivot moved");
+    }
+
+    /// Threshold pivoting keeps pivots where plain partial pivoting moves
+    /// them after candidates of like size, and so records less often.
+    #[test]
+    fn a_threshold_moves_fewer_pivots_than_partial_pivoting() {
+        let moves = |threshold: f64| {
+            let mut total = 0;
+            for (n, band) in [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))] {
+                let (structure, values) = matrices(n, band, 40);
+                let mut schedule = Schedule::new(&structure, band, n, threshold);
+                let mut ab = vec![0.0; n * leading(band.0, band.1)];
+                let mut perm = vec![0; n];
+                for a in &values {
+                    let _ = schedule.factor(a, &mut ab, &mut perm);
+                }
+                total += schedule.recordings - 1;
+            }
+            total
+        };
+        let (partial, threshold) = (moves(crate::packed_band::PARTIAL), moves(THRESHOLD));
+        assert!(
+            threshold < partial,
+            "{threshold} moves with a threshold, {partial} without"
+        );
     }
 
     #[test]
@@ -492,7 +628,7 @@ mod tests {
             .filter(|&e| a[e] != 0.0)
             .map(|e| ((e % n) as u32, (e / n) as u32))
             .collect();
-        let mut schedule = Schedule::new(&structure, band, n);
+        let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
         let mut ab = vec![0.0; n * leading(band.0, band.1)];
         let mut perm = vec![0; n];
         schedule.factor(&a, &mut ab, &mut perm).unwrap();
