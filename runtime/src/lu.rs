@@ -97,7 +97,7 @@ where
     /// (`(row, column)` pairs): banded factorizations then pivot with a
     /// threshold (a row within a factor 10 of the largest, the nearest the
     /// diagonal) and replay the banded LU's operations on the pattern's
-    /// entries and their fill-in only (see [`crate::sparse_band`]). No
+    /// entries and their fill-in only (see the private module `sparse_band`). No
     /// effect on a dense factorization.
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
         if let Some(band) = self.band {
