@@ -7,7 +7,7 @@
 //! moves the configuration. What the values mean is the runtime's
 //! (`hamel_runtime::health`); here they are only derived.
 
-use crate::sym::{gradient, Id};
+use crate::sym::{gradient, jacobian, Id};
 
 use super::step::{InvariantKind, StepSystem};
 
@@ -51,9 +51,10 @@ impl StepSystem {
         let timed: Vec<Id> = self.time.map(|(_, t)| t).into_iter().collect();
         let mut rows: Vec<Vec<Id>> = Vec::new();
         if let Some(e) = energy {
-            for gi in gradient(g, e, &v) {
-                rows.push(gradient(g, gi, &v));
-            }
+            // One derivative per velocity across the rows, which share most
+            // of their terms (a chain's metric couples every link).
+            let grads = gradient(g, e, &v);
+            rows = jacobian(g, &grads, &v);
         }
         if rows.iter().flatten().any(|&x| g.depends_on(x, &timed)) {
             rows.clear();

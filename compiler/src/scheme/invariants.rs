@@ -13,7 +13,7 @@
 //! simplifier cancels (`⟨γ, γ × ξ⟩/‖γ‖` is zero only after expansion).
 
 use crate::model::Model;
-use crate::sym::{gradient, Graph, Id, Node};
+use crate::sym::{gradient, jacobian, Graph, Id, Node, Point};
 
 use super::InvariantKind;
 
@@ -113,21 +113,18 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
             .collect();
         cons.push(g.add(&terms));
     }
-    let c_rows: Vec<Vec<Id>> = cons.iter().map(|&c| gradient(g, c, &v)).collect();
-    let c_q: Vec<Vec<Id>> = cons.iter().map(|&c| gradient(g, c, &q)).collect();
-    let mass: Vec<Vec<Id>> = mech.p.iter().map(|&p| gradient(g, p, &v)).collect();
-    let p_q: Vec<Vec<Id>> = mech.p.iter().map(|&p| gradient(g, p, &q)).collect();
+    // The constraint rows and the quantity's gradients are small; the mass
+    // matrix and `∂p/∂q Ψξ` are taken at each point as directional
+    // derivatives (`Point::tangent`): their symbolic Jacobians have
+    // O(N²) entries on a director chain and took O(N³) to build (8.6 s of a
+    // 64-link derivation's 22 s).
+    let c_rows = jacobian(g, &cons, &v);
     let (j_q, j_v) = (gradient(g, j, &q), gradient(g, j, &v));
     let g = &m.graph;
     let index_of = |id: Id| match g.node(id) {
         Node::Sym(s) => Some(*s),
         _ => None,
     };
-    let params: Vec<(u32, f64)> = m
-        .params
-        .iter()
-        .filter_map(|p| index_of(p.sym).map(|s| (s, p.default)))
-        .collect();
     let (qs, vs): (Vec<u32>, Vec<u32>) = (
         q.iter().filter_map(|&s| index_of(s)).collect(),
         v.iter().filter_map(|&s| index_of(s)).collect(),
@@ -135,54 +132,89 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
     if qs.len() != nq || vs.len() != nv {
         return true;
     }
+    // Symbols other than parameters, coordinates and velocities (time, say)
+    // at 0.5.
+    let mut values = vec![0.5; g.symbol_count()];
+    for p in &m.params {
+        if let Some(s) = index_of(p.sym) {
+            values[s as usize] = p.default;
+        }
+    }
+    let roots: Vec<Id> = (frame.psi.iter().flatten())
+        .chain(c_rows.iter().flatten())
+        .chain(&mech.p)
+        .chain(&mech.force)
+        .chain(&cons)
+        .chain(&j_q)
+        .chain(&j_v)
+        .copied()
+        .collect();
+    let mut tangent = vec![0.0; values.len()];
     let mut next = sample_points(0x2545_f491_4f6c_dd1d, 0.3);
     let mut checked = 0;
     for _ in 0..12 {
         let qv: Vec<f64> = (0..nq).map(|_| next()).collect();
         let mut xi: Vec<f64> = (0..nv).map(|_| next()).collect();
-        let value = |xi: &[f64]| {
-            let (qs, vs, params, qv) = (&qs, &vs, &params, &qv);
-            let xi = xi.to_vec();
-            move |s: u32| {
-                if let Some(i) = qs.iter().position(|&k| k == s) {
-                    return qv[i];
-                }
-                if let Some(a) = vs.iter().position(|&k| k == s) {
-                    return xi[a];
-                }
-                params.iter().find(|(k, _)| *k == s).map_or(0.5, |(_, x)| *x)
+        // Project ξ onto the null space of the constraint rows (they depend
+        // on q only, so ξ's values do not matter to them).
+        let point = |values: &mut Vec<f64>, xi: &[f64]| {
+            for (&s, &x) in qs.iter().zip(&qv).chain(vs.iter().zip(xi)) {
+                values[s as usize] = x;
             }
+            Point::new(g, &roots, &|s| values[s as usize])
         };
-        let ev = |e: Id, xi: &[f64]| g.eval(e, &value(xi));
-        // Project ξ onto the null space of the constraint rows (they depend on q only).
-        let rows: Vec<Vec<f64>> = c_rows.iter().map(|r| r.iter().map(|&e| ev(e, &xi)).collect()).collect();
+        let at = point(&mut values, &xi);
+        let val = |at: &Point, e: Id| at.value(e).unwrap_or(f64::NAN);
+        let rows: Vec<Vec<f64>> = c_rows
+            .iter()
+            .map(|r| r.iter().map(|&e| val(&at, e)).collect())
+            .collect();
         let ortho = orthonormal(&rows);
         for o in &ortho {
             let c = dot(o, &xi);
             xi.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
         }
+        let at = point(&mut values, &xi);
         let psi_xi: Vec<f64> = (0..nq)
-            .map(|i| (0..nv).map(|a| ev(frame.psi[i][a], &xi) * xi[a]).sum())
+            .map(|i| (0..nv).map(|a| val(&at, frame.psi[i][a]) * xi[a]).sum())
             .collect();
-        let evr = |r: &[Id]| -> Vec<f64> { r.iter().map(|&e| ev(e, &xi)).collect() };
+        // Derivatives along q' = Ψξ, the velocities held.
+        let along = |tangent: &mut Vec<f64>, dir: &[(u32, f64)], of: &[Id]| {
+            for &(s, d) in dir {
+                tangent[s as usize] = d;
+            }
+            let out = at.tangent(g, of, &|s| tangent[s as usize]);
+            for &(s, _) in dir {
+                tangent[s as usize] = 0.0;
+            }
+            out
+        };
+        let q_dir: Vec<(u32, f64)> = qs.iter().copied().zip(psi_xi.iter().copied()).collect();
+        let p_q_psi_xi = along(&mut tangent, &q_dir, &mech.p);
+        let c_q_psi_xi = along(&mut tangent, &q_dir, &cons);
         // KKT system [[M, Cᵀ], [C, 0]] (ξ', λ) = (F − P_q Ψξ, −C_q Ψξ), rows of
-        // the independent constraints only.
+        // the independent constraints only; column b of M is p's derivative
+        // along velocity b.
         let nc = rows.len();
         let n = nv + nc;
         let mut a = vec![vec![0.0; n + 1]; n];
+        for (b, &s) in vs.iter().enumerate() {
+            for (r, m_rb) in along(&mut tangent, &[(s, 1.0)], &mech.p).into_iter().enumerate() {
+                a[r][b] = m_rb;
+            }
+        }
         for r in 0..nv {
-            let mr = evr(&mass[r]);
-            a[r][..nv].copy_from_slice(&mr);
             for (k, row) in rows.iter().enumerate() {
                 a[r][nv + k] = row[r];
             }
-            a[r][n] = ev(mech.force[r], &xi) - dot(&evr(&p_q[r]), &psi_xi);
+            a[r][n] = val(&at, mech.force[r]) - p_q_psi_xi[r];
         }
         for k in 0..nc {
             a[nv + k][..nv].copy_from_slice(&rows[k]);
-            a[nv + k][n] = -dot(&evr(&c_q[k]), &psi_xi);
+            a[nv + k][n] = -c_q_psi_xi[k];
         }
-        let (jq, jv) = (evr(&j_q), evr(&j_v));
+        let jq: Vec<f64> = j_q.iter().map(|&e| val(&at, e)).collect();
+        let jv: Vec<f64> = j_v.iter().map(|&e| val(&at, e)).collect();
         if a.iter().flatten().chain(&jq).chain(&jv).any(|x| !x.is_finite()) {
             continue;
         }

@@ -84,6 +84,11 @@ impl Graph {
         &self.nodes[id.index()]
     }
 
+    /// How many symbols there are (numbered from 0).
+    pub fn symbol_count(&self) -> usize {
+        self.symbols.len()
+    }
+
     /// Name of symbol number `s`.
     pub fn symbol_name(&self, s: u32) -> &str {
         &self.symbols[s as usize]

@@ -6,10 +6,12 @@ pub mod diff;
 pub mod function;
 pub mod graph;
 pub mod linsolve;
+pub mod tangent;
 pub mod tape;
 pub mod vector;
 
 pub use diff::{gradient, jacobian, Differentiator};
 pub use function::Function;
 pub use graph::{Func, Graph, Id, Node, SubstMap};
+pub use tangent::Point;
 pub use tape::{Op, Operand, Tape};

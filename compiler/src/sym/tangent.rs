@@ -1,0 +1,199 @@
+//! Values and directional derivatives of expressions at one point, without
+//! building derivative expressions.
+//!
+//! A numerical test that needs a Jacobian only applied to vectors (`M v`,
+//! `∂p/∂q · w`) can take each product as one forward-mode pass over the
+//! expressions' nodes instead of differentiating every entry symbolically:
+//! the symbolic Jacobian of a director chain's momenta has O(N²) entries
+//! and took O(N³) to build, a pass costs the size of the expressions.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::graph::{pow_value, Func, Graph, Id, Node};
+
+/// The nodes some roots reach, children before parents, and their values
+/// at one point.
+pub struct Point {
+    /// reachable nodes in an order where each follows its children
+    order: Vec<Id>,
+    /// position of a node in `order`
+    index: HashMap<Id, usize>,
+    /// the value of each node of `order`
+    value: Vec<f64>,
+}
+
+impl Point {
+    /// Evaluates `roots` with symbol `s` at `value_of(s)`.
+    pub fn new(g: &Graph, roots: &[Id], value_of: &dyn Fn(u32) -> f64) -> Self {
+        let mut order = Vec::new();
+        let mut index: HashMap<Id, usize> = HashMap::default();
+        // Iterative post-order: expressions can be deep (long sums built
+        // term by term), deeper than a recursion's stack allows.
+        let mut stack: Vec<(Id, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((id, expanded)) = stack.pop() {
+            if index.contains_key(&id) {
+                continue;
+            }
+            if expanded {
+                index.insert(id, order.len());
+                order.push(id);
+                continue;
+            }
+            stack.push((id, true));
+            for c in g.children(id).into_iter().rev() {
+                if !index.contains_key(&c) {
+                    stack.push((c, false));
+                }
+            }
+        }
+        let mut value = vec![0.0; order.len()];
+        for (k, &id) in order.iter().enumerate() {
+            let at = |c: &Id| value[index[c]];
+            value[k] = match g.node(id) {
+                Node::Const(bits) => f64::from_bits(*bits),
+                Node::Sym(s) => value_of(*s),
+                Node::Add(ts) => ts.iter().map(at).sum(),
+                Node::Mul(fs) => fs.iter().map(at).product(),
+                Node::Pow(b, e) => pow_value(at(b), at(e)),
+                Node::Call(f, a) => f.apply(at(a)),
+                Node::Atan2(y, x) => f64::atan2(at(y), at(x)),
+            };
+        }
+        Self { order, index, value }
+    }
+
+    /// The value of `id`, one of the roots or a node they reach.
+    pub fn value(&self, id: Id) -> Option<f64> {
+        self.index.get(&id).map(|&k| self.value[k])
+    }
+
+    /// The derivative of each of `roots` (among those evaluated) along the
+    /// direction that moves symbol `s` at rate `tangent_of(s)`.
+    pub fn tangent(&self, g: &Graph, roots: &[Id], tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+        let mut dot = vec![0.0; self.order.len()];
+        for (k, &id) in self.order.iter().enumerate() {
+            let d = |c: &Id| dot[self.index[c]];
+            let v = |c: &Id| self.value[self.index[c]];
+            dot[k] = match g.node(id) {
+                Node::Const(_) => 0.0,
+                Node::Sym(s) => tangent_of(*s),
+                Node::Add(ts) => ts.iter().map(d).sum(),
+                Node::Mul(fs) => {
+                    // Σ_i ḟ_i Π_{j≠i} f_j, without dividing by a zero factor.
+                    let mut sum = 0.0;
+                    for (i, f) in fs.iter().enumerate() {
+                        let df = d(f);
+                        if df != 0.0 {
+                            let rest: f64 = fs
+                                .iter()
+                                .enumerate()
+                                .filter(|&(j, _)| j != i)
+                                .map(|(_, f)| v(f))
+                                .product();
+                            sum += df * rest;
+                        }
+                    }
+                    sum
+                }
+                Node::Pow(b, e) => {
+                    let (db, de) = (d(b), d(e));
+                    let (bv, ev) = (v(b), v(e));
+                    let mut t = 0.0;
+                    if db != 0.0 {
+                        t += ev * pow_value(bv, ev - 1.0) * db;
+                    }
+                    if de != 0.0 {
+                        t += self.value[k] * bv.ln() * de;
+                    }
+                    t
+                }
+                Node::Call(f, a) => {
+                    let da = d(a);
+                    if da == 0.0 {
+                        0.0
+                    } else {
+                        outer(*f, v(a), self.value[k]) * da
+                    }
+                }
+                Node::Atan2(y, x) => {
+                    let (yv, xv) = (v(y), v(x));
+                    (xv * d(y) - yv * d(x)) / (xv * xv + yv * yv)
+                }
+            };
+        }
+        roots
+            .iter()
+            .map(|r| self.index.get(r).map_or(0.0, |&k| dot[k]))
+            .collect()
+    }
+}
+
+/// `f'(a)`, given `a` and `f(a)`.
+fn outer(f: Func, a: f64, fa: f64) -> f64 {
+    match f {
+        Func::Sin => a.cos(),
+        Func::Cos => -a.sin(),
+        Func::Tan => 1.0 + fa * fa,
+        Func::Exp => fa,
+        Func::Ln => 1.0 / a,
+        Func::Asin => (1.0 - a * a).powf(-0.5),
+        Func::Acos => -(1.0 - a * a).powf(-0.5),
+        Func::Atan => 1.0 / (1.0 + a * a),
+        Func::Sinh => a.cosh(),
+        Func::Cosh => a.sinh(),
+        Func::Tanh => 1.0 - fa * fa,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sym::gradient;
+
+    /// Every kind of node: the tangent equals the symbolic gradient's
+    /// entries, evaluated, dotted with the direction.
+    #[test]
+    fn tangents_are_the_symbolic_gradient_along_the_direction() {
+        let mut g = Graph::new();
+        let (x, y, z) = (g.symbol("x"), g.symbol("y"), g.symbol("z"));
+        let sx = g.call(Func::Sin, x);
+        let xy = g.mul(&[x, y, sx]);
+        let p = g.powf(z, 2.5);
+        let q = g.pow(x, y);
+        let a = g.atan2(y, z);
+        let c = g.constant(3.0);
+        let e = g.call(Func::Exp, y);
+        let t = g.call(Func::Tanh, z);
+        let s = g.add(&[xy, p, q, a, c, e, t]);
+        let l = g.call(Func::Ln, s);
+        let roots = [s, l, xy];
+        let vars = [x, y, z];
+        let point = [0.7, 1.3, 0.4];
+        let dir = [0.2, -0.5, 1.1];
+        let numbers: Vec<u32> = vars
+            .iter()
+            .map(|&v| match g.node(v) {
+                Node::Sym(k) => *k,
+                _ => unreachable!("a symbol"),
+            })
+            .collect();
+        let sym = |s: u32| numbers.iter().position(|&k| k == s);
+        let value_of = |s: u32| sym(s).map_or(0.0, |i| point[i]);
+        let tangent_of = |s: u32| sym(s).map_or(0.0, |i| dir[i]);
+        let at = Point::new(&g, &roots, &value_of);
+        let got = at.tangent(&g, &roots, &tangent_of);
+        for (k, &r) in roots.iter().enumerate() {
+            assert!(
+                (at.value(r).unwrap() - g.eval(r, &value_of)).abs() < 1e-14,
+                "value of root {k}"
+            );
+            let grad = gradient(&mut g, r, &vars);
+            let want: f64 = grad.iter().zip(dir).map(|(&d, w)| g.eval(d, &value_of) * w).sum();
+            assert!(
+                (got[k] - want).abs() < 1e-13 * want.abs().max(1.0),
+                "root {k}: {} against {want}",
+                got[k]
+            );
+        }
+    }
+}
