@@ -8,7 +8,8 @@ use hamel_kernel::Kernel;
 use hamel_runtime::nalgebra::Dyn;
 use hamel_runtime::run::energy_balance;
 use hamel_runtime::{
-    drive, DynState, DynStepper, Ended, Host, InvariantKind, Kernels, Monitor, NewtonOptions, NewtonStats, StepError,
+    drive, DynState, DynStepper, Ended, Health, Host, InvariantKind, Kernels, Monitor, NewtonOptions, NewtonStats,
+    StepError,
 };
 use serde_json::{json, Value};
 
@@ -59,6 +60,57 @@ pub struct RunFailed {
     pub error: StepError,
     /// the run up to the last good state (`options.steps` is the number of good steps)
     pub partial: Box<Run>,
+}
+
+impl RunFailed {
+    /// What the run before the failure says of its cause (see [`failure_cause`]).
+    pub fn cause(&self) -> Option<String> {
+        failure_cause(&self.error, &self.partial)
+    }
+
+    /// The step's error, and [`RunFailed::cause`] where there is one.
+    pub fn message(&self) -> String {
+        match self.cause() {
+            Some(c) => format!("{}; {c}", self.error),
+            None => self.error.to_string(),
+        }
+    }
+}
+
+/// What the run up to a failed step (`partial`) says of the failure's
+/// cause, where it says something: a Newton solve that diverged or stalled
+/// after the energy had already drifted (by more than
+/// [`Health::energy_near_singularity`] of the default [`Health`]) failed
+/// because the step size no longer resolves the motion, and a smaller one
+/// may carry the run further; the monitor's own warnings (a pass near a
+/// singularity of the coordinates, a drift off the constraints) name other
+/// causes. `None` where the run was healthy up to the failure: nothing then
+/// points at a cause.
+pub fn failure_cause(error: &StepError, partial: &Run) -> Option<String> {
+    if !matches!(error, StepError::NonFinite { .. } | StepError::NotConverged { .. }) {
+        return None;
+    }
+    let health = Health::default();
+    let monitor = &partial.monitor;
+    let warnings = monitor.warnings(&health);
+    if !warnings.is_empty() {
+        return Some(format!("before it failed, {}", warnings.join("; ")));
+    }
+    let drift = monitor
+        .reports()
+        .iter()
+        .filter(|r| r.kind == InvariantKind::Energy)
+        .map(|r| monitor.judged_energy_error(r))
+        .fold(0.0f64, f64::max);
+    (drift > health.energy_near_singularity).then(|| {
+        let h = partial.options.h;
+        format!(
+            "before it failed, the energy had drifted by {drift:.1e} (relative) over {} good step(s): \
+             the step size h = {h} no longer resolves the motion; a smaller one (h = {}, say) may carry the run further",
+            partial.options.steps,
+            h / 2.0
+        )
+    })
 }
 
 /// Why a run did not finish.

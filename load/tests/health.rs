@@ -141,3 +141,59 @@ fn index_reduced_drift_is_named_with_its_remedy() {
     let r = run(&sys, sys.initial("rolling").unwrap(), None, &opt).unwrap();
     assert!(r.warnings().is_empty(), "{:?}", r.warnings());
 }
+
+/// The double spherical pendulum from Pattern I over `steps` steps of `h`,
+/// with Newton's iteration bound `max_iterations`: the run's error.
+fn failed_double_pendulum(h: f64, steps: u64, max_iterations: usize) -> hamel_load::RunFailed {
+    let path = format!(
+        "{}/../models/double_spherical_pendulum.hamel",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let model = read_model(path.as_ref(), &[]).unwrap();
+    let sys = compile(&model, "hamel_midpoint".parse().unwrap(), Backend::Jit).unwrap();
+    let (state, label) = initial(&sys, Some("pattern_I"), &[]).unwrap();
+    let opt = RunOptions {
+        h,
+        steps,
+        compensated: false,
+        record_every: 0,
+        inputs: None,
+        newton: hamel_runtime::NewtonOptions {
+            max_iterations,
+            ..Default::default()
+        },
+    };
+    match run(&sys, state, label, &opt) {
+        Err(hamel_load::RunError::Failed(f)) => f,
+        other => panic!("h = {h}: the run did not fail: {:?}", other.map(|r| r.options.steps)),
+    }
+}
+
+/// A Newton failure after the energy drifted names the step size as the
+/// cause and a smaller one as the remedy; one in a run that was healthy up
+/// to it names no cause (nothing points at one).
+#[test]
+fn a_failed_step_names_its_cause_only_where_the_run_shows_one() {
+    // At h = 0.16 the energy drifts by a few per cent (below the 10 % that
+    // flags a finished run), then a solve diverges some 400 steps in.
+    let drifted = failed_double_pendulum(0.16, 3000, 30);
+    let cause = drifted.cause().expect("a cause");
+    assert!(
+        cause.contains("no longer resolves the motion") && cause.contains("h = 0.08"),
+        "{cause}"
+    );
+    assert!(
+        drifted.message().starts_with(&drifted.error.to_string()),
+        "{}",
+        drifted.message()
+    );
+    // An iteration bound of one fails the first step of a healthy run.
+    let bounded = failed_double_pendulum(0.01, 10, 1);
+    assert!(
+        matches!(bounded.error, hamel_runtime::StepError::NotConverged { .. }),
+        "{}",
+        bounded.error
+    );
+    assert_eq!(bounded.cause(), None, "{}", bounded.message());
+    assert_eq!(bounded.message(), bounded.error.to_string());
+}

@@ -723,7 +723,7 @@ fn run_err(py: Python<'_>, e: RunError, file: &str) -> PyErr {
         }
         RunError::TooLarge(m) | RunError::Options(m) => PyValueError::new_err(m),
         RunError::Failed(f) => {
-            let err = StepError::new_err(f.error.to_string());
+            let err = StepError::new_err(f.message());
             let partial = PyRun {
                 run: *f.partial,
                 file: file.to_string(),

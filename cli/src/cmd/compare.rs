@@ -65,7 +65,8 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
                 ran.push(s);
             }
             Err(Error::RunFailed { error, partial }) => {
-                failures.push((s, error.to_string()));
+                let cause = hamel_load::run::failure_cause(&error, &partial);
+                failures.push((s, cause.map_or_else(|| error.to_string(), |c| format!("{error}; {c}"))));
                 if partial.steps.len() > 1 {
                     runs.push(*partial);
                     ran.push(s);

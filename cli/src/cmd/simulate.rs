@@ -24,6 +24,9 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
                 if case.no_plots { "" } else { " and plots" },
                 dir.display()
             );
+            if let Some(cause) = hamel_load::run::failure_cause(&error, &partial) {
+                eprintln!("note: {cause}");
+            }
             return Err(Error::Step(error));
         }
         Err(e) => return Err(e),

@@ -76,7 +76,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
     for (i, r) in results.iter().enumerate() {
         let (run, message) = match r {
             Ok(run) => (Some(run), run.warnings().join("; ")),
-            Err(MemberError::Run(hamel_load::RunError::Failed(f))) => (Some(&*f.partial), f.error.to_string()),
+            Err(MemberError::Run(hamel_load::RunError::Failed(f))) => (Some(&*f.partial), f.message()),
             Err(e) => (None, e.to_string()),
         };
         let ok = r.is_ok() && message.is_empty();
