@@ -32,6 +32,7 @@ pub mod evaluator;
 pub mod initial;
 pub mod inputs;
 pub mod run;
+mod start;
 pub mod steps;
 pub mod system;
 pub mod table;
