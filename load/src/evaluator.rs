@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
 use hamel_jit::{Direct, JitCode, OutputArray, Passed};
 use hamel_kernel::{Dd, Kernel, Program};
-use hamel_runtime::native::{passed, Pass, MAX_DIRECT_UNKNOWNS, START_TABLE};
+use hamel_runtime::native::{passed, Pass, MAX_DIRECT_UNKNOWNS};
 
 use crate::{Backend, LoadError};
 
@@ -55,9 +55,6 @@ pub struct Evaluator {
     /// per function: its direct entry's index in the JIT's code, where it
     /// has one (see [`direct_args`])
     direct: Vec<Option<usize>>,
-    /// the start program's direct entry and its index among the programs
-    /// compiled, where it was compiled (see [`Evaluator::native_start`])
-    start: Option<(usize, usize)>,
     scratch: RefCell<Scratch>,
 }
 
@@ -130,7 +127,6 @@ impl Clone for Evaluator {
             jit: self.jit.clone(),
             band_written: self.band_written.clone(),
             direct: self.direct.clone(),
-            start: self.start,
             scratch: RefCell::new(Scratch::default()),
         }
     }
@@ -208,7 +204,6 @@ impl Evaluator {
         }
         let mut band_written = vec![false; names.len()];
         let mut direct = vec![None; names.len()];
-        let mut start_entry = None;
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
@@ -237,23 +232,7 @@ impl Evaluator {
                         a
                     })
                     .collect();
-                // The start of a solve in one program (see `start`), where
-                // the predictor and the residual-and-Jacobian kernel both
-                // have direct entries.
-                let nx = step.unknowns.len();
-                let hot = |k: Kernel| names.iter().position(|&n| n == k);
-                let start = match (hot(Kernel::Predict), hot(Kernel::ResidualJacobian)) {
-                    (Some(p), Some(rj)) if banded[rj].is_none() && nx <= MAX_DIRECT_UNKNOWNS => {
-                        crate::start::start_program((&programs[p], &inputs[p]), (&programs[rj], &inputs[rj]), nx).map(
-                            |(prog, lengths)| {
-                                let outs = [3 * nx, nx, nx * nx].map(|len| OutputArray { len, at: None });
-                                (prog, lengths, outs)
-                            },
-                        )
-                    }
-                    _ => None,
-                };
-                let mut refs: Vec<(&Program, &[usize], &[OutputArray])> = programs
+                let refs: Vec<(&Program, &[usize], &[OutputArray])> = programs
                     .iter()
                     .zip(&banded)
                     .zip(&lengths)
@@ -266,6 +245,7 @@ impl Evaluator {
                 // Each hot kernel (the first function of its name, as
                 // `System` looks it up) that writes whole arrays also gets
                 // a direct entry.
+                let nx = step.unknowns.len();
                 let wanted: Vec<(usize, Vec<Passed>)> = HOT
                     .iter()
                     .filter_map(|&k| {
@@ -273,7 +253,7 @@ impl Evaluator {
                         Some((f, direct_args(&inputs[f], nx).filter(|_| banded[f].is_none())?))
                     })
                     .collect();
-                let mut direct_list: Vec<Direct> = wanted
+                let direct_list: Vec<Direct> = wanted
                     .iter()
                     .map(|(f, args)| Direct {
                         program: *f,
@@ -281,26 +261,6 @@ impl Evaluator {
                         values: 1 + nx,
                     })
                     .collect();
-                // The start program's arrays: the table's, then h and w by
-                // value (see `NativeStep::with_start`).
-                let start_args: Vec<Passed> = (0..START_TABLE.len())
-                    .map(Passed::Table)
-                    .chain([Passed::Values(0), Passed::Values(1)])
-                    .collect();
-                // Only with the direct entries of the kernels it fuses: the
-                // fixed-size drivers that call it step on those.
-                let fused = [Kernel::Predict, Kernel::ResidualJacobian]
-                    .iter()
-                    .all(|&k| wanted.iter().any(|(f, _)| names[*f] == k));
-                if let Some((prog, lengths, outs)) = start.as_ref().filter(|_| fused) {
-                    start_entry = Some((direct_list.len(), refs.len()));
-                    direct_list.push(Direct {
-                        program: refs.len(),
-                        args: &start_args,
-                        values: 1 + nx,
-                    });
-                    refs.push((prog, lengths, outs));
-                }
                 for (j, (f, _)) in wanted.iter().enumerate() {
                     direct[*f] = Some(j);
                 }
@@ -327,7 +287,6 @@ impl Evaluator {
             jit,
             band_written,
             direct,
-            start: start_entry,
             scratch: RefCell::new(Scratch::default()),
         })
     }
@@ -340,16 +299,6 @@ impl Evaluator {
         let code = self.jit.as_ref()?;
         let j = self.direct[f.0]?;
         Some((code.direct_entry(j), code.scratch_len(f.0), Arc::clone(code)))
-    }
-
-    /// The JIT's entry of the start of a solve (the predictor, its
-    /// correction, the residual and Jacobian at the corrected guess in one
-    /// call, as [`hamel_runtime::native::NativeStep::with_start`] describes
-    /// it) and the scratch values it uses: `None` unless compiled.
-    pub fn native_start(&self) -> Option<(hamel_runtime::native::DirectFn, usize)> {
-        let code = self.jit.as_ref()?;
-        let (j, k) = self.start?;
-        Some((code.direct_entry(j), code.scratch_len(k)))
     }
 
     /// The argument arrays function `f` reads, and their lengths.

@@ -32,7 +32,6 @@ pub mod evaluator;
 pub mod initial;
 pub mod inputs;
 pub mod run;
-mod start;
 pub mod steps;
 pub mod system;
 pub mod table;

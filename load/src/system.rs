@@ -304,7 +304,7 @@ fn native_step(step: &CompiledStep, kernels: &Evaluator, hot: &Hot, np: usize) -
     // to be of the sizes given) and write their output arrays (checked
     // above), the Jacobian whole (not band-written), using at most their
     // scratch lengths of scratch space; `code` keeps them alive.
-    let native = fits.then(|| unsafe {
+    fits.then(|| unsafe {
         NativeStep::new(
             residual,
             residual_jacobian,
@@ -314,15 +314,6 @@ fn native_step(step: &CompiledStep, kernels: &Evaluator, hot: &Hot, np: usize) -
             s1.max(s2).max(s3).max(s4),
             code,
         )
-    })?;
-    Some(match kernels.native_start() {
-        // SAFETY: the JIT's entry of the start program
-        // (`Evaluator::native_start`), composed of the predictor and the
-        // residual-and-Jacobian kernel checked above, laid out as
-        // `NativeStep::with_start` requires (`start::start_program`), in the
-        // same code; its scratch length is given.
-        Some((start, scratch)) => unsafe { native.with_start(start, scratch) },
-        None => native,
     })
 }
 

@@ -39,10 +39,6 @@ fn the_fixed_size_driver_steps_as_the_run_time_sized_one() {
         let jit = system(model, scheme, Backend::Jit);
         let interp = system(model, scheme, Backend::Interpreter);
         assert!(jit.native().is_some(), "{model} {scheme}: native kernels");
-        assert!(
-            jit.native().is_some_and(|(n, _)| n.has_start()),
-            "{model} {scheme}: the start of a solve in one call"
-        );
         assert!(interp.native().is_none());
         let (mut a, mut b) = (jit.initial(initial).unwrap(), interp.initial(initial).unwrap());
         let (mut sa, mut sb) = (DynStepper::new(&jit, h).unwrap(), DynStepper::new(&interp, h).unwrap());

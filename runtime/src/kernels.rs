@@ -152,30 +152,6 @@ where
     fn increment(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
     /// Starting guess from the state and the previous step's solution.
     fn predict(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, previous: &OVector<f64, X>, out: &mut OVector<f64, X>);
-    /// The start of a Newton solve in one evaluation, where a back-end
-    /// fuses it: [`Kernels::predict`] of `x` from `previous`, that guess
-    /// corrected by the predictor's extrapolated error as the Newton driver
-    /// corrects it (recording the step in `memory`), then
-    /// [`Kernels::residual_jacobian`] at the corrected guess into `r` and
-    /// `j`, each value to the bit as those calls give it. `false` where not
-    /// available (the default; then nothing is written): the driver makes
-    /// the calls itself. One call instead of two on the solve's critical
-    /// path, for native kernels whose calls cost what small models' kernels
-    /// do (see [`crate::native`]).
-    #[allow(clippy::too_many_arguments)]
-    fn predict_residual_jacobian(
-        &self,
-        _h: f64,
-        _e: &[f64],
-        _z: &OVector<f64, Z>,
-        _previous: &OVector<f64, X>,
-        _memory: &mut crate::memory::NewtonMemory<X>,
-        _x: &mut OVector<f64, X>,
-        _r: &mut OVector<f64, X>,
-        _j: &mut OMatrix<f64, X, X>,
-    ) -> bool {
-        false
-    }
     /// The residual at the state `z + lo`, in double-double arithmetic, for
     /// compensated runs; `false` where not available (then nothing is written).
     fn residual_compensated(

@@ -126,32 +126,6 @@ macro_rules! direct_calls {
                 _ => unreachable!("no direct entries of {NX} unknowns"),
             }
         }
-
-        /// Calls the direct entry `f` of a kernel with three output arrays.
-        ///
-        /// # Safety
-        /// As [`call_one`], for a kernel with three output arrays.
-        #[inline(always)]
-        unsafe fn call_three<const NX: usize>(
-            f: DirectFn,
-            table: *const *const f64,
-            scratch: *mut f64,
-            (first, second, third): (*mut f64, *mut f64, *mut f64),
-            h: f64,
-            x: &SVector<f64, NX>,
-        ) {
-            match NX {
-                $($n => {
-                    type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, *mut f64, *mut f64, f64 $(, f64_for!($i))*);
-                    // SAFETY: the caller's contract: `f` has this type.
-                    unsafe {
-                        let f = std::mem::transmute::<DirectFn, F>(f);
-                        f(table, scratch, first, second, third, h $(, x[$i])*)
-                    }
-                })*
-                _ => unreachable!("no direct entries of {NX} unknowns"),
-            }
-        }
     };
 }
 
@@ -174,9 +148,6 @@ pub struct NativeStep {
     residual_jacobian: DirectFn,
     increment: DirectFn,
     predict: DirectFn,
-    /// the start of a solve in one call, where compiled (see
-    /// [`NativeStep::with_start`])
-    start: Option<DirectFn>,
     /// numbers of parameters, exogenous values, state components, unknowns
     sizes: [usize; 4],
     /// scratch values the functions use (long ones are compiled in parts,
@@ -224,74 +195,10 @@ impl NativeStep {
             residual_jacobian,
             increment,
             predict,
-            start: None,
             sizes: [np, ne, nz, nx],
             scratch,
             _code: code,
         }
-    }
-}
-
-/// The table of pointers a start entry (see [`NativeStep::with_start`])
-/// reads its arrays through: `p`, `e`, `z` as for the other kernels, then
-/// the predictor's memory and the weights of its errors.
-pub const START_TABLE: [StartArray; 7] = [
-    StartArray::P,
-    StartArray::E,
-    StartArray::Z,
-    StartArray::Guess,
-    StartArray::Error,
-    StartArray::Error2,
-    StartArray::Weights,
-];
-
-/// An array a start entry reads through its table (see [`START_TABLE`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StartArray {
-    /// the parameters
-    P,
-    /// the exogenous values
-    E,
-    /// the state
-    Z,
-    /// the last step's raw guess (`nx` values)
-    Guess,
-    /// the predictor's error the step before (`nx`)
-    Error,
-    /// and the step before that (`nx`)
-    Error2,
-    /// the weights `[a, b, c]` of the three errors
-    Weights,
-}
-
-impl NativeStep {
-    /// This step with a start entry `start`: the predictor, its correction
-    /// and the residual and Jacobian at the corrected guess in one call
-    /// (see [`Kernels::predict_residual_jacobian`]).
-    ///
-    /// # Safety
-    /// As long as the code lives, `start` must be a direct entry called as
-    /// `fn(table, scratch, xpe, r, j, h, w_1, …, w_nx)`, with a table of
-    /// pointers to the arrays of [`START_TABLE`] in that order (`p`, `e`,
-    /// `z` of the sizes [`NativeStep::new`] was given, `Guess`, `Error`,
-    /// `Error2` of `nx` values, 3 weights), a pointer to `scratch` values of
-    /// scratch space, `h` and the last solution `w` by value; it must read only
-    /// those and write only its outputs: into `xpe` the corrected guess
-    /// `x`, the raw guess `p` and the error `w − g` (`nx` values each),
-    /// where each `x_i = p_i + ((a (w_i − g_i) − b d_i) + c d2_i)` with
-    /// `p` the predict kernel's guess, `g`, `d`, `d2` the memory's guess,
-    /// error and error2 and `[a, b, c]` the weights, one IEEE operation
-    /// each in that order; into `r` and `j` what the residual-and-Jacobian
-    /// kernel writes at `x` (every entry).
-    pub unsafe fn with_start(mut self, start: DirectFn, scratch: usize) -> Self {
-        self.start = Some(start);
-        self.scratch = self.scratch.max(scratch);
-        self
-    }
-
-    /// Whether this step has a start entry (see [`NativeStep::with_start`]).
-    pub fn has_start(&self) -> bool {
-        self.start.is_some()
     }
 }
 
@@ -406,68 +313,6 @@ impl<const NZ: usize, const NX: usize> Kernels<Const<NZ>, Const<NX>> for Fixed<'
     #[inline(always)]
     fn predict(&self, h: f64, e: &[f64], z: &SVector<f64, NZ>, w: &SVector<f64, NX>, out: &mut SVector<f64, NX>) {
         self.run::<NX>(self.step.predict, h, e, (z, w), out.as_mut_slice(), None);
-    }
-    #[inline(always)]
-    fn predict_residual_jacobian(
-        &self,
-        h: f64,
-        e: &[f64],
-        z: &SVector<f64, NZ>,
-        w: &SVector<f64, NX>,
-        memory: &mut NewtonMemory<Const<NX>>,
-        x: &mut SVector<f64, NX>,
-        r: &mut SVector<f64, NX>,
-        j: &mut SMatrix<f64, NX, NX>,
-    ) -> bool {
-        let Some(start) = self.step.start else {
-            return false;
-        };
-        let weights = newton::weights(memory.known);
-        let table = [
-            self.params.as_ptr(),
-            e.as_ptr(),
-            z.as_ptr(),
-            memory.guess.as_ptr(),
-            memory.error.as_ptr(),
-            memory.error2.as_ptr(),
-            weights.as_ptr(),
-        ];
-        // Not zeroed: the kernel writes every value (see `run`).
-        let mut xpe = MaybeUninit::<[[f64; NX]; 3]>::uninit();
-        let xpe = xpe.as_mut_ptr().cast::<f64>();
-        let mut fresh_r = MaybeUninit::<[f64; NX]>::uninit();
-        let fresh_r = fresh_r.as_mut_ptr().cast::<f64>();
-        // The Jacobian through a fresh array for up to 3 unknowns, in place
-        // for more, as `residual_jacobian` writes it.
-        let mut fresh_j = MaybeUninit::<SMatrix<f64, NX, NX>>::uninit();
-        let jp = if NX > 3 {
-            j.as_mut_ptr()
-        } else {
-            fresh_j.as_mut_ptr().cast::<f64>()
-        };
-        // SAFETY: `driver` made this only for a step of these sizes whose
-        // start entry is one (`NativeStep::with_start`); `advance` checked
-        // the parameters' and exogenous values' counts and gave it the
-        // step's scratch space; the table holds the arrays `START_TABLE`
-        // names, of their lengths; the outputs are of `3 NX`, `NX` and
-        // `NX × NX` values.
-        unsafe {
-            call_three::<NX>(start, table.as_ptr(), self.scratch, (xpe, fresh_r, jp), h, w);
-            // The kernel has written every output value.
-            settle_from(fresh_r, r.as_mut_slice());
-            if NX <= 3 {
-                settle_from(jp, j.as_mut_slice());
-            }
-            settle_from(xpe, x.as_mut_slice());
-            // What `extrapolate` records, from the kernel's values.
-            for i in 0..NX {
-                memory.error2[i] = memory.error[i];
-                memory.error[i] = std::ptr::read_volatile(xpe.add(2 * NX + i));
-                memory.guess[i] = std::ptr::read_volatile(xpe.add(NX + i));
-            }
-        }
-        memory.known = (memory.known + 1).min(3);
-        true
     }
     fn observe_size(&self) -> usize {
         0

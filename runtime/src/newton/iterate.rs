@@ -55,32 +55,23 @@ where
         memory,
         costs,
     } = store;
-    // A back-end that fuses the start (see
-    // `Kernels::predict_residual_jacobian`) has evaluated the first
-    // iteration's residual and Jacobian along with the guess.
-    let started =
-        !COMP && !x.is_empty() && sys.predict_residual_jacobian(h, e, z, previous, memory, x, r, lu.matrix_mut());
-    if !started {
-        sys.predict(h, e, z, previous, x);
-        // An explicit step (every unknown eliminated by the compiler: a
-        // projectile, Störmer–Verlet with a constant mass matrix) has
-        // nothing to solve; the increment is evaluated directly.
-        if x.is_empty() {
-            return Ok(Solved {
-                iterations: 0,
-                factorizations: 0,
-            });
-        }
-        extrapolate(memory, previous, x);
+    sys.predict(h, e, z, previous, x);
+    // An explicit step (every unknown eliminated by the compiler: a
+    // projectile, Störmer–Verlet with a constant mass matrix) has nothing to
+    // solve; the increment is evaluated directly.
+    if x.is_empty() {
+        return Ok(Solved {
+            iterations: 0,
+            factorizations: 0,
+        });
     }
+    extrapolate(memory, previous, x);
     let contraction = &mut memory.contraction;
     let tol = Tolerance::new(opt);
     let mut walk = Walk::new();
     for it in 1..=opt.max_iterations {
         let refresh = walk.refresh(opt);
-        if !(started && it == 1) {
-            evaluate::<S, Z, X, COMP>(sys, h, e, z, lo, x, r, lu, refresh);
-        }
+        evaluate::<S, Z, X, COMP>(sys, h, e, z, lo, x, r, lu, refresh);
         // Needed only in an error; the test that the residual is finite is
         // the one on the update below: a non-finite residual (or iterate)
         // gives a non-finite update, and a sum of squares is finite exactly

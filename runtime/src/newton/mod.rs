@@ -26,7 +26,6 @@ mod stopping;
 mod tests;
 
 pub use options::{NewtonOptions, NewtonStats};
-pub(crate) use predictor::weights;
 #[cfg(test)]
 pub use step::solve;
 pub use step::{advance, StepParts, Workspace};

@@ -23,7 +23,12 @@ pub(crate) fn extrapolate<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVect
 where
     DefaultAllocator: Allocator<X>,
 {
-    let [a, b, c] = weights(memory.known);
+    let (a, b, c) = match memory.known {
+        0 => (0.0, 0.0, 0.0),
+        1 => (1.0, 0.0, 0.0),
+        2 => (2.0, 1.0, 0.0),
+        _ => (3.0, 3.0, 1.0),
+    };
     for i in 0..x.len() {
         let p = x[i];
         let err = previous[i] - memory.guess[i];
@@ -33,20 +38,6 @@ where
         memory.guess[i] = p;
     }
     memory.known = (memory.known + 1).min(3);
-}
-
-/// The weights `[a, b, c]` of the last three errors in the extrapolated
-/// one, `a e_k − b e_{k−1} + c e_{k−2}`, when `known` of them are known (see
-/// [`extrapolate`]; a back-end that fuses the correction with the
-/// predictor computes that expression with them, in that order).
-#[inline(always)]
-pub(crate) fn weights(known: u8) -> [f64; 3] {
-    match known {
-        0 => [0.0, 0.0, 0.0],
-        1 => [1.0, 0.0, 0.0],
-        2 => [2.0, 1.0, 0.0],
-        _ => [3.0, 3.0, 1.0],
-    }
 }
 
 #[cfg(test)]
