@@ -67,6 +67,10 @@ where
     }
 
     /// Storage for factoring matrices of size `d` in place (see [`Lu::matrix_mut`]).
+    // At fixed sizes this allocates nothing (empty vectors, inline
+    // matrices): the Newton step of 1–3 unknowns takes one per step and
+    // never drops it (`newton::step`), which would leak anything allocated
+    // here.
     pub fn new(d: D) -> Self {
         Self {
             m: OMatrix::zeros_generic(d, d),
