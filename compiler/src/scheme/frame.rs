@@ -45,8 +45,8 @@ pub struct Frame {
     pub kind: FrameKind,
     /// `Ψ[i][a]`: component `i` of the frame field `u_a`, in the model's coordinates
     pub psi: Vec<Vec<Id>>,
-    /// `c[c][a][b]` with `[u_a, u_b] = c^c_ab u_c`
-    pub c: Vec<Vec<Vec<Id>>>,
+    /// `c^c_ab` with `[u_a, u_b] = c^c_ab u_c`, those not identically zero
+    pub c: Brackets,
     /// the blocks the frame splits into (one block unless `kind` is `Product`)
     pub blocks: Vec<Block>,
 }
@@ -80,7 +80,7 @@ impl Frame {
             return Ok(Frame {
                 kind: FrameKind::Identity,
                 psi,
-                c: vec![vec![vec![zero; m]; m]; m],
+                c: Brackets::default(),
                 blocks: vec![Block {
                     coordinates: (0..n).collect(),
                     velocities: (0..m).collect(),
@@ -113,8 +113,7 @@ impl Frame {
                 whole.join("; ")
             )));
         }
-        let zero = g.constant(0.0);
-        let mut c = vec![vec![vec![zero; m]; m]; m];
+        let mut c = Brackets::default();
         for block in &mut blocks {
             if block.coordinates.is_empty() || block.velocities.is_empty() {
                 // Velocities that move nothing, or coordinates nothing moves:
@@ -133,12 +132,8 @@ impl Frame {
                 Ok((kind, sc)) => {
                     block.kind = kind;
                     let vs = &block.velocities;
-                    for (cc, plane) in sc.iter().enumerate() {
-                        for (a, row) in plane.iter().enumerate() {
-                            for (b, &x) in row.iter().enumerate() {
-                                c[vs[cc]][vs[a]][vs[b]] = x;
-                            }
-                        }
+                    for &(a, b, cc, x) in &sc.0 {
+                        c.0.push((vs[a], vs[b], vs[cc], x));
                     }
                 }
                 Err(why) => {
@@ -152,6 +147,7 @@ impl Frame {
                 }
             }
         }
+        c.0.sort_unstable_by_key(|&(a, b, cc, _)| (a, b, cc));
         Ok(Frame {
             kind: FrameKind::Product,
             psi,
@@ -162,17 +158,15 @@ impl Frame {
 
     /// The frame bracket `[ξ, η]_q` as expressions.
     pub fn bracket(&self, g: &mut Graph, xi: &[Id], eta: &[Id]) -> Vec<Id> {
-        let m = xi.len();
-        (0..m)
-            .map(|c| {
-                let mut terms = Vec::new();
-                for a in 0..m {
-                    for b in 0..m {
-                        if !g.is_const(self.c[c][a][b], 0.0) {
-                            terms.push(g.mul(&[self.c[c][a][b], xi[a], eta[b]]));
-                        }
-                    }
-                }
+        // Row c collects its terms in (a, b) order, rows in turn: the order
+        // (and so the node numbers) of a loop over every c, a and b.
+        let mut rows: Vec<Vec<(usize, usize, Id)>> = vec![Vec::new(); xi.len()];
+        for &(a, b, c, x) in &self.c.0 {
+            rows[c].push((a, b, x));
+        }
+        rows.into_iter()
+            .map(|row| {
+                let terms: Vec<Id> = row.into_iter().map(|(a, b, x)| g.mul(&[x, xi[a], eta[b]])).collect();
                 g.add(&terms)
             })
             .collect()
@@ -180,25 +174,53 @@ impl Frame {
 
     /// The dual bracket `[ξ, μ]*_q`, `([ξ, μ]*)_b = c^c_ab ξ^a μ_c`.
     pub fn co_bracket(&self, g: &mut Graph, xi: &[Id], mu: &[Id]) -> Vec<Id> {
-        let m = xi.len();
-        (0..m)
-            .map(|b| {
-                let mut terms = Vec::new();
-                for a in 0..m {
-                    for c in 0..m {
-                        if !g.is_const(self.c[c][a][b], 0.0) {
-                            terms.push(g.mul(&[self.c[c][a][b], xi[a], mu[c]]));
-                        }
-                    }
-                }
+        // Entry b collects its terms in (a, c) order, entries in turn.
+        let mut rows: Vec<Vec<(usize, usize, Id)>> = vec![Vec::new(); xi.len()];
+        for &(a, b, c, x) in &self.c.0 {
+            rows[b].push((a, c, x));
+        }
+        rows.into_iter()
+            .map(|row| {
+                let terms: Vec<Id> = row.into_iter().map(|(a, c, x)| g.mul(&[x, xi[a], mu[c]])).collect();
                 g.add(&terms)
             })
             .collect()
     }
 }
 
-/// Bracket coefficients `c[c][a][b]`.
-type Brackets = Vec<Vec<Vec<Id>>>;
+/// The bracket coefficients `c^c_ab` of a frame (`[u_a, u_b] = c^c_ab u_c`)
+/// that are not identically zero, as `(a, b, c, c^c_ab)` in `(a, b, c)`
+/// order. A chain's frame has O(m) of the m³: the dense table of a 256-link
+/// chain's 768 velocities held 453 million entries (1.8 GB), and the loops
+/// over it took most of its derivation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Brackets(pub Vec<(usize, usize, usize, Id)>);
+
+impl Brackets {
+    /// The non-zero entries of a dense table `c[c][a][b]`.
+    fn from_dense(g: &Graph, c: &[Vec<Vec<Id>>]) -> Self {
+        let m = c.len();
+        let mut out = Vec::new();
+        for a in 0..m {
+            for b in 0..m {
+                for (cc, plane) in c.iter().enumerate() {
+                    if !g.is_const(plane[a][b], 0.0) {
+                        out.push((a, b, cc, plane[a][b]));
+                    }
+                }
+            }
+        }
+        Brackets(out)
+    }
+
+    /// `c^c_ab`, where it is not identically zero.
+    pub fn get(&self, c: usize, a: usize, b: usize) -> Option<Id> {
+        self.0
+            .binary_search_by_key(&(a, b, c), |&(a, b, c, _)| (a, b, c))
+            .ok()
+            .map(|k| self.0[k].3)
+    }
+}
 
 /// The rule that fits a frame (or one block of it), with its brackets; or
 /// why each rule failed.
@@ -222,7 +244,7 @@ fn rule(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKind
         return Err(why);
     }
     match invertible(g, psi, q) {
-        Ok(c) => Ok((FrameKind::Invertible, c)),
+        Ok(c) => Ok((FrameKind::Invertible, Brackets::from_dense(g, &c))),
         Err(e) => {
             why.push(e);
             Err(why)
@@ -319,8 +341,7 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
             entries
         })
         .collect();
-    let zero = g.constant(0.0);
-    let mut c = vec![vec![vec![zero; m]; m]; m];
+    let mut c = Brackets::default();
     // Which matrices have an entry at each position, and which touch each
     // index (row or column): fields touching disjoint indices commute.
     let mut at: BTreeMap<(usize, usize), Vec<(usize, f64)>> = BTreeMap::new();
@@ -393,7 +414,9 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
             for (cc, &x) in coef.iter().enumerate() {
                 // The coefficients are exact small rationals in practice; round off the solve's noise.
                 let r = (x * 1e9).round() / 1e9;
-                c[cc][a][b] = g.constant(r);
+                if r != 0.0 {
+                    c.0.push((a, b, cc, g.constant(r)));
+                }
             }
         }
     }
