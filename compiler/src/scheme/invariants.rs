@@ -102,15 +102,18 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
     let g = &mut m.graph;
     // Constraint functions c(q, ξ), each linear in ξ.
     let mut cons: Vec<Id> = model.velocity_constraints.iter().map(|c| c.expr).collect();
+    // q' = Ψξ once for all constraints (per constraint it was O(N³) on a
+    // chain's N lengths), from Ψ's non-zero entries.
+    let qdot: Vec<Id> = (0..nq)
+        .map(|i| {
+            let moved: Vec<usize> = (0..nv).filter(|&a| !g.is_const(frame.psi[i][a], 0.0)).collect();
+            let terms: Vec<Id> = moved.into_iter().map(|a| g.mul2(frame.psi[i][a], v[a])).collect();
+            g.add(&terms)
+        })
+        .collect();
     for c in &model.holonomic {
         let grad = gradient(g, c.expr, &q);
-        let terms: Vec<Id> = (0..nq)
-            .map(|i| {
-                let qdot: Vec<Id> = (0..nv).map(|a| g.mul2(frame.psi[i][a], v[a])).collect();
-                let qdot = g.add(&qdot);
-                g.mul2(grad[i], qdot)
-            })
-            .collect();
+        let terms: Vec<Id> = (0..nq).map(|i| g.mul2(grad[i], qdot[i])).collect();
         cons.push(g.add(&terms));
     }
     // The constraint rows and the quantity's gradients are small; the mass
