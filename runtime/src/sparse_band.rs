@@ -2,7 +2,7 @@
 //! structural non-zeros.
 //!
 //! A chain's Jacobian in its sparse tableau has a band of 25 diagonals but
-//! about three entries per row (theory.md §9.5): the banded LU spends almost
+//! about 4.5 entries per row (theory.md §9.5): the banded LU spends almost
 //! all of its time on zeros. Given the pattern of entries that can be
 //! non-zero (known symbolically: [`crate::Kernels::jacobian_pattern`]), a
 //! factorization here runs the banded LU while recording the operations on
@@ -15,10 +15,10 @@
 //! like size trade places (a chain's Jacobian holds many: `±1` couplings,
 //! entries of links swinging alike). Plain partial pivoting moved a pivot
 //! about four times per factorization on the 64-link director chain (h =
-//! 1e-3, `tilted`), the threshold 2.6 times (entries passing through zero as
-//! links swing), and each move records operations anew. Every replayed step checks that the
-//! recorded pivot row is still the one the rule chooses; where another
-//! wins, the steps from there on are recorded anew. The factors are those
+//! 1e-3, `tilted`), the threshold 2.6 times (entries passing through zero
+//! as links swing), and each move records operations anew. Every replayed
+//! step checks that the recorded pivot row is still the one the rule
+//! chooses; where another wins, the steps from there on are recorded anew. The factors are those
 //! of [`crate::packed_band::factor`] with the same threshold to the bit,
 //! whatever matrices came before (a zero skipped here may differ in sign
 //! from the banded LU's, which no non-zero entry of the factors or of a
