@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::{Diagnostic, Diagnostics, Span};
 use crate::dsl::ast::*;
-use crate::sym::{Differentiator, Graph, Id, Node};
+use crate::sym::{Differentiator, Graph, Id};
 
 mod body;
 mod declare;
@@ -361,7 +361,7 @@ pub fn check_linear(g: &mut Graph, e: Id, vars: &[Id]) -> bool {
     // those it reads are taken: a chain's frame equations and constraints
     // each read a few of its 3N velocities, and all pairs of all of them
     // made loading a model O(N³) (12 s at 200 links, 95 s at 400).
-    let read = symbols_read(g, e);
+    let read: HashSet<Id> = g.symbols_read(e).into_iter().collect();
     let vars: Vec<Id> = vars.iter().copied().filter(|v| read.contains(v)).collect();
     for &a in &vars {
         let da = Differentiator::new(a).diff(g, e);
@@ -376,23 +376,6 @@ pub fn check_linear(g: &mut Graph, e: Id, vars: &[Id]) -> bool {
     let map: crate::sym::SubstMap = vars.iter().map(|&v| (v, zero)).collect();
     let at0 = g.substitute(e, &map);
     g.is_const(at0, 0.0)
-}
-
-/// The symbol nodes `e` reads.
-fn symbols_read(g: &Graph, e: Id) -> HashSet<Id> {
-    let (mut seen, mut stack, mut found) = (HashSet::new(), vec![e], HashSet::new());
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
-        match g.node(x) {
-            Node::Sym(_) => {
-                found.insert(x);
-            }
-            _ => stack.extend(g.children(x)),
-        }
-    }
-    found
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! translations), linear and affine actions, square invertible frames, and
 //! products of those over blocks of coordinates.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::Model;
 use crate::sym::{jacobian, linsolve, Differentiator, Graph, Id, Node};
@@ -158,30 +158,28 @@ impl Frame {
 
     /// The frame bracket `[ξ, η]_q` as expressions.
     pub fn bracket(&self, g: &mut Graph, xi: &[Id], eta: &[Id]) -> Vec<Id> {
-        // Row c collects its terms in (a, b) order, rows in turn: the order
-        // (and so the node numbers) of a loop over every c, a and b.
-        let mut rows: Vec<Vec<(usize, usize, Id)>> = vec![Vec::new(); xi.len()];
-        for &(a, b, c, x) in &self.c.0 {
-            rows[c].push((a, b, x));
-        }
-        rows.into_iter()
-            .map(|row| {
-                let terms: Vec<Id> = row.into_iter().map(|(a, b, x)| g.mul(&[x, xi[a], eta[b]])).collect();
-                g.add(&terms)
-            })
-            .collect()
+        // Row c collects its terms in (a, b) order.
+        self.sums(g, xi, eta, |b, c| (c, b))
     }
 
     /// The dual bracket `[ξ, μ]*_q`, `([ξ, μ]*)_b = c^c_ab ξ^a μ_c`.
     pub fn co_bracket(&self, g: &mut Graph, xi: &[Id], mu: &[Id]) -> Vec<Id> {
-        // Entry b collects its terms in (a, c) order, entries in turn.
+        // Entry b collects its terms in (a, c) order.
+        self.sums(g, xi, mu, |b, c| (b, c))
+    }
+
+    /// `out[r] = Σ c^c_ab ξ^a y_j` over the coefficients that `place(b, c)`
+    /// sends to `(r, j)`, terms in (a, j) order, rows in turn: the order
+    /// (and so the node numbers) of the dense loops over every index.
+    fn sums(&self, g: &mut Graph, xi: &[Id], y: &[Id], place: impl Fn(usize, usize) -> (usize, usize)) -> Vec<Id> {
         let mut rows: Vec<Vec<(usize, usize, Id)>> = vec![Vec::new(); xi.len()];
         for &(a, b, c, x) in &self.c.0 {
-            rows[b].push((a, c, x));
+            let (r, j) = place(b, c);
+            rows[r].push((a, j, x));
         }
         rows.into_iter()
             .map(|row| {
-                let terms: Vec<Id> = row.into_iter().map(|(a, c, x)| g.mul(&[x, xi[a], mu[c]])).collect();
+                let terms: Vec<Id> = row.into_iter().map(|(a, j, x)| g.mul(&[x, xi[a], y[j]])).collect();
                 g.add(&terms)
             })
             .collect()
@@ -432,17 +430,10 @@ fn action(g: &mut Graph, psi: &[Vec<Id>], q: &[Id], v: &[Id]) -> Result<(FrameKi
 
 /// The symbols an expression reads.
 fn symbols(g: &Graph, e: Id) -> Vec<u32> {
-    let (mut seen, mut stack, mut found) = (HashSet::new(), vec![e], Vec::new());
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
-        match g.node(x) {
-            Node::Sym(s) => found.push(*s),
-            _ => stack.extend(g.children(x)),
-        }
-    }
-    found
+    g.symbols_read(e)
+        .into_iter()
+        .filter_map(|s| symbol_number(g, s))
+        .collect()
 }
 
 /// `[A, B] = AB − BA` of sparse matrices given by their non-zero entries.

@@ -480,6 +480,22 @@ impl Graph {
         }
     }
 
+    /// The symbol nodes `root` reads, each once, in the order a depth-first
+    /// walk from `root` meets them.
+    pub fn symbols_read(&self, root: Id) -> Vec<Id> {
+        let (mut seen, mut stack, mut found) = (std::collections::HashSet::new(), vec![root], Vec::new());
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            match self.node(x) {
+                Node::Sym(_) => found.push(x),
+                _ => stack.extend(self.children(x)),
+            }
+        }
+        found
+    }
+
     /// True when the expression `root` contains any of the symbol nodes in `syms`.
     pub fn depends_on(&self, root: Id, syms: &[Id]) -> bool {
         let mut seen = vec![false; self.nodes.len()];
