@@ -274,9 +274,13 @@ fn a_long_derivation_announced_reports_its_progress_in_a_log() {
         eprintln!("N = 24 derives too fast here to be announced; nothing to check: {err}");
         return;
     };
+    // Which schemes take long enough to report (2 s) depends on the
+    // machine: the midpoint step, a sparse tableau at 24 links, may not.
     let after = &err[note..];
     assert!(
-        after.contains("deriving hamel_midpoint for `spherical_chain` (72 coordinates)…"),
+        ["hamel_midpoint", "hamel_averaged"]
+            .iter()
+            .any(|s| after.contains(&format!("deriving {s} for `spherical_chain` (72 coordinates)…"))),
         "{err}"
     );
     assert!(after.matches("  done in ").count() >= 1, "{err}");
