@@ -100,14 +100,17 @@ pub(crate) fn factor(
 /// a growth of at most `1 + 1/threshold` per step).
 #[inline(always)]
 pub(crate) fn pivot(col: &[f64], threshold: f64) -> (usize, f64) {
-    let mut big = col[0].abs();
-    for x in &col[1..] {
-        if x.abs() > big {
-            big = x.abs();
-        }
-    }
+    pick(col.iter().map(|x| x.abs()), threshold)
+}
+
+/// [`pivot`] among candidates given by their magnitudes, in row order (a
+/// replay reads only a column's structural entries): the candidate's
+/// position, and the largest magnitude.
+#[inline(always)]
+pub(crate) fn pick(magnitudes: impl Iterator<Item = f64> + Clone, threshold: f64) -> (usize, f64) {
+    let big = magnitudes.clone().fold(0.0f64, |big, a| if a > big { a } else { big });
     let least = threshold * big;
-    let p = col.iter().position(|x| x.abs() >= least).unwrap_or(0);
+    let p = magnitudes.clone().position(|a| a >= least).unwrap_or(0);
     (p, big)
 }
 

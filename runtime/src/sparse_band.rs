@@ -18,11 +18,12 @@
 //! 1e-3, `tilted`), the threshold 2.6 times (entries passing through zero
 //! as links swing), and each move records operations anew. Every replayed
 //! step checks that the recorded pivot row is still the one the rule
-//! chooses; where another wins, the steps from there on are recorded anew. The factors are those
-//! of [`crate::packed_band::factor`] with the same threshold to the bit,
-//! whatever matrices came before (a zero skipped here may differ in sign
-//! from the banded LU's, which no non-zero entry of the factors or of a
-//! solution can see), so a step stays a function of the state it is handed.
+//! chooses; where another wins, the steps from there on are recorded anew.
+//! The factors are those of [`crate::packed_band::factor`] with the same
+//! threshold to the bit, whatever matrices came before (a zero skipped here
+//! may differ in sign from the banded LU's, which no non-zero entry of the
+//! factors or of a solution can see), so a step stays a function of the
+//! state it is handed.
 //!
 //! A pivot that moves changes the structure of the rows below it only
 //! within the band's active window; a recording from that step stops as
@@ -38,7 +39,7 @@
 //! between.
 
 use crate::lu::FactorError;
-use crate::packed_band::{at, leading, pivot};
+use crate::packed_band::{at, leading, pick, pivot};
 
 /// The pivot threshold (see [`crate::packed_band::pivot`]): UMFPACK's
 /// default. Any row within a factor 10 of the largest may pivot, which
@@ -79,8 +80,6 @@ pub(crate) struct Schedule {
     /// the id the next window structure seen is given (ids are never
     /// reused, so that a step's `next` cannot name another structure)
     next_window: u32,
-    /// a slot holds more structures than [`MAX_WINDOWS`]: the next
-    /// factorization records every step anew
     /// packed entries outside the pattern that the operations read or
     /// write: zeros before they start (of this recording and earlier ones:
     /// zeroing an entry nobody reads costs a store)
@@ -91,7 +90,8 @@ pub(crate) struct Schedule {
     pub(crate) recordings: u64,
     /// and how many steps were recorded in all
     pub(crate) recorded_steps: u64,
-    /// set when a slot outgrew [`MAX_WINDOWS`]
+    /// a slot outgrew [`MAX_WINDOWS`]: the next factorization records
+    /// every step anew
     reset: bool,
 }
 
@@ -246,22 +246,18 @@ impl Schedule {
         if self.dense {
             return crate::packed_band::factor(s, ab, perm, (kl, ku), n, self.threshold);
         }
-        if self.reset {
-            self.steps.clear();
-            self.reset = false;
-        }
-        if self.steps.is_empty() {
-            self.spare.clear();
-        }
-        let recorded = self.recorded();
+        let reset = std::mem::take(&mut self.reset);
+        let recorded = self.recorded() && !reset;
         if recorded {
             for &z in &self.zeros {
                 ab[z as usize] = 0.0;
             }
         } else {
+            // Everything is recorded anew (a failed recording keeps none):
+            // no structure is named any more, and ids may start again.
             ab.fill(0.0);
-            // No structure is named any more: ids may start again.
             self.steps.clear();
+            self.spare.clear();
             self.next_window = 0;
         }
         let big = self.gather_checked(s, ab)?;
@@ -337,20 +333,11 @@ impl Schedule {
             // others are zeros).
             let d = at(ld, kl, ku, k, k);
             let candidates = step.candidates();
-            let mut big = 0.0f64;
-            for &o in candidates {
-                let a = ab[d + o as usize].abs();
-                if a > big {
-                    big = a;
-                }
-            }
+            let (c, big) = pick(candidates.iter().map(|&o| ab[d + o as usize].abs()), threshold);
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
-            let least = threshold * big;
-            let Some(&chosen) = candidates.iter().find(|&&o| ab[d + o as usize].abs() >= least) else {
-                return Err(FactorError::Singular);
-            };
+            let chosen = candidates[c];
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
                 let Some(v) = others.iter().position(|v| v.window == window && v.pivot == chosen) else {
