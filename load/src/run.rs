@@ -70,10 +70,15 @@ impl RunFailed {
 
     /// The step's error, and [`RunFailed::cause`] where there is one.
     pub fn message(&self) -> String {
-        match self.cause() {
-            Some(c) => format!("{}; {c}", self.error),
-            None => self.error.to_string(),
-        }
+        failure_message(&self.error, &self.partial)
+    }
+}
+
+/// `error`, and [`failure_cause`] where there is one.
+pub fn failure_message(error: &StepError, partial: &Run) -> String {
+    match failure_cause(error, partial) {
+        Some(c) => format!("{error}; {c}"),
+        None => error.to_string(),
     }
 }
 

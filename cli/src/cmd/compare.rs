@@ -65,8 +65,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
                 ran.push(s);
             }
             Err(Error::RunFailed { error, partial }) => {
-                let cause = hamel_load::run::failure_cause(&error, &partial);
-                failures.push((s, cause.map_or_else(|| error.to_string(), |c| format!("{error}; {c}"))));
+                failures.push((s, hamel_load::run::failure_message(&error, &partial)));
                 if partial.steps.len() > 1 {
                     runs.push(*partial);
                     ran.push(s);
