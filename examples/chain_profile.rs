@@ -7,7 +7,7 @@
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
 //! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
 //! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
-//! `STEPS` the steps per round; `TABLEAU=keep|substitute` overrides the
+//! `STEPS` the steps per round; `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
 //! choice of a sparse tableau (default by size).
 
 use std::time::Instant;
@@ -45,6 +45,9 @@ fn main() -> Result<(), Boxed> {
             c.state.len(),
             sys.kernel_ops()
         );
+        if std::env::var_os("UNKNOWNS").is_some() {
+            println!("  unknowns in order: {}", c.unknowns.join(" "));
+        }
         systems.push(sys);
     }
     if let Ok(secs) = std::env::var("SPIN") {

@@ -38,6 +38,19 @@ impl<'a> Args<'a> {
     }
 }
 
+/// What a function's compiled code writes of its last output array (a
+/// Newton Jacobian's).
+#[derive(Clone, Debug)]
+enum Written {
+    /// all of it
+    Whole,
+    /// its band and the rows its LU fills in (see [`band_outputs`])
+    Band,
+    /// the values of the Jacobian pattern's entries, into an array of their
+    /// own (see [`pattern_outputs`]); their positions in the matrix
+    Pattern(Arc<[usize]>),
+}
+
 /// Most output arrays of one function (the Newton system's: residual and Jacobian).
 const MAX_OUTPUT_ARRAYS: usize = 4;
 
@@ -49,9 +62,8 @@ pub struct Evaluator {
     programs: Arc<[Program]>,
     /// shared by clones: native code is read-only once compiled
     jit: Option<Arc<JitCode>>,
-    /// per function: whether its compiled code writes only the band of its
-    /// last output array (see [`band_outputs`])
-    band_written: Vec<bool>,
+    /// per function: what its compiled code writes of its last output array
+    written: Vec<Written>,
     /// per function: its direct entry's index in the JIT's code, where it
     /// has one (see [`direct_args`])
     direct: Vec<Option<usize>>,
@@ -82,6 +94,38 @@ fn direct_args(inputs: &[(Slot, usize)], nx: usize) -> Option<Vec<Passed>> {
             Pass::Values(k) => (n == nx).then_some(Passed::Values(k)),
         })
         .collect()
+}
+
+/// The residual-and-Jacobian program `p` (output arrays `outs`: the residual,
+/// then the `n × n` Jacobian column-major) reduced to the residual and the
+/// values of the entries of `pattern` (`(row, column)`), in its order: the
+/// program, and the positions of those entries in the matrix. `None` where
+/// an entry outside the pattern is not the constant zero.
+fn pattern_outputs(p: &Program, outs: &[usize], n: usize, pattern: &[(u32, u32)]) -> Option<(Program, Vec<usize>)> {
+    if outs != [n, n * n] || pattern.is_empty() {
+        return None;
+    }
+    let zero = |r: u32| {
+        let r = r as usize;
+        r >= p.n_inputs && r < p.result_base() && p.consts[r - p.n_inputs].to_bits() == 0
+    };
+    let mut listed = vec![false; n * n];
+    let mut at = Vec::with_capacity(pattern.len());
+    for &(r, c) in pattern {
+        let (r, c) = (r as usize, c as usize);
+        if r >= n || c >= n {
+            return None;
+        }
+        listed[c * n + r] = true;
+        at.push(c * n + r);
+    }
+    if listed.iter().zip(&p.outputs[n..]).any(|(&l, &r)| !l && !zero(r)) {
+        return None;
+    }
+    let mut q = p.clone();
+    q.outputs.truncate(n);
+    q.outputs.extend(at.iter().map(|&e| p.outputs[n + e]));
+    Some((q, at))
 }
 
 /// The residual-and-Jacobian program `p` (output arrays `outs`: the residual,
@@ -125,7 +169,7 @@ impl Clone for Evaluator {
             inputs: self.inputs.clone(),
             programs: Arc::clone(&self.programs),
             jit: self.jit.clone(),
-            band_written: self.band_written.clone(),
+            written: self.written.clone(),
             direct: self.direct.clone(),
             scratch: RefCell::new(Scratch::default()),
         }
@@ -141,6 +185,8 @@ struct Scratch {
     regs_dd: Vec<Dd>,
     /// the concatenated outputs of [`Evaluator::eval_split`]
     split: Vec<f64>,
+    /// a pattern's values, scattered into a matrix (see [`Written::Pattern`])
+    values: Vec<f64>,
     /// the dropped outputs of [`Evaluator::eval_tail`]
     head: Vec<f64>,
 }
@@ -202,23 +248,28 @@ impl Evaluator {
             programs.push(program.clone());
             out_lengths.push(outs.iter().map(|(_, n)| *n).collect::<Vec<usize>>());
         }
-        let mut band_written = vec![false; names.len()];
+        let mut written = vec![Written::Whole; names.len()];
         let mut direct = vec![None; names.len()];
         let jit = match backend {
             Backend::Interpreter => None,
             Backend::Jit => {
                 let lengths: Vec<Vec<usize>> = inputs.iter().map(|s| s.iter().map(|&(_, n)| n).collect()).collect();
-                // A banded Jacobian is written as its band and the rows its
-                // LU fills in: the rest of the matrix, O(n²) stores of zeros
-                // (a 256-unknown chain: 65,536 against 3,300), stays zero.
-                let banded: Vec<Option<(Program, Vec<usize>)>> = names
+                // A banded Jacobian is written as the values of its pattern's
+                // entries, which a sparse LU reads (the rest of the matrix,
+                // O(n²) stores of zeros, a 256-unknown chain's 65,536 against
+                // 3,300 in its band, is not written, and the matrix is not
+                // touched); without a pattern, as its band and the rows its
+                // LU fills in, the rest of the matrix staying zero.
+                let banded: Vec<Option<(Program, Vec<usize>, bool)>> = names
                     .iter()
                     .zip(&programs)
                     .zip(&out_lengths)
                     .map(|((&name, p), outs)| {
-                        (name == Kernel::ResidualJacobian)
-                            .then(|| band_outputs(p, outs, step.unknowns.len(), step.band?))
-                            .flatten()
+                        let n = step.unknowns.len();
+                        let band = step.band.filter(|_| name == Kernel::ResidualJacobian)?;
+                        pattern_outputs(p, outs, n, &step.pattern)
+                            .map(|(q, at)| (q, at, true))
+                            .or_else(|| band_outputs(p, outs, n, band).map(|(q, at)| (q, at, false)))
                     })
                     .collect();
                 let arrays: Vec<Vec<OutputArray>> = out_lengths
@@ -226,8 +277,10 @@ impl Evaluator {
                     .zip(&banded)
                     .map(|(outs, b)| {
                         let mut a: Vec<OutputArray> = outs.iter().map(|&len| OutputArray { len, at: None }).collect();
-                        if let (Some((_, at)), Some(last)) = (b, a.last_mut()) {
-                            last.at = Some(at);
+                        match (b, a.last_mut()) {
+                            (Some((_, at, true)), Some(last)) => last.len = at.len(),
+                            (Some((_, at, false)), Some(last)) => last.at = Some(at),
+                            _ => {}
                         }
                         a
                     })
@@ -237,10 +290,14 @@ impl Evaluator {
                     .zip(&banded)
                     .zip(&lengths)
                     .zip(&arrays)
-                    .map(|(((p, b), l), o)| (b.as_ref().map_or(p, |(q, _)| q), &l[..], &o[..]))
+                    .map(|(((p, b), l), o)| (b.as_ref().map_or(p, |(q, _, _)| q), &l[..], &o[..]))
                     .collect();
-                for (w, b) in band_written.iter_mut().zip(&banded) {
-                    *w = b.is_some();
+                for (w, b) in written.iter_mut().zip(&banded) {
+                    *w = match b {
+                        Some((_, at, true)) => Written::Pattern(at.as_slice().into()),
+                        Some(_) => Written::Band,
+                        None => Written::Whole,
+                    };
                 }
                 // Each hot kernel (the first function of its name, as
                 // `System` looks it up) that writes whole arrays also gets
@@ -285,7 +342,7 @@ impl Evaluator {
             inputs,
             programs: programs.into(),
             jit,
-            band_written,
+            written,
             direct,
             scratch: RefCell::new(Scratch::default()),
         })
@@ -312,10 +369,65 @@ impl Evaluator {
         Some(self.jit.as_ref()?.output_arrays(f.0))
     }
 
-    /// Whether function `f` writes only the band of its last output array
-    /// (see [`Evaluator::eval_split_band`]).
+    /// Whether function `f` writes only the band of its last output array,
+    /// or only a pattern's entries (see [`Evaluator::eval_split_band`]).
     pub fn writes_band(&self, f: FnId) -> bool {
-        self.band_written[f.0]
+        !matches!(self.written[f.0], Written::Whole)
+    }
+
+    /// How many values function `f` writes of its last output array when
+    /// it writes them as the values of a Jacobian pattern's entries (see
+    /// [`Evaluator::eval_pattern`]); `None` if it does not.
+    pub fn writes_pattern(&self, f: FnId) -> Option<usize> {
+        match &self.written[f.0] {
+            Written::Pattern(at) => Some(at.len()),
+            _ => None,
+        }
+    }
+
+    /// Evaluates function `f`, which [writes a pattern's
+    /// values](Evaluator::writes_pattern), into `outs`, its last array the
+    /// values of the pattern's entries in the pattern's order.
+    ///
+    /// # Panics
+    /// If `f` does not write a pattern's values, or the lengths differ.
+    pub fn eval_pattern(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
+        let code = self.jit.as_ref().filter(|_| self.writes_pattern(f).is_some());
+        let code = code.unwrap_or_else(|| panic!("`{}` does not write a pattern's values", self.names[f.0]));
+        self.call_in_place(code, f, args, outs);
+    }
+
+    /// The JIT's call of `f` into `outs`, one slice per compiled output
+    /// array, each of the compiled length.
+    fn call_in_place(&self, code: &JitCode, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
+        let lengths = code.output_arrays(f.0);
+        assert!(
+            outs.len() == lengths.len() && outs.iter().zip(lengths).all(|(o, &n)| o.len() == n),
+            "`{}`: output lengths",
+            self.names[f.0]
+        );
+        let mut ptrs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
+        for (p, o) in ptrs.iter_mut().zip(outs.iter_mut()) {
+            *p = o.as_mut_ptr();
+        }
+        self.call_jit(code, f, args, &ptrs);
+    }
+
+    /// [`Evaluator::eval_split_band`] of a function that writes a pattern's
+    /// values (at positions `at` of its last array): evaluated into
+    /// scratch, then scattered (the other entries left as they are).
+    fn eval_scattered(&self, code: &JitCode, f: FnId, args: &Args, at: &[usize], outs: &mut [&mut [f64]]) {
+        let mut values = std::mem::take(&mut self.scratch.borrow_mut().values);
+        values.resize(at.len(), 0.0);
+        if let Some((matrix, head)) = outs.split_last_mut() {
+            let mut compiled: Vec<&mut [f64]> = head.iter_mut().map(|o| &mut **o).collect();
+            compiled.push(&mut values);
+            self.call_in_place(code, f, args, &mut compiled);
+            for (&e, &v) in at.iter().zip(&values) {
+                matrix[e] = v;
+            }
+        }
+        self.scratch.borrow_mut().values = values;
     }
 
     /// The back-end evaluating these kernels.
@@ -362,14 +474,29 @@ impl Evaluator {
             self.names[f.0]
         );
         if let Some(code) = &self.jit {
+            let lengths = code.output_arrays(f.0);
+            if let Written::Pattern(positions) = &self.written[f.0] {
+                // The matrix, whole, from the pattern's values.
+                let head: usize = lengths[..lengths.len() - 1].iter().sum();
+                let (mut rest, matrix) = out.split_at_mut(head);
+                matrix.fill(0.0);
+                let mut arrays: Vec<&mut [f64]> = Vec::with_capacity(lengths.len());
+                for &n in &lengths[..lengths.len() - 1] {
+                    let (a, b) = std::mem::take(&mut rest).split_at_mut(n);
+                    arrays.push(a);
+                    rest = b;
+                }
+                arrays.push(matrix);
+                self.eval_scattered(code, f, args, positions, &mut arrays);
+                return;
+            }
             let mut outs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
             let mut at = 0;
-            let lengths = code.output_arrays(f.0);
             for (p, &n) in outs.iter_mut().zip(lengths) {
                 *p = out[at..at + n].as_mut_ptr();
                 at += n;
             }
-            if self.band_written[f.0] {
+            if matches!(self.written[f.0], Written::Band) {
                 // Only the band is written: the rest of the matrix is zero.
                 out[at - lengths.last().copied().unwrap_or(0)..].fill(0.0);
             }
@@ -411,7 +538,7 @@ impl Evaluator {
     /// array of the function, in order (their lengths must add up to its
     /// output count).
     pub fn eval_split(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
-        if self.band_written[f.0] {
+        if self.writes_band(f) {
             if let Some(last) = outs.last_mut() {
                 last.fill(0.0);
             }
@@ -425,18 +552,11 @@ impl Evaluator {
     /// a matrix that only a banded LU has overwritten since.
     pub fn eval_split_band(&self, f: FnId, args: &Args, outs: &mut [&mut [f64]]) {
         if let Some(code) = &self.jit {
-            // In place: no copy of (large) Jacobians.
-            let lengths = code.output_arrays(f.0);
-            assert!(
-                outs.len() == lengths.len() && outs.iter().zip(lengths).all(|(o, &n)| o.len() == n),
-                "`{}`: output lengths",
-                self.names[f.0]
-            );
-            let mut ptrs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];
-            for (p, o) in ptrs.iter_mut().zip(outs.iter_mut()) {
-                *p = o.as_mut_ptr();
+            if let Written::Pattern(at) = &self.written[f.0] {
+                return self.eval_scattered(code, f, args, at, outs);
             }
-            self.call_jit(code, f, args, &ptrs);
+            // In place: no copy of (large) Jacobians.
+            self.call_in_place(code, f, args, outs);
             return;
         }
         let all = self.eval_to_scratch(f, args);

@@ -115,11 +115,19 @@ impl System {
     }
 
     /// Whether the compiled Newton Jacobian writes only its band and the
-    /// rows its banded LU fills in (the JIT, on systems whose Jacobian is
-    /// banded): what Newton's matrices cost then grows with the band, not
-    /// with the square of the unknowns.
+    /// rows its banded LU fills in, or only its pattern's entries (the JIT,
+    /// on systems whose Jacobian is banded): what Newton's matrices cost
+    /// then grows with the band, not with the square of the unknowns.
     pub fn writes_jacobian_band(&self) -> bool {
         self.kernels.writes_band(self.hot.residual_jacobian)
+    }
+
+    /// Whether the compiled Newton Jacobian writes the values of its
+    /// [pattern](Kernels::jacobian_pattern)'s entries into an array of
+    /// their own (see [`Kernels::residual_jacobian_pattern`]): the JIT, on
+    /// systems whose banded Jacobian has a pattern.
+    pub fn writes_jacobian_pattern(&self) -> bool {
+        self.kernels.writes_pattern(self.hot.residual_jacobian).is_some()
     }
 
     /// The back-end evaluating the kernels.
@@ -429,6 +437,25 @@ impl Kernels<Dyn, Dyn> for System {
             &args,
             &mut [r.as_mut_slice(), j.as_mut_slice()],
         );
+    }
+
+    fn residual_jacobian_pattern(
+        &self,
+        h: f64,
+        e: &[f64],
+        z: &DVector<f64>,
+        x: &DVector<f64>,
+        r: &mut DVector<f64>,
+        values: &mut [f64],
+    ) -> bool {
+        if self.kernels.writes_pattern(self.hot.residual_jacobian) != Some(values.len()) {
+            return false;
+        }
+        let h = [h];
+        let args = self.hot_args(&h, e, z.as_slice(), Slot::X, x.as_slice());
+        self.kernels
+            .eval_pattern(self.hot.residual_jacobian, &args, &mut [r.as_mut_slice(), values]);
+        true
     }
 
     fn increment(&self, h: f64, e: &[f64], z: &DVector<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {

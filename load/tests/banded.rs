@@ -1,6 +1,6 @@
-//! A long chain's banded Newton Jacobian: the JIT writes only its band (and
-//! the rows the banded LU fills in), the interpreter the whole matrix; the
-//! two give the same Jacobian and the same trajectory, to the bit.
+//! A long chain's banded Newton Jacobian: the JIT writes only its pattern's
+//! entries, the interpreter the whole matrix; the two give the same
+//! Jacobian and the same trajectory, to the bit.
 
 use hamel_load::{compile, read_model, Backend, System};
 use hamel_runtime::nalgebra::{DMatrix, DVector};
@@ -37,6 +37,27 @@ fn the_band_written_jacobian_equals_the_whole_one_and_steps_alike() {
         interp.residual_jacobian(0.01, &e, &state.z, &x, &mut ri.0, &mut ri.1);
         assert_eq!(bits(rj.0.as_slice()), bits(ri.0.as_slice()), "{scheme}: residual");
         assert_eq!(bits(rj.1.as_slice()), bits(ri.1.as_slice()), "{scheme}: Jacobian");
+
+        // What Newton's sparse LU reads: the values of the pattern's
+        // entries alone, the same bits; every other entry is zero.
+        assert!(
+            jit.writes_jacobian_pattern(),
+            "{scheme}: the JIT writes the pattern's values"
+        );
+        assert!(!interp.writes_jacobian_pattern());
+        let pattern = jit.jacobian_pattern().expect("a pattern");
+        let mut values = vec![f64::NAN; pattern.len()];
+        let mut r = DVector::from_element(n, f64::NAN);
+        assert!(jit.residual_jacobian_pattern(0.01, &e, &state.z, &x, &mut r, &mut values));
+        assert!(!interp.residual_jacobian_pattern(0.01, &e, &state.z, &x, &mut r.clone(), &mut values.clone()));
+        assert_eq!(bits(r.as_slice()), bits(ri.0.as_slice()), "{scheme}: residual");
+        let mut rest = ri.1.clone();
+        for (&(i, j), v) in pattern.iter().zip(&values) {
+            let (i, j) = (i as usize, j as usize);
+            assert_eq!(v.to_bits(), ri.1[(i, j)].to_bits(), "{scheme}: entry ({i}, {j})");
+            rest[(i, j)] = 0.0;
+        }
+        assert!(rest.iter().all(|&a| a == 0.0), "{scheme}: an entry outside the pattern");
 
         // Whole steps: Newton's banded LU refactors the band-written matrix.
         let (mut a, mut b) = (state.clone(), interp.initial("tilted").unwrap());

@@ -148,6 +148,24 @@ where
     ) {
         self.residual_jacobian(h, e, z, x, r, j);
     }
+    /// [`Kernels::residual_jacobian`] with the Jacobian as the values of
+    /// its [pattern](Kernels::jacobian_pattern)'s entries, in the pattern's
+    /// order, into `values` (as long as the pattern): what a sparse LU
+    /// reads, without the `n × n` matrix, whose band alone spans a cache
+    /// line per column and whose rows lie `n` apart. `false` (the default):
+    /// not written this way, nothing written.
+    #[allow(clippy::too_many_arguments)]
+    fn residual_jacobian_pattern(
+        &self,
+        _h: f64,
+        _e: &[f64],
+        _z: &OVector<f64, Z>,
+        _x: &OVector<f64, X>,
+        _r: &mut OVector<f64, X>,
+        _values: &mut [f64],
+    ) -> bool {
+        false
+    }
     /// The increment `z' − z = U(x; z, e)` once `R(x; z, e) = 0`.
     fn increment(&self, h: f64, e: &[f64], z: &OVector<f64, Z>, x: &OVector<f64, X>, out: &mut OVector<f64, Z>);
     /// Starting guess from the state and the previous step's solution.

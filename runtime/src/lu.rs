@@ -36,6 +36,11 @@ where
     /// the banded factorization's operations on the band's structural
     /// non-zeros (see [`crate::sparse_band`])
     schedule: crate::sparse_band::Schedule,
+    /// the values of the pattern's entries, in its order (see
+    /// [`Lu::pattern_values_mut`]); empty without a pattern
+    values: Vec<f64>,
+    /// whether the matrix to factor next is in `values` (else in `m`)
+    from_values: bool,
 }
 
 /// Why a matrix could not be factored.
@@ -61,6 +66,8 @@ where
             band: None,
             packed: Vec::new(),
             schedule: Default::default(),
+            values: Vec::new(),
+            from_values: false,
         };
         lu.factor_in_place().map_err(|_| Singular)?;
         Ok(lu)
@@ -79,6 +86,8 @@ where
             band: None,
             packed: Vec::new(),
             schedule: Default::default(),
+            values: Vec::new(),
+            from_values: false,
         }
     }
 
@@ -107,6 +116,23 @@ where
         if let Some(band) = self.band {
             let n = self.perm.len();
             self.schedule = crate::sparse_band::Schedule::new(pattern, band, n, crate::sparse_band::THRESHOLD);
+            self.values = vec![0.0; pattern.len()];
+        }
+    }
+
+    /// The matrix to factor next as the values of the entries of the
+    /// pattern given to [`Lu::set_pattern`], in its order (every other
+    /// entry is zero): fill them, then call [`Lu::factor_in_place`]. `None`
+    /// without a pattern. The factors are those of the same matrix written
+    /// whole into [`Lu::matrix_mut`], to the bit.
+    pub fn pattern_values_mut(&mut self) -> Option<&mut [f64]> {
+        let n = self.perm.len();
+        match self.band {
+            Some(band) if self.schedule.fits(band, n) => {
+                self.from_values = true;
+                Some(&mut self.values)
+            }
+            _ => None,
         }
     }
 
@@ -119,10 +145,12 @@ where
 
     /// The matrix to factor next: fill it, then call [`Lu::factor_in_place`].
     pub fn matrix_mut(&mut self) -> &mut OMatrix<f64, D, D> {
+        self.from_values = false;
         &mut self.m
     }
 
-    /// Factors the matrix held (see [`Lu::matrix_mut`]) in place, allocating
+    /// Factors the matrix held (see [`Lu::matrix_mut`], and
+    /// [`Lu::pattern_values_mut`] if that was called since) in place, allocating
     /// nothing. A pivot below `1e3 ε` times the largest entry counts as singular.
     #[inline]
     pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
@@ -137,7 +165,14 @@ where
             return invert_small(s, n);
         }
         match self.band {
-            Some(band) if self.schedule.fits(band, n) => self.schedule.factor(s, &mut self.packed, perm),
+            Some(band) if self.schedule.fits(band, n) => {
+                let source = if self.from_values {
+                    crate::sparse_band::Source::Values(&self.values)
+                } else {
+                    crate::sparse_band::Source::Matrix(s)
+                };
+                self.schedule.factor(source, &mut self.packed, perm)
+            }
             Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n, crate::packed_band::PARTIAL),
             None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
             None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
@@ -728,6 +763,54 @@ mod tests {
                 assert!((&a * &xd - &b).amax() < 1e-8, "a solution");
             }
         }
+    }
+
+    /// A matrix given as its pattern's values factors and solves as the
+    /// same matrix written whole, to the bit, and either storage may follow
+    /// the other in one `Lu`.
+    #[test]
+    fn pattern_values_factor_as_the_whole_matrix() {
+        let (n, kl, ku) = (48usize, 4, 4);
+        let mut seed = 3u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        // A chain-like pattern: about three entries per row, listed row by row.
+        let pattern: Vec<(u32, u32)> = (0..n)
+            .flat_map(|i| [i.saturating_sub(3), i, (i + 2).min(n - 1)].map(|j| (i as u32, j as u32)))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let mut whole = Lu::banded(nalgebra::Dyn(n), kl, ku);
+        let mut listed = Lu::banded(nalgebra::Dyn(n), kl, ku);
+        whole.set_pattern(&pattern);
+        listed.set_pattern(&pattern);
+        let bits = |v: &DVector<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for t in 0..6 {
+            let values: Vec<f64> = pattern.iter().map(|_| rnd()).collect();
+            let mut a = DMatrix::zeros(n, n);
+            for (&(i, j), &v) in pattern.iter().zip(&values) {
+                a[(i as usize, j as usize)] = v;
+            }
+            whole.matrix_mut().copy_from(&a);
+            // Every other matrix through the whole matrix in `listed` too.
+            if t % 2 == 0 {
+                listed.pattern_values_mut().expect("a pattern").copy_from_slice(&values);
+            } else {
+                listed.matrix_mut().copy_from(&a);
+            }
+            assert_eq!(whole.factor_in_place(), listed.factor_in_place(), "matrix {t}");
+            let b = DVector::from_fn(n, |_, _| rnd());
+            let (mut x, mut y) = (b.clone(), b.clone());
+            whole.solve(&mut x);
+            listed.solve(&mut y);
+            assert_eq!(bits(&x), bits(&y), "matrix {t}");
+            assert!((&a * &x - &b).amax() < 1e-8, "a solution");
+        }
+        // Without a pattern there are no values to write.
+        assert!(Lu::banded(nalgebra::Dyn(n), kl, ku).pattern_values_mut().is_none());
     }
 
     /// The latency-minded small path and the general one give the same

@@ -41,7 +41,6 @@ pub(crate) fn factor(
 ) -> Result<(), FactorError> {
     let ld = leading(kl, ku);
     let row_end = |k: usize| (k + kl + 1).min(n);
-    let col_end = |k: usize| (k + kl + ku + 1).min(n);
     let mut checks = crate::lu::EntryChecks::new();
     for c in 0..n {
         let first = c.saturating_sub(ku);
@@ -52,7 +51,22 @@ pub(crate) fn factor(
         col[from..from + len].copy_from_slice(&s[c * n + first..c * n + row_end(c)]);
         checks.take(&col[from..from + len]);
     }
-    let big = checks.verdict()?;
+    eliminate(ab, perm, (kl, ku), n, threshold, checks.verdict()?)
+}
+
+/// [`factor`] on the band already in `ab` (fill-in rows zero), whose
+/// largest magnitude is `big`.
+pub(crate) fn eliminate(
+    ab: &mut [f64],
+    perm: &mut [usize],
+    (kl, ku): (usize, usize),
+    n: usize,
+    threshold: f64,
+    big: f64,
+) -> Result<(), FactorError> {
+    let ld = leading(kl, ku);
+    let row_end = |k: usize| (k + kl + 1).min(n);
+    let col_end = |k: usize| (k + kl + ku + 1).min(n);
     let tiny = big * 1e3 * f64::EPSILON;
     // Entry (k, c) for c ≥ k sits at `c·(ld − 1) + kl + ku + k`: a row of
     // the band is a stride of `ld − 1`, walked without index arithmetic.

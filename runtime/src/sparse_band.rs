@@ -64,6 +64,9 @@ pub(crate) struct Schedule {
     /// `(packed index, index in the column-major matrix)` of the pattern's
     /// entries, in column-major order
     gather: Vec<(u32, u32)>,
+    /// `(packed index, position in the pattern given)` of the same
+    /// entries, for matrices given as the pattern's values ([`Source::Values`])
+    compact: Vec<(u32, u32)>,
     /// packed entries the pattern holds
     pattern: Vec<bool>,
     /// the banded LU is cheaper than a replay (a band without structural
@@ -93,6 +96,15 @@ pub(crate) struct Schedule {
     /// a slot outgrew [`MAX_WINDOWS`]: the next factorization records
     /// every step anew
     reset: bool,
+}
+
+/// Where a matrix to factor is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Source<'a> {
+    /// column-major, `n × n`, zero outside the pattern
+    Matrix(&'a [f64]),
+    /// the values of the pattern's entries, in the order the pattern was given
+    Values(&'a [f64]),
 }
 
 /// Variants kept per step (see [`Slot`]): past it the oldest is dropped.
@@ -202,27 +214,30 @@ impl Schedule {
     /// `threshold` (see [`crate::packed_band::pivot`]).
     pub(crate) fn new(pattern: &[(u32, u32)], (kl, ku): (usize, usize), n: usize, threshold: f64) -> Self {
         let ld = leading(kl, ku);
-        let mut entries: Vec<(u32, u32)> = pattern
+        // (packed index, column-major index, position in `pattern`)
+        let mut entries: Vec<(u32, u32, u32)> = pattern
             .iter()
-            .filter(|&&(r, c)| {
+            .enumerate()
+            .filter(|&(_, &(r, c))| {
                 let (r, c) = (r as usize, c as usize);
                 r < n && c < n && r <= c + kl && c <= r + ku
             })
-            .map(|&(r, c)| {
+            .map(|(k, &(r, c))| {
                 let (r, c) = (r as usize, c as usize);
-                (index(at(ld, kl, ku, r, c)), index(c * n + r))
+                (index(at(ld, kl, ku, r, c)), index(c * n + r), index(k))
             })
             .collect();
-        entries.sort_unstable_by_key(|e| e.1);
-        entries.dedup();
+        entries.sort_unstable_by_key(|e| (e.1, e.2));
+        entries.dedup_by_key(|e| e.1);
         let mut mask = vec![false; n * ld];
-        for &(e, _) in &entries {
+        for &(e, _, _) in &entries {
             mask[e as usize] = true;
         }
         Self {
             shape: (kl, ku, n),
             threshold,
-            gather: entries,
+            gather: entries.iter().map(|&(e, i, _)| (e, i)).collect(),
+            compact: entries.iter().map(|&(e, _, k)| (e, k)).collect(),
             pattern: mask,
             ..Self::default()
         }
@@ -238,13 +253,20 @@ impl Schedule {
         self.steps.len() == self.shape.2
     }
 
-    /// Factors the column-major `n × n` matrix `s` into `ab` and `perm` as
+    /// Factors the matrix in `source` into `ab` and `perm` as
     /// [`crate::packed_band::factor`] does, replaying the recorded
     /// operations where they still apply.
-    pub(crate) fn factor(&mut self, s: &[f64], ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
+    pub(crate) fn factor(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
         let (kl, ku, n) = self.shape;
         if self.dense {
-            return crate::packed_band::factor(s, ab, perm, (kl, ku), n, self.threshold);
+            return match source {
+                Source::Matrix(s) => crate::packed_band::factor(s, ab, perm, (kl, ku), n, self.threshold),
+                Source::Values(_) => {
+                    ab.fill(0.0);
+                    let big = self.gather_checked(source, ab)?;
+                    crate::packed_band::eliminate(ab, perm, (kl, ku), n, self.threshold, big)
+                }
+            };
         }
         let reset = std::mem::take(&mut self.reset);
         let recorded = self.recorded() && !reset;
@@ -260,7 +282,7 @@ impl Schedule {
             self.spare.clear();
             self.next_window = 0;
         }
-        let big = self.gather_checked(s, ab)?;
+        let big = self.gather_checked(source, ab)?;
         let tiny = big * 1e3 * f64::EPSILON;
         let first = self.steps.first().map_or(0, |step| step.window);
         let mut from = if recorded {
@@ -282,11 +304,15 @@ impl Schedule {
         Ok(())
     }
 
-    /// The pattern's entries of `s` into `ab`, with the checks of
+    /// The pattern's entries of `source` into `ab`, with the checks of
     /// [`crate::lu::EntryChecks`]: the largest magnitude, or an error.
-    fn gather_checked(&self, s: &[f64], ab: &mut [f64]) -> Result<f64, FactorError> {
+    fn gather_checked(&self, source: Source, ab: &mut [f64]) -> Result<f64, FactorError> {
         let (mut big, mut poison) = (0.0f64, 0.0f64);
-        for &(e, i) in &self.gather {
+        let (list, s) = match source {
+            Source::Matrix(s) => (&self.gather, s),
+            Source::Values(values) => (&self.compact, values),
+        };
+        for &(e, i) in list {
             let x = s[i as usize];
             ab[e as usize] = x;
             poison += x * 0.0;
@@ -661,20 +687,31 @@ mod tests {
             let ld = leading(band.0, band.1);
             let (structure, values) = matrices(n, band, 40);
             let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
+            // The same matrices given as their pattern's values, the
+            // pattern listed in another order.
+            let shuffled: Vec<(u32, u32)> = structure.iter().rev().copied().collect();
+            let mut from_values = Schedule::new(&shuffled, band, n, THRESHOLD);
             let (mut ab, mut reference) = (vec![0.0; n * ld], vec![0.0; n * ld]);
             let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
+            let (mut ab_values, mut perm_values) = (vec![0.0; n * ld], vec![0; n]);
             let (mut factored, mut recorded_in) = (0u64, 0u64);
             for (t, a) in values.iter().enumerate() {
                 let before = schedule.recordings;
-                let got = schedule.factor(a, &mut ab, &mut perm);
+                let got = schedule.factor(Source::Matrix(a), &mut ab, &mut perm);
                 recorded_in += u64::from(schedule.recordings > before);
                 let want = crate::packed_band::factor(a, &mut reference, &mut perm_ref, band, n, THRESHOLD);
                 assert_eq!(got, want, "n = {n}, matrix {t}");
+                let listed: Vec<f64> = shuffled.iter().map(|&(r, c)| a[c as usize * n + r as usize]).collect();
+                let got_values = from_values.factor(Source::Values(&listed), &mut ab_values, &mut perm_values);
+                assert_eq!(got_values, want, "n = {n}, matrix {t}, from values");
                 if want.is_err() {
                     continue;
                 }
                 factored += 1;
                 assert_eq!(perm, perm_ref, "n = {n}, matrix {t}");
+                assert_eq!(perm_values, perm_ref, "n = {n}, matrix {t}, from values");
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&ab_values), bits(&ab), "n = {n}, matrix {t}, from values");
                 let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
                 let (mut x, mut y) = (rhs.clone(), rhs.clone());
                 schedule.solve(&ab, &perm, &mut x);
@@ -721,7 +758,7 @@ mod tests {
                 let mut ab = vec![0.0; n * leading(band.0, band.1)];
                 let mut perm = vec![0; n];
                 for a in &values {
-                    let _ = schedule.factor(a, &mut ab, &mut perm);
+                    let _ = schedule.factor(Source::Matrix(a), &mut ab, &mut perm);
                 }
                 total += schedule.recordings - 1;
             }
@@ -764,7 +801,7 @@ mod tests {
         let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
         for t in 0..20 {
             let a = matrix(t);
-            schedule.factor(&a, &mut ab, &mut perm).unwrap();
+            schedule.factor(Source::Matrix(&a), &mut ab, &mut perm).unwrap();
             crate::packed_band::factor(&a, &mut reference, &mut perm_ref, band, n, THRESHOLD).unwrap();
             assert_eq!(perm, perm_ref, "matrix {t}");
             assert_eq!(perm[10], if t % 2 == 1 { 11 } else { 10 }, "matrix {t}");
@@ -801,7 +838,16 @@ mod tests {
         let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
         let mut ab = vec![0.0; n * leading(band.0, band.1)];
         let mut perm = vec![0; n];
-        schedule.factor(&a, &mut ab, &mut perm).unwrap();
+        schedule.factor(Source::Matrix(&a), &mut ab, &mut perm).unwrap();
         assert!(schedule.dense);
+        // Given as the pattern's values, the same factors.
+        let values: Vec<f64> = structure.iter().map(|&(r, c)| a[c as usize * n + r as usize]).collect();
+        let (mut ab_values, mut perm_values) = (vec![f64::NAN; ab.len()], vec![0; n]);
+        schedule
+            .factor(Source::Values(&values), &mut ab_values, &mut perm_values)
+            .unwrap();
+        assert_eq!(perm_values, perm);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&ab_values), bits(&ab));
     }
 }

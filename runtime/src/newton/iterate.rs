@@ -302,7 +302,12 @@ fn evaluate<S, Z, X, const COMP: bool>(
         // Derived code (sizes known at compile time) writes its Jacobian
         // whole: the branch folds away there.
         if X::try_to_usize().is_none() && lu.band().is_some() {
-            sys.residual_jacobian_band(h, e, z, x, r, lu.matrix_mut());
+            let written = lu
+                .pattern_values_mut()
+                .is_some_and(|values| sys.residual_jacobian_pattern(h, e, z, x, r, values));
+            if !written {
+                sys.residual_jacobian_band(h, e, z, x, r, lu.matrix_mut());
+            }
         } else {
             sys.residual_jacobian(h, e, z, x, r, lu.matrix_mut());
         }
