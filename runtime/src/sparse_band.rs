@@ -72,7 +72,8 @@ pub(crate) struct Schedule {
     /// the banded LU is cheaper than a replay (a band without structural
     /// zeros worth skipping): the schedule is not used
     dense: bool,
-    /// the pattern as a recording interchanges rows and fills in
+    /// the structure as a recording interchanges rows and fills in: the
+    /// pattern between recordings
     work: Vec<bool>,
     /// the operations of each step the last factorization used, once
     /// recorded for every step
@@ -451,10 +452,20 @@ impl Schedule {
         let ld = leading(kl, ku);
         self.recordings += 1;
         // The structure before step `from`: the pattern, where no earlier
-        // step reaches; its window as interned.
+        // step reaches; its window as interned. `work` is the pattern
+        // between recordings: a recording changes only the columns its
+        // steps reach and puts them back, so that one recording a few steps
+        // costs those steps, not a copy of the whole band.
         let mut nz = std::mem::take(&mut self.work);
-        nz.clear();
-        nz.extend_from_slice(&self.pattern);
+        if nz.len() != self.pattern.len() {
+            nz.clear();
+            nz.extend_from_slice(&self.pattern);
+        }
+        let mut last = from;
+        let restore = |nz: &mut [bool], pattern: &[bool], last: usize| {
+            let range = from * ld..(last + kl + ku + 1).min(n) * ld;
+            nz[range.clone()].copy_from_slice(&pattern[range]);
+        };
         let mut bits = Vec::new();
         let known = self
             .spare
@@ -482,6 +493,7 @@ impl Schedule {
         let stride = ld - 1;
         let mut back = None;
         for k in from..n {
+            last = k;
             if k > from {
                 self.window(&nz, k, &mut bits);
                 id = self.intern(k, &bits);
@@ -508,6 +520,7 @@ impl Schedule {
             step.close(0);
             let (p, big) = pivot(&ab[d..d + rows - k], self.threshold);
             if big <= tiny {
+                restore(&mut nz, &self.pattern, last);
                 self.work = nz;
                 return Err(FactorError::Singular);
             }
@@ -561,10 +574,16 @@ impl Schedule {
                 self.steps.push(step);
             }
         }
+        restore(&mut nz, &self.pattern, last);
         self.work = nz;
-        let updates: usize = self.steps.iter().map(|s| s.multipliers().len() * s.upper().len()).sum();
-        let banded = n as f64 * kl as f64 * (kl + ku + 1) as f64;
-        self.dense = updates as f64 > REPLAY_SHARE * banded;
+        // Whether a replay pays is decided on a whole recording (the first,
+        // or one from a pivot moved at the first step): summing the steps'
+        // updates after every recording of a few steps would cost the band.
+        if from == 0 {
+            let updates: usize = self.steps.iter().map(|s| s.multipliers().len() * s.upper().len()).sum();
+            let banded = n as f64 * kl as f64 * (kl + ku + 1) as f64;
+            self.dense = updates as f64 > REPLAY_SHARE * banded;
+        }
         Ok(back)
     }
 
