@@ -109,13 +109,16 @@ where
     /// Declares that the matrices to factor have zeros outside `pattern`
     /// (`(row, column)` pairs): banded factorizations then pivot with a
     /// threshold (a row within a factor 10 of the largest, the nearest the
-    /// diagonal) and replay the banded LU's operations on the pattern's
-    /// entries and their fill-in only (see the private module `sparse_band`). No
-    /// effect on a dense factorization.
+    /// diagonal; a pivot kept from the last factorization while it is not
+    /// below a thousandth of the largest) and replay the banded LU's
+    /// operations on the pattern's entries and their fill-in only (see the
+    /// private module `sparse_band`). The interchanges then depend on the
+    /// matrices factored before. No effect on a dense factorization.
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
         if let Some(band) = self.band {
             let n = self.perm.len();
-            self.schedule = crate::sparse_band::Schedule::new(pattern, band, n, crate::sparse_band::THRESHOLD);
+            use crate::sparse_band::{Schedule, KEEP, THRESHOLD};
+            self.schedule = Schedule::new(pattern, band, n, THRESHOLD, Some(KEEP));
             self.values = vec![0.0; pattern.len()];
         }
     }

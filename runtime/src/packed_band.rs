@@ -51,18 +51,22 @@ pub(crate) fn factor(
         col[from..from + len].copy_from_slice(&s[c * n + first..c * n + row_end(c)]);
         checks.take(&col[from..from + len]);
     }
-    eliminate(ab, perm, (kl, ku), n, threshold, checks.verdict()?)
+    let big = checks.verdict()?;
+    eliminate(ab, perm, (kl, ku), n, big, |_, col| pivot(col, threshold))
 }
 
 /// [`factor`] on the band already in `ab` (fill-in rows zero), whose
-/// largest magnitude is `big`.
+/// largest magnitude is `big`, the pivot of step `k` chosen by
+/// `choose(k, column)` among the column's entries on and below the
+/// diagonal: the row offset, and the column's largest magnitude.
+#[inline]
 pub(crate) fn eliminate(
     ab: &mut [f64],
     perm: &mut [usize],
     (kl, ku): (usize, usize),
     n: usize,
-    threshold: f64,
     big: f64,
+    mut choose: impl FnMut(usize, &[f64]) -> (usize, f64),
 ) -> Result<(), FactorError> {
     let ld = leading(kl, ku);
     let row_end = |k: usize| (k + kl + 1).min(n);
@@ -74,7 +78,7 @@ pub(crate) fn eliminate(
     for k in 0..n {
         let (rows, cols) = (row_end(k), col_end(k));
         let d = at(ld, kl, ku, k, k);
-        let (p, big) = pivot(&ab[d..d + rows - k], threshold);
+        let (p, big) = choose(k, &ab[d..d + rows - k]);
         if big <= tiny {
             return Err(FactorError::Singular);
         }

@@ -9,21 +9,23 @@
 //! entries of the pattern and its fill-in, and later factorizations replay
 //! only those.
 //!
-//! Pivoting is threshold partial pivoting ([`THRESHOLD`]): the pivot of
-//! column `k` is the first row whose magnitude is at least a tenth of the
-//! column's largest, so that a pivot stays where it is while candidates of
-//! like size trade places (a chain's Jacobian holds many: `±1` couplings,
-//! entries of links swinging alike). Plain partial pivoting moved a pivot
-//! about four times per factorization on the 64-link director chain (h =
-//! 1e-3, `tilted`), the threshold 2.6 times (entries passing through zero
-//! as links swing), and each move records operations anew. Every replayed
-//! step checks that the recorded pivot row is still the one the rule
-//! chooses; where another wins, the steps from there on are recorded anew.
-//! The factors are those of [`crate::packed_band::factor`] with the same
-//! threshold to the bit, whatever matrices came before (a zero skipped here
-//! may differ in sign from the banded LU's, which no non-zero entry of the
-//! factors or of a solution can see), so a step stays a function of the
-//! state it is handed.
+//! Pivoting is threshold partial pivoting ([`THRESHOLD`]): a recording
+//! takes as the pivot of column `k` the first row whose magnitude is at
+//! least a tenth of the column's largest, so that a pivot stays where it is
+//! while candidates of like size trade places (a chain's Jacobian holds
+//! many: `±1` couplings, entries of links swinging alike). A replay keeps
+//! the recorded pivot while it is at least [`KEEP`] times the column's
+//! largest (static pivoting with a check, theory.md §9.5), and records
+//! anew from the first step where it is not. Without that margin a pivot
+//! moved whenever a candidate crossed a tenth of the largest: on the
+//! 64-link director chain (`tilted`), a constant `−1` coupling and an
+//! entry near `0.1` swapped places about once per factorization at h =
+//! 1e-3, and every move records operations anew. The factors are those of
+//! the banded LU ([`crate::packed_band::eliminate`]) with the same
+//! interchanges to the bit (a zero skipped here may differ in sign from
+//! the banded LU's, which no non-zero entry of the factors or of a solution
+//! can see); the interchanges depend on the matrices factored before, as
+//! Newton's starting guess depends on the steps before.
 //!
 //! A pivot that moves changes the structure of the rows below it only
 //! within the band's active window; a recording from that step stops as
@@ -48,6 +50,12 @@ use crate::packed_band::{at, leading, pick, pivot};
 /// solve leaves.
 pub(crate) const THRESHOLD: f64 = 0.1;
 
+/// A replayed pivot is kept while its magnitude is at least this times the
+/// column's largest, theory.md §9.5's static pivot check: growth is then
+/// bounded by `1 + 1/KEEP` per step, which the Newton iteration corrects
+/// (the director chains' iterations per step are unchanged by it).
+pub(crate) const KEEP: f64 = 1e-3;
+
 /// A replay pays when it does at most this share of the banded LU's
 /// updates: indexed updates cost about twice the banded LU's contiguous
 /// ones.
@@ -59,8 +67,12 @@ const REPLAY_SHARE: f64 = 0.4;
 pub(crate) struct Schedule {
     /// `(kl, ku)` and the size the pattern was given for
     shape: (usize, usize, usize),
-    /// the pivot threshold
+    /// the pivot threshold of a recording
     threshold: f64,
+    /// a replayed pivot is kept while at least this times its column's
+    /// largest (see [`KEEP`]); `None`: chosen by the threshold rule in every
+    /// factorization
+    keep: Option<f64>,
     /// `(packed index, index in the column-major matrix)` of the pattern's
     /// entries, in column-major order
     gather: Vec<(u32, u32)>,
@@ -212,8 +224,16 @@ fn index(v: usize) -> u32 {
 impl Schedule {
     /// The schedule of `n × n` matrices of band `(kl, ku)` whose entries
     /// outside `pattern` (`(row, column)` pairs) are zero, pivoted with
-    /// `threshold` (see [`crate::packed_band::pivot`]).
-    pub(crate) fn new(pattern: &[(u32, u32)], (kl, ku): (usize, usize), n: usize, threshold: f64) -> Self {
+    /// `threshold` (see [`crate::packed_band::pivot`]) where recorded, a
+    /// replayed pivot kept while at least `keep` times its column's largest
+    /// ([`KEEP`]; `None`: the threshold rule throughout).
+    pub(crate) fn new(
+        pattern: &[(u32, u32)],
+        (kl, ku): (usize, usize),
+        n: usize,
+        threshold: f64,
+        keep: Option<f64>,
+    ) -> Self {
         let ld = leading(kl, ku);
         // (packed index, column-major index, position in `pattern`)
         let mut entries: Vec<(u32, u32, u32)> = pattern
@@ -237,6 +257,7 @@ impl Schedule {
         Self {
             shape: (kl, ku, n),
             threshold,
+            keep,
             gather: entries.iter().map(|&(e, i, _)| (e, i)).collect(),
             compact: entries.iter().map(|&(e, _, k)| (e, k)).collect(),
             pattern: mask,
@@ -265,7 +286,8 @@ impl Schedule {
                 Source::Values(_) => {
                     ab.fill(0.0);
                     let big = self.gather_checked(source, ab)?;
-                    crate::packed_band::eliminate(ab, perm, (kl, ku), n, self.threshold, big)
+                    let threshold = self.threshold;
+                    crate::packed_band::eliminate(ab, perm, (kl, ku), n, big, |_, col| pivot(col, threshold))
                 }
             };
         }
@@ -344,7 +366,7 @@ impl Schedule {
         let (kl, ku, _) = self.shape;
         let ld = leading(kl, ku);
         let stride = ld - 1;
-        let threshold = self.threshold;
+        let (threshold, keep) = (self.threshold, self.keep);
         let spare = &mut self.spare;
         for (k, step) in self.steps.iter_mut().enumerate().skip(from) {
             // A variant of this structure in use; variants of one structure
@@ -356,15 +378,17 @@ impl Schedule {
                 };
                 std::mem::swap(step, &mut others[v]);
             }
-            // The row `pivot` chooses among all rows of the band (the
-            // others are zeros).
+            // The recorded pivot while it passes the check, else the row
+            // `pivot` chooses among all rows of the band (the others are
+            // zeros).
             let d = at(ld, kl, ku, k, k);
             let candidates = step.candidates();
             let (c, big) = pick(candidates.iter().map(|&o| ab[d + o as usize].abs()), threshold);
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
-            let chosen = candidates[c];
+            let kept = keep.is_some_and(|keep| ab[d + step.pivot as usize].abs() >= keep * big);
+            let chosen = if kept { step.pivot } else { candidates[c] };
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
                 let Some(v) = others.iter().position(|v| v.window == window && v.pivot == chosen) else {
@@ -699,81 +723,135 @@ mod tests {
         (structure, values)
     }
 
+    /// The banded LU of the column-major `a` into `ab` and `perm` with the
+    /// interchanges `pivots`, each checked to be at least `keep` times its
+    /// column's largest.
+    fn banded_with(
+        a: &[f64],
+        n: usize,
+        band: (usize, usize),
+        pivots: &[usize],
+        keep: f64,
+        ab: &mut [f64],
+        perm: &mut [usize],
+    ) -> Result<(), FactorError> {
+        let (kl, ku) = band;
+        let ld = leading(kl, ku);
+        ab.fill(0.0);
+        for c in 0..n {
+            for r in c.saturating_sub(ku)..(c + kl + 1).min(n) {
+                ab[at(ld, kl, ku, r, c)] = a[c * n + r];
+            }
+        }
+        let big = a.iter().fold(0.0f64, |b, x| b.max(x.abs()));
+        crate::packed_band::eliminate(ab, perm, band, n, big, |k, col| {
+            let largest = col.iter().fold(0.0f64, |b, x| b.max(x.abs()));
+            let p = pivots[k] - k;
+            assert!(
+                col[p].abs() >= keep * largest,
+                "pivot {k}: {} against {largest}",
+                col[p]
+            );
+            (p, largest)
+        })
+    }
+
+    /// Replayed factors are the banded LU's with the same interchanges, to
+    /// the bit, and those are the threshold rule's where every pivot is
+    /// chosen afresh (no `keep`); kept pivots pass the check.
     #[test]
     fn replayed_factors_and_solutions_are_the_banded_ones_to_the_bit() {
-        let mut moved = 0;
-        for (n, band) in [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))] {
-            let ld = leading(band.0, band.1);
-            let (structure, values) = matrices(n, band, 40);
-            let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
-            // The same matrices given as their pattern's values, the
-            // pattern listed in another order.
-            let shuffled: Vec<(u32, u32)> = structure.iter().rev().copied().collect();
-            let mut from_values = Schedule::new(&shuffled, band, n, THRESHOLD);
-            let (mut ab, mut reference) = (vec![0.0; n * ld], vec![0.0; n * ld]);
-            let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
-            let (mut ab_values, mut perm_values) = (vec![0.0; n * ld], vec![0; n]);
-            let (mut factored, mut recorded_in) = (0u64, 0u64);
-            for (t, a) in values.iter().enumerate() {
-                let before = schedule.recordings;
-                let got = schedule.factor(Source::Matrix(a), &mut ab, &mut perm);
-                recorded_in += u64::from(schedule.recordings > before);
-                let want = crate::packed_band::factor(a, &mut reference, &mut perm_ref, band, n, THRESHOLD);
-                assert_eq!(got, want, "n = {n}, matrix {t}");
-                let listed: Vec<f64> = shuffled.iter().map(|&(r, c)| a[c as usize * n + r as usize]).collect();
-                let got_values = from_values.factor(Source::Values(&listed), &mut ab_values, &mut perm_values);
-                assert_eq!(got_values, want, "n = {n}, matrix {t}, from values");
-                if want.is_err() {
-                    continue;
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for keep in [None, Some(KEEP)] {
+            let mut moved = 0;
+            for (n, band) in [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))] {
+                let ld = leading(band.0, band.1);
+                let (structure, values) = matrices(n, band, 40);
+                let mut schedule = Schedule::new(&structure, band, n, THRESHOLD, keep);
+                // The same matrices given as their pattern's values, the
+                // pattern listed in another order.
+                let shuffled: Vec<(u32, u32)> = structure.iter().rev().copied().collect();
+                let mut from_values = Schedule::new(&shuffled, band, n, THRESHOLD, keep);
+                let (mut ab, mut reference) = (vec![0.0; n * ld], vec![0.0; n * ld]);
+                let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
+                let (mut ab_values, mut perm_values) = (vec![0.0; n * ld], vec![0; n]);
+                let (mut factored, mut recorded_in) = (0u64, 0u64);
+                for (t, a) in values.iter().enumerate() {
+                    let before = schedule.recordings;
+                    let got = schedule.factor(Source::Matrix(a), &mut ab, &mut perm);
+                    recorded_in += u64::from(schedule.recordings > before);
+                    let listed: Vec<f64> = shuffled.iter().map(|&(r, c)| a[c as usize * n + r as usize]).collect();
+                    let got_values = from_values.factor(Source::Values(&listed), &mut ab_values, &mut perm_values);
+                    assert_eq!(got_values, got, "n = {n}, matrix {t}, from values");
+                    let rule = crate::packed_band::factor(a, &mut reference, &mut perm_ref, band, n, THRESHOLD);
+                    if keep.is_none() || t == 0 {
+                        assert_eq!(got, rule, "n = {n}, matrix {t}");
+                    }
+                    if got.is_err() {
+                        continue;
+                    }
+                    factored += 1;
+                    if keep.is_none() || t == 0 {
+                        assert_eq!(perm, perm_ref, "n = {n}, matrix {t}: the threshold rule's interchanges");
+                    }
+                    banded_with(
+                        a,
+                        n,
+                        band,
+                        &perm,
+                        keep.unwrap_or(THRESHOLD),
+                        &mut reference,
+                        &mut perm_ref,
+                    )
+                    .unwrap();
+                    assert_eq!(perm_values, perm, "n = {n}, matrix {t}, from values");
+                    assert_eq!(bits(&ab_values), bits(&ab), "n = {n}, matrix {t}, from values");
+                    let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
+                    let (mut x, mut y) = (rhs.clone(), rhs.clone());
+                    schedule.solve(&ab, &perm, &mut x);
+                    crate::packed_band::solve(&reference, &perm_ref, &mut y, band, n);
+                    assert_eq!(bits(&x), bits(&y), "n = {n}, matrix {t}");
+                    // And it is a solution.
+                    let mut res = 0.0f64;
+                    for i in 0..n {
+                        let ax: f64 = (0..n).map(|j| a[j * n + i] * x[j]).sum();
+                        res = res.max((ax - rhs[i]).abs());
+                    }
+                    assert!(res < 1e-8, "n = {n}, matrix {t}: residual {res}");
                 }
-                factored += 1;
-                assert_eq!(perm, perm_ref, "n = {n}, matrix {t}");
-                assert_eq!(perm_values, perm_ref, "n = {n}, matrix {t}, from values");
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&ab_values), bits(&ab), "n = {n}, matrix {t}, from values");
-                let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
-                let (mut x, mut y) = (rhs.clone(), rhs.clone());
-                schedule.solve(&ab, &perm, &mut x);
-                crate::packed_band::solve(&reference, &perm_ref, &mut y, band, n);
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&x), bits(&y), "n = {n}, matrix {t}");
-                // And it is a solution.
-                let mut res = 0.0f64;
-                for i in 0..n {
-                    let ax: f64 = (0..n).map(|j| a[j * n + i] * x[j]).sum();
-                    res = res.max((ax - rhs[i]).abs());
-                }
-                assert!(res < 1e-8, "n = {n}, matrix {t}: residual {res}");
+                assert!(!schedule.dense, "n = {n}: the band is sparse enough to replay");
+                assert!(
+                    recorded_in < factored / 2,
+                    "n = {n}: {recorded_in} of {factored} factorizations recorded"
+                );
+                moved += schedule.recordings - 1;
+                // A moved pivot re-records a few steps, not the rest of the band.
+                let again = schedule.recorded_steps - n as u64;
+                let window = (band.0 + band.1 + 1) as u64;
+                assert!(
+                    again <= 4 * window * (schedule.recordings - 1),
+                    "n = {n}: {again} steps recorded again for {} moves",
+                    schedule.recordings - 1
+                );
             }
-            assert!(!schedule.dense, "n = {n}: the band is sparse enough to replay");
-            assert!(
-                recorded_in < factored / 2,
-                "n = {n}: {recorded_in} of {factored} factorizations recorded"
-            );
-            moved += schedule.recordings - 1;
-            // A moved pivot re-records a few steps, not the rest of the band.
-            let again = schedule.recorded_steps - n as u64;
-            let window = (band.0 + band.1 + 1) as u64;
-            assert!(
-                again <= 4 * window * (schedule.recordings - 1),
-                "n = {n}: {again} steps recorded again for {} moves",
-                schedule.recordings - 1
-            );
+            // Pivots moved (the drift brings close candidates past each
+            // other), and were followed.
+            if keep.is_none() {
+                assert!(moved >= 5, "{moved} recordings after a pivot moved");
+            }
         }
-        // Pivots moved (the drift brings close candidates past each other),
-        // and were followed.
-        assert!(moved >= 5, "{moved} recordings after a pivot moved");
     }
 
     /// Threshold pivoting keeps pivots where plain partial pivoting moves
-    /// them after candidates of like size, and so records less often.
+    /// them after candidates of like size, and so records less often; a
+    /// replay that keeps its pivots while they pass the check, less still.
     #[test]
     fn a_threshold_moves_fewer_pivots_than_partial_pivoting() {
-        let moves = |threshold: f64| {
+        let moves = |threshold: f64, keep: Option<f64>| {
             let mut total = 0;
             for (n, band) in [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))] {
                 let (structure, values) = matrices(n, band, 40);
-                let mut schedule = Schedule::new(&structure, band, n, threshold);
+                let mut schedule = Schedule::new(&structure, band, n, threshold, keep);
                 let mut ab = vec![0.0; n * leading(band.0, band.1)];
                 let mut perm = vec![0; n];
                 for a in &values {
@@ -783,10 +861,17 @@ mod tests {
             }
             total
         };
-        let (partial, threshold) = (moves(crate::packed_band::PARTIAL), moves(THRESHOLD));
+        let partial = moves(crate::packed_band::PARTIAL, None);
+        let threshold = moves(THRESHOLD, None);
+        let kept = moves(THRESHOLD, Some(KEEP));
         assert!(
             threshold < partial,
             "{threshold} moves with a threshold, {partial} without"
+        );
+        // Kept pivots move only where one falls below `KEEP` of its column.
+        assert!(
+            kept < threshold,
+            "{kept} moves keeping pivots, {threshold} choosing afresh"
         );
     }
 
@@ -805,16 +890,20 @@ mod tests {
                 let (r, c) = (r as usize, c as usize);
                 a[c * n + r] = if r == c { 4.0 + 0.01 * (r + t) as f64 } else { 1.0 };
             }
-            // Column 10's diagonal falls below a tenth of the entry under
-            // it every other matrix: the pivot moves to row 11 and back.
-            // (Row 10's entry left of it is zero, so step 9 leaves it be.)
+            // Column 10's diagonal falls below a thousandth of the entry
+            // under it every other matrix, and that entry below a
+            // thousandth of the diagonal in the others: the pivot moves to
+            // row 11 and back. (Row 10's entry left of it is zero, so step 9
+            // leaves it be.)
             a[9 * n + 10] = 0.0;
             if t % 2 == 1 {
-                a[10 * n + 10] = 0.05;
+                a[10 * n + 10] = 1e-4;
+            } else {
+                a[10 * n + 11] = 1e-4;
             }
             a
         };
-        let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
+        let mut schedule = Schedule::new(&structure, band, n, THRESHOLD, Some(KEEP));
         let ld = leading(band.0, band.1);
         let (mut ab, mut reference) = (vec![0.0; n * ld], vec![0.0; n * ld]);
         let (mut perm, mut perm_ref) = (vec![0; n], vec![0; n]);
@@ -854,7 +943,7 @@ mod tests {
             .filter(|&e| a[e] != 0.0)
             .map(|e| ((e % n) as u32, (e / n) as u32))
             .collect();
-        let mut schedule = Schedule::new(&structure, band, n, THRESHOLD);
+        let mut schedule = Schedule::new(&structure, band, n, THRESHOLD, Some(KEEP));
         let mut ab = vec![0.0; n * leading(band.0, band.1)];
         let mut perm = vec![0; n];
         schedule.factor(Source::Matrix(&a), &mut ab, &mut perm).unwrap();
