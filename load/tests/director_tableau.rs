@@ -92,3 +92,38 @@ fn auto_keeps_the_tableau_of_long_chains() {
     assert_eq!(unknowns(4), 4 * 4);
     assert_eq!(unknowns(12), 10 * 12);
 }
+
+/// A step is a function of the state it is handed, whichever stepper takes
+/// it: two trajectories of the sparse step interleaved on one stepper go as
+/// each alone, to the bit, though the sparse LU keeps its pivots from one
+/// factorization to the next (they are part of the state). Long enough, and
+/// at a step size large enough, that pivots move.
+#[test]
+fn interleaved_sparse_trajectories_step_as_each_alone() {
+    let sys = chain(16, TableauChoice::Keep, Backend::Jit);
+    assert!(sys.jacobian_pattern().is_some(), "a sparse LU");
+    let first = sys.initial("tilted").unwrap();
+    // The other trajectory: the same chain, each link turned a little.
+    let mut second = first.clone();
+    for (i, w) in second.z.iter_mut().enumerate() {
+        *w *= 1.0 + 1e-3 * (i % 7) as f64;
+    }
+    let alone = |mut s: hamel_runtime::DynState| {
+        let mut st = DynStepper::new(&sys, 0.01).unwrap();
+        (0..400)
+            .map(|_| {
+                st.step(&mut s).unwrap();
+                s.z.clone()
+            })
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (alone(first.clone()), alone(second.clone()));
+    let mut shared = DynStepper::new(&sys, 0.01).unwrap();
+    let (mut x, mut y) = (first, second);
+    for k in 0..400 {
+        shared.step(&mut x).unwrap();
+        shared.step(&mut y).unwrap();
+        assert_eq!(x.z, a[k], "first trajectory, step {k}");
+        assert_eq!(y.z, b[k], "second trajectory, step {k}");
+    }
+}

@@ -139,6 +139,26 @@ where
         }
     }
 
+    /// Makes the next factorizations keep the pivots `pivots` (offsets from
+    /// each diagonal, [`crate::memory::NO_PIVOT`] for none) while they pass
+    /// the check, where a pattern was set (see [`Lu::set_pattern`]);
+    /// otherwise nothing.
+    pub(crate) fn load_pivots(&mut self, pivots: &[u16]) {
+        let n = self.perm.len();
+        if self.band.is_some_and(|band| self.schedule.fits(band, n)) {
+            self.schedule.load_kept(pivots);
+        }
+    }
+
+    /// The pivots the next factorization would keep (see
+    /// [`Lu::load_pivots`]), into `pivots`, where a pattern was set.
+    pub(crate) fn store_pivots(&self, pivots: &mut [u16]) {
+        let n = self.perm.len();
+        if self.band.is_some_and(|band| self.schedule.fits(band, n)) && pivots.len() == n {
+            pivots.copy_from_slice(self.schedule.kept());
+        }
+    }
+
     /// `(kl, ku)` where factoring and solving skip the entries outside the
     /// band (see [`Lu::banded`]); the factors then live in a packed copy of
     /// the band and the matrix is only read. `None`: dense.

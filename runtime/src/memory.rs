@@ -8,7 +8,8 @@ use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 /// What one Newton solve tells the next of the same trajectory: how far off
-/// the predictor was in the last three steps, and how fast Newton contracted.
+/// the predictor was in the last three steps, how fast Newton contracted,
+/// and the interchanges of a sparse LU's last factorization.
 /// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
 /// function of the state it is handed, whichever stepper takes it.
 #[derive(Debug, PartialEq)]
@@ -28,7 +29,14 @@ where
     /// which predicts how fast the first factorization of the next step
     /// will contract
     pub(crate) contraction: Option<f64>,
+    /// the row interchanges of the last factorization of a banded LU with a
+    /// pattern (offsets from each diagonal; [`NO_PIVOT`]: none known),
+    /// which the next keeps while they pass its pivot check
+    pub(crate) pivots: OVector<u16, X>,
 }
+
+/// No pivot known (see [`NewtonMemory::pivots`]).
+pub(crate) const NO_PIVOT: u16 = u16::MAX;
 
 impl<X: Dim> NewtonMemory<X>
 where
@@ -42,6 +50,7 @@ where
             error2: OVector::zeros_generic(x, U1),
             known: 0,
             contraction: None,
+            pivots: OVector::from_element_generic(x, U1, NO_PIVOT),
         }
     }
 
@@ -49,6 +58,7 @@ where
     pub fn forget(&mut self) {
         self.known = 0;
         self.contraction = None;
+        self.pivots.fill(NO_PIVOT);
     }
 
     /// Overwrites `self` with `other`, allocating nothing.
@@ -58,6 +68,7 @@ where
         self.error2.copy_from(&other.error2);
         self.known = other.known;
         self.contraction = other.contraction;
+        self.pivots.copy_from(&other.pivots);
     }
 }
 
@@ -72,6 +83,7 @@ where
             error2: self.error2.clone(),
             known: self.known,
             contraction: self.contraction,
+            pivots: self.pivots.clone(),
         }
     }
 }

@@ -465,6 +465,8 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             error2: singly(error2),
             known: *parts.known,
             contraction: *parts.contraction,
+            // Dense: systems whose LU keeps pivots have no native step.
+            pivots: SVector::<u16, NX>::repeat(crate::memory::NO_PIVOT),
         };
         if self.scratch.len() < step.scratch {
             self.scratch.resize(step.scratch, 0.0);

@@ -41,6 +41,7 @@
 //! between.
 
 use crate::lu::FactorError;
+use crate::memory::NO_PIVOT;
 use crate::packed_band::{at, leading, pick, pivot};
 
 /// The pivot threshold (see [`crate::packed_band::pivot`]): UMFPACK's
@@ -73,6 +74,10 @@ pub(crate) struct Schedule {
     /// largest (see [`KEEP`]); `None`: chosen by the threshold rule in every
     /// factorization
     keep: Option<f64>,
+    /// the pivots to keep, an offset from each diagonal
+    /// ([`crate::memory::NO_PIVOT`]: none): the last factorization's, or
+    /// those given by [`Schedule::load_kept`]
+    kept: Vec<u16>,
     /// `(packed index, index in the column-major matrix)` of the pattern's
     /// entries, in column-major order
     gather: Vec<(u32, u32)>,
@@ -213,6 +218,15 @@ impl Step {
     }
 }
 
+/// The kept pivot `o` (an offset from the diagonal) where it is one of
+/// `candidates` (the column's structural entries) and `value(o)` passes the
+/// check against the column's largest magnitude `big`.
+#[inline(always)]
+fn kept_pivot(o: u16, keep: Option<f64>, candidates: &[u16], value: impl Fn(u16) -> f64, big: f64) -> Option<u16> {
+    let keep = keep?;
+    (o != NO_PIVOT && candidates.contains(&o) && value(o).abs() >= keep * big).then_some(o)
+}
+
 fn offset(v: usize) -> u16 {
     u16::try_from(v).expect("a band of fewer than 2¹⁶ diagonals")
 }
@@ -270,6 +284,23 @@ impl Schedule {
         self.shape == (kl, ku, n) && !self.gather.is_empty()
     }
 
+    /// Keeps `pivots` (offsets from each diagonal) while they pass the
+    /// check; none if they are not one per row.
+    pub(crate) fn load_kept(&mut self, pivots: &[u16]) {
+        let n = self.shape.2;
+        self.kept.resize(n, NO_PIVOT);
+        if pivots.len() == n {
+            self.kept.copy_from_slice(pivots);
+        } else {
+            self.kept.fill(NO_PIVOT);
+        }
+    }
+
+    /// The pivots the next factorization keeps (see [`Schedule::load_kept`]).
+    pub(crate) fn kept(&self) -> &[u16] {
+        &self.kept
+    }
+
     /// Whether every step's operations are recorded.
     fn recorded(&self) -> bool {
         self.steps.len() == self.shape.2
@@ -279,6 +310,17 @@ impl Schedule {
     /// [`crate::packed_band::factor`] does, replaying the recorded
     /// operations where they still apply.
     pub(crate) fn factor(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
+        let n = self.shape.2;
+        self.kept.resize(n, NO_PIVOT);
+        self.factor_keeping(source, ab, perm)?;
+        for (kept, (k, &p)) in self.kept.iter_mut().zip(perm.iter().enumerate()) {
+            *kept = offset(p - k);
+        }
+        Ok(())
+    }
+
+    /// [`Schedule::factor`], keeping `kept`.
+    fn factor_keeping(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
         let (kl, ku, n) = self.shape;
         if self.dense {
             return match source {
@@ -367,7 +409,7 @@ impl Schedule {
         let ld = leading(kl, ku);
         let stride = ld - 1;
         let (threshold, keep) = (self.threshold, self.keep);
-        let spare = &mut self.spare;
+        let (spare, kept) = (&mut self.spare, &self.kept);
         for (k, step) in self.steps.iter_mut().enumerate().skip(from) {
             // A variant of this structure in use; variants of one structure
             // share their candidates.
@@ -387,8 +429,10 @@ impl Schedule {
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
-            let kept = keep.is_some_and(|keep| ab[d + step.pivot as usize].abs() >= keep * big);
-            let chosen = if kept { step.pivot } else { candidates[c] };
+            let chosen = match kept_pivot(kept[k], keep, candidates, |o| ab[d + o as usize], big) {
+                Some(o) => o,
+                None => candidates[c],
+            };
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
                 let Some(v) = others.iter().position(|v| v.window == window && v.pivot == chosen) else {
@@ -543,6 +587,10 @@ impl Schedule {
             }
             step.close(0);
             let (p, big) = pivot(&ab[d..d + rows - k], self.threshold);
+            let p = match kept_pivot(self.kept[k], self.keep, step.candidates(), |o| ab[d + o as usize], big) {
+                Some(o) => o as usize,
+                None => p,
+            };
             if big <= tiny {
                 restore(&mut nz, &self.pattern, last);
                 self.work = nz;

@@ -267,15 +267,24 @@ where
         let (mut xl, mut rl, mut dzl) = (x.clone(), r.clone(), dz.clone());
         let mut memory = st.newton.clone();
         let solved = {
-            let mut solve = |lu: &mut Lu<X>| {
+            // `pivots`: whether the LU may keep pivots (see below); not a
+            // fresh one's.
+            let mut solve = |lu: &mut Lu<X>, pivots: bool| {
+                if pivots {
+                    lu.load_pivots(memory.pivots.as_slice());
+                }
                 let store = Store {
                     x: &mut xl,
                     r: &mut rl,
-                    lu,
+                    lu: &mut *lu,
                     memory: &mut memory,
                     costs: *costs,
                 };
-                iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)
+                let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
+                if pivots {
+                    lu.store_pivots(memory.pivots.as_mut_slice());
+                }
+                Ok(solved)
             };
             // The factors of 1–3 unknowns (an adjugate) stay in registers
             // too; larger ones live in memory whichever copy holds them, and
@@ -290,9 +299,9 @@ where
             // drop is a call that is not inlined (about 2 % of the sphere's
             // JIT step).
             if let Some(n) = X::try_to_usize().filter(|&n| n <= 3) {
-                solve(&mut std::mem::ManuallyDrop::new(Lu::new(X::from_usize(n))))?
+                solve(&mut std::mem::ManuallyDrop::new(Lu::new(X::from_usize(n))), false)?
             } else {
-                solve(lu)?
+                solve(lu, true)?
             }
         };
         update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &memory, st)?;
@@ -310,6 +319,9 @@ where
         } = work;
         // The state changes only if the step succeeds.
         memory.copy_from(st.newton);
+        // A sparse LU keeps the state's pivots, not its own last ones: a
+        // step stays a function of the state, whichever stepper takes it.
+        lu.load_pivots(memory.pivots.as_slice());
         let store = Store {
             x,
             r,
@@ -318,6 +330,7 @@ where
             costs: *costs,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
+        lu.store_pivots(memory.pivots.as_mut_slice());
         update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st)
     }
 }
