@@ -97,12 +97,24 @@ where
     /// zeros, so the results are those of the dense factorization to the bit
     /// at O(n·kl·(kl + ku)) cost instead of O(n³).
     pub fn banded(d: D, kl: usize, ku: usize) -> Self {
-        let mut lu = Self::new(d);
-        let n = lu.perm.len();
+        let mut lu = Self::new(if D::try_to_usize().is_some() {
+            d
+        } else {
+            D::from_usize(0)
+        });
+        let n = d.value();
+        lu.perm = OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0);
+        lu.order = lu.perm.clone();
         if kl + ku + 1 < n {
             lu.band = Some((kl, ku));
             lu.packed = vec![0.0; n * crate::packed_band::leading(kl, ku)];
+        } else {
+            lu.m = OMatrix::zeros_generic(d, d);
         }
+        // At run-time sizes a banded matrix is allocated when first written
+        // (see `Lu::matrix_mut`): a Jacobian written as its pattern's values
+        // never is, and the `n × n` zeros (13 MB for a 128-link chain's 1280
+        // unknowns) cost a stepper's creation a millisecond.
         lu
     }
 
@@ -131,7 +143,8 @@ where
     pub fn pattern_values_mut(&mut self) -> Option<&mut [f64]> {
         let n = self.perm.len();
         match self.band {
-            Some(band) if self.schedule.fits(band, n) => {
+            // Sizes 1–3 factor the matrix itself (see `factor_in_place`).
+            Some(band) if n > 3 && self.schedule.fits(band, n) => {
                 self.from_values = true;
                 Some(&mut self.values)
             }
@@ -159,6 +172,16 @@ where
         }
     }
 
+    /// The `n × n` matrix, zero, where a banded one of run-time size has not
+    /// been allocated yet (see [`Lu::banded`]).
+    fn allocate(&mut self) {
+        let n = self.perm.len();
+        if self.m.nrows() != n {
+            let d = D::from_usize(n);
+            self.m = OMatrix::zeros_generic(d, d);
+        }
+    }
+
     /// `(kl, ku)` where factoring and solving skip the entries outside the
     /// band (see [`Lu::banded`]); the factors then live in a packed copy of
     /// the band and the matrix is only read. `None`: dense.
@@ -169,6 +192,7 @@ where
     /// The matrix to factor next: fill it, then call [`Lu::factor_in_place`].
     pub fn matrix_mut(&mut self) -> &mut OMatrix<f64, D, D> {
         self.from_values = false;
+        self.allocate();
         &mut self.m
     }
 
@@ -177,6 +201,9 @@ where
     /// nothing. A pivot below `1e3 ε` times the largest entry counts as singular.
     #[inline]
     pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
+        if !self.from_values {
+            self.allocate();
+        }
         let n = self.perm.len();
         let s = self.m.as_mut_slice();
         let perm = self.perm.as_mut_slice();
