@@ -178,6 +178,10 @@ struct Step {
     heap: Vec<u16>,
 }
 
+/// Multipliers a replayed step holds apart from the band while it updates
+/// (a chain's steps have up to about 6).
+const HELD: usize = 16;
+
 /// Offsets a step holds in itself (a chain's steps have about 15).
 const INLINE: usize = 28;
 
@@ -224,7 +228,20 @@ impl Step {
 #[inline(always)]
 fn kept_pivot(o: u16, keep: Option<f64>, candidates: &[u16], value: impl Fn(u16) -> f64, big: f64) -> Option<u16> {
     let keep = keep?;
-    (o != NO_PIVOT && candidates.contains(&o) && value(o).abs() >= keep * big).then_some(o)
+    (o != NO_PIVOT && value_if_candidate(o, candidates, &value) >= keep * big).then_some(o)
+}
+
+/// `|value(o)|` where `o` is one of `candidates`, else `-1`. A loop of
+/// its own, not `contains`: the slices are a few entries long, and the
+/// call `contains` compiles to cost the replay about 1 %.
+#[inline(always)]
+fn value_if_candidate(o: u16, candidates: &[u16], value: &impl Fn(u16) -> f64) -> f64 {
+    for &c in candidates {
+        if c == o {
+            return value(o).abs();
+        }
+    }
+    -1.0
 }
 
 fn offset(v: usize) -> u16 {
@@ -450,15 +467,35 @@ impl Schedule {
             let inv = 1.0 / ab[d];
             ab[d] = inv;
             let multipliers = step.multipliers();
-            for &o in multipliers {
-                ab[d + o as usize] *= inv;
-            }
-            for &c in step.upper() {
-                let u = d + c as usize * stride;
-                let x = ab[u];
+            // The multipliers in registers (or a local array): read from
+            // `ab` inside the update, each would be loaded again for every
+            // column, as a store to `ab` might have changed it.
+            let mut held = [0.0f64; HELD];
+            if multipliers.len() <= HELD {
+                for (h, &o) in held.iter_mut().zip(multipliers) {
+                    let m = ab[d + o as usize] * inv;
+                    ab[d + o as usize] = m;
+                    *h = m;
+                }
+                let held = &held[..multipliers.len()];
+                for &c in step.upper() {
+                    let u = d + c as usize * stride;
+                    let x = ab[u];
+                    for (&o, &m) in multipliers.iter().zip(held) {
+                        ab[u + o as usize] -= m * x;
+                    }
+                }
+            } else {
                 for &o in multipliers {
-                    let o = o as usize;
-                    ab[u + o] -= ab[d + o] * x;
+                    ab[d + o as usize] *= inv;
+                }
+                for &c in step.upper() {
+                    let u = d + c as usize * stride;
+                    let x = ab[u];
+                    for &o in multipliers {
+                        let o = o as usize;
+                        ab[u + o] -= ab[d + o] * x;
+                    }
                 }
             }
             window = step.next;
