@@ -269,6 +269,8 @@ mod note_tests {
         // `check --size N=40` on the chain announced 58 s "per scheme" and then
         // derived two schemes (hostile campaign)
         let e = hamel_compiler::cost::Estimate {
+            scheme: Scheme::DEFAULT,
+            tableau: true,
             size: ("N".into(), 40),
             probes: [(8, 0.4), (16, 3.4)],
             exponent: 3.1,
