@@ -479,8 +479,10 @@ mod tests {
         assert!(both.ends_with(&format!("Each: {sparse}; {e}")), "{both}");
         assert_eq!(within("chain.hamel", vec![e.clone()], 6000.0), Ok(vec![e.clone()]));
         assert_eq!(within("chain.hamel", vec![], 1e-9), Ok(vec![]));
-        assert!(refusal("chain.hamel", &[e.clone()], 600.0).starts_with(&format!(
-            "chain.hamel: deriving the model would take {e}, more than the limit of 10 min"
-        )));
+        assert!(
+            refusal("chain.hamel", std::slice::from_ref(&e), 600.0).starts_with(&format!(
+                "chain.hamel: deriving the model would take {e}, more than the limit of 10 min"
+            ))
+        );
     }
 }
