@@ -175,7 +175,7 @@ fn estimating(
         Some((name, value)) => {
             ANNOUNCED.store(true, Relaxed);
             let what = format!(
-                "estimating the cost of deriving {}{which} at {name} = {value} (deriving it at {name} = {} and {PROBE_ABOVE} first)",
+                "estimating the cost of deriving {}{which} at {name} = {value} (deriving it at {name} = {}, {PROBE_ABOVE}, … first)",
                 path.display(),
                 PROBE_ABOVE / 2
             );

@@ -22,7 +22,7 @@ use crate::scheme::{Scheme, TableauChoice};
 /// Sizes at or below this derive without an estimate (a few seconds at
 /// most); above it, the model is derived at half this size and at this size
 /// to measure the growth (and at twice these, and so on, where the next
-/// probe is cheap: [`PROBE_BUDGET_SECONDS`]).
+/// probe is cheap: [`PROBE_SHARE`]).
 pub const PROBE_ABOVE: i64 = 16;
 
 /// Derivations estimated above this many seconds are refused unless the
@@ -162,10 +162,21 @@ const AGREE: f64 = 1.1;
 const ONE_ROUND_SECONDS: f64 = 1.0;
 
 /// A probe derivation predicted to take less than this many seconds (one
-/// round) is worth its time: the probes move up a doubling while the next
-/// upper one is, so that cheap schemes are measured at sizes where their
-/// growth shows (RATTLE derives the 8-link Cartesian chain in 15 to 25 ms,
-/// too little to time its ratio to 16 links reliably).
+/// round) is worth its time, even for a small estimate: the probes move up a
+/// doubling while the next upper one is, so that cheap schemes are measured
+/// at sizes where their growth shows (RATTLE derives the 8-link Cartesian
+/// chain in 15 to 25 ms, too little to time its ratio to 16 links
+/// reliably).
+pub const PROBE_FLOOR_SECONDS: f64 = 0.25;
+
+/// The probes move up a doubling while the next upper one is predicted to
+/// take less than this share of the estimate so far (the probes should not
+/// add much to a derivation the guard accepts), up to
+/// [`PROBE_BUDGET_SECONDS`] (a refusal comes within seconds).
+pub const PROBE_SHARE: f64 = 0.05;
+
+/// The most a probe derivation that moves the probes up may be predicted to
+/// take (one round).
 pub const PROBE_BUDGET_SECONDS: f64 = 1.5;
 
 /// The model at the requested sizes, and how to load it at probe sizes,
@@ -238,7 +249,12 @@ impl<'a> Probes<'a> {
         };
         let mut lo = (PROBE_ABOVE / 2, time(PROBE_ABOVE / 2)?);
         let mut hi = (PROBE_ABOVE, time(PROBE_ABOVE)?);
-        while 2 * hi.0 < self.value && hi.1 * 2f64.powf(fit(lo, hi)) < PROBE_BUDGET_SECONDS {
+        let worth = |lo: (i64, f64), hi: (i64, f64)| {
+            let so_far = extrapolate(hi.1, hi.0, self.value, fit(lo, hi));
+            let next = hi.1 * 2f64.powf(fit(lo, hi));
+            next < (PROBE_SHARE * so_far).clamp(PROBE_FLOOR_SECONDS, PROBE_BUDGET_SECONDS)
+        };
+        while 2 * hi.0 < self.value && worth(lo, hi) {
             let next = 2 * hi.0;
             (lo, hi) = (hi, (next, time(next)?));
         }
@@ -286,7 +302,10 @@ pub fn check_schemes(
     sizes: &[(String, i64)],
     schemes: &[Scheme],
 ) -> Result<Vec<Estimate>, String> {
-    let Some(probes) = Probes::of(file, src, sizes).filter(|_| !schemes.is_empty()) else {
+    if schemes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(probes) = Probes::of(file, src, sizes) else {
         return Ok(Vec::new());
     };
     let mut measured: Vec<(Scheme, Option<Estimate>)> = Vec::new();
