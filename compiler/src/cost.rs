@@ -32,14 +32,15 @@ pub const DEFAULT_LIMIT_SECONDS: f64 = 600.0;
 /// How much the exponent of the growth rises per doubling of the size past
 /// the probes. The exponent of a derivation's time over a doubling of the
 /// size rose from doubling to doubling in every series measured (on the
-/// CPU, this project's 2-core machine): 2.2, 2.5, 2.9, then 3.5 from 64 to
-/// 128 links for the director chain's sparse midpoint step; 2.6, 2.9, 3.1
-/// for its dense averaged step (8 to 64 links); 1.7, 1.8, 1.9, 2.0 for
-/// RATTLE on the Cartesian chain (8 to 128 links): the parts that grow
-/// fastest take over as the size grows. The probes' exponent alone fell
-/// short by a factor 1.5 to 2 four to eight times past them; risen by this
-/// much per doubling, the estimates came within 0.7 to 1.2 of the
-/// derivations measured up to 128 links (`compiler/examples/cost_accuracy.rs`).
+/// CPU, this project's 2-core machine): 2.2, 2.5, 2.9, 3.4 for the director
+/// chain's sparse midpoint step (8 to 128 links); 2.6, 2.9, 3.1 for its
+/// dense averaged step (8 to 64 links); 1.7, 1.8, 1.9, 2.0 for RATTLE on the
+/// Cartesian chain (8 to 128 links): the parts that grow fastest take over
+/// as the size grows. The probes' exponent alone fell short by a factor 1.5
+/// to 2 four to eight times past them; risen by this much per doubling, the
+/// estimates came within 0.77 to 1.35 times the derivations' time at 32 to
+/// 128 links, and 0.81 for the midpoint step at 200
+/// (`compiler/examples/cost_accuracy.rs`).
 pub const STEEPENING: f64 = 0.25;
 
 /// An extrapolated derivation time of one scheme.
