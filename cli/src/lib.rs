@@ -134,7 +134,7 @@ impl Error {
 /// first that applies) is estimated beyond the limit is refused (see
 /// [`load_model_for`], which commands use: they know their schemes).
 pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> {
-    estimating(path, sizes, "", || {
+    estimating(path, sizes, Some(""), || {
         hamel_load::read_model_estimated(path, sizes).map(|(m, e)| (m, e.into_iter().collect()))
     })
 }
@@ -148,22 +148,22 @@ pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> 
 pub fn load_model_for(path: &Path, sizes: &[(String, i64)], schemes: &[Scheme]) -> Result<Model, Error> {
     let names: Vec<&str> = schemes.iter().map(|s| s.name()).collect();
     let which = match names[..] {
-        [] => String::new(),
-        _ if schemes == Scheme::LIST => " with every scheme that applies".to_string(),
-        _ => format!(" with {}", names.join(", ")),
+        [] => None,
+        _ if schemes == Scheme::LIST => Some(" with every scheme that applies".to_string()),
+        _ => Some(format!(" with {}", names.join(", "))),
     };
-    estimating(path, sizes, &which, || {
+    estimating(path, sizes, which.as_deref(), || {
         hamel_load::read_model_for(path, sizes, schemes, cache())
     })
 }
 
 /// Reads a model with `read`, which probes the cost of deriving it `which`
-/// way at a large size; says so while it does, and announces a long
-/// derivation.
+/// way at a large size (`None`: it probes nothing); says so while it does,
+/// and announces a long derivation.
 fn estimating(
     path: &Path,
     sizes: &[(String, i64)],
-    which: &str,
+    which: Option<&str>,
     read: impl FnOnce() -> Result<(Model, Vec<hamel_compiler::cost::Estimate>), hamel_load::LoadError>,
 ) -> Result<Model, Error> {
     use hamel_compiler::cost::PROBE_ABOVE;
@@ -171,8 +171,9 @@ fn estimating(
     // A size above the probe threshold is first derived at small sizes to
     // estimate the cost: seconds on an idle machine, longer on a busy one,
     // so that wait reports itself as the derivation does.
-    let (model, estimates) = match sizes.iter().find(|(_, v)| *v > PROBE_ABOVE) {
-        Some((name, value)) => {
+    let probed = sizes.iter().filter(|(_, v)| *v > PROBE_ABOVE).max_by_key(|(_, v)| *v);
+    let (model, estimates) = match which.zip(probed) {
+        Some((which, (name, value))) => {
             ANNOUNCED.store(true, Relaxed);
             let what = format!(
                 "estimating the cost of deriving {}{which} at {name} = {value} (deriving it at {name} = {}, {PROBE_ABOVE}, … first)",

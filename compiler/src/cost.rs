@@ -105,9 +105,11 @@ impl std::fmt::Display for Estimate {
     }
 }
 
-/// Seconds as a person reads them: `40 s`, `12 min`, `3 h`, `5 days`.
+/// Seconds as a person reads them: `0.4 s`, `40 s`, `12 min`, `3 h`, `5 days`.
 pub fn human_duration(s: f64) -> String {
-    if s < 120.0 {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 120.0 {
         format!("{s:.0} s")
     } else if s < 7200.0 {
         format!("{:.0} min", s / 60.0)
