@@ -5,8 +5,9 @@
 //! silence.
 //!
 //! The estimate is measured, not modelled: the scheme the host will derive
-//! is derived at two small sizes, in the form it will take at the requested
-//! size (the midpoint Hamel step's sparse form where
+//! is derived at two small sizes (a doubling or two higher where those are
+//! cheap), each timed on the CPU, fastest of a few rounds, in the form it
+//! will take at the requested size (the midpoint Hamel step's sparse form where
 //! [`TableauChoice::Auto`] keeps the model's tableau there, the dense form
 //! elsewhere), and the time extrapolated as a power of the size whose
 //! exponent steepens as measured ([`STEEPENING`]).
