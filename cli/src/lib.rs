@@ -129,60 +129,90 @@ impl Error {
     }
 }
 
-/// Reads and validates a model file, with sizes of indexed families overridden.
+/// Reads and validates a model file, with sizes of indexed families
+/// overridden; a size whose derivation with the default scheme (or the
+/// first that applies) is estimated beyond the limit is refused (see
+/// [`load_model_for`], which commands use: they know their schemes).
 pub fn load_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, Error> {
-    load_model_deriving(path, sizes, 1)
+    estimating(path, sizes, Some(""), || {
+        hamel_load::read_model_estimated(path, sizes).map(|(m, e)| (m, e.into_iter().collect()))
+    })
 }
 
-/// [`load_model`] for a command that will derive the model `schemes` times
-/// (`check` derives every scheme that applies): the note of a long
-/// derivation gives the time of them all.
-pub fn load_model_deriving(path: &Path, sizes: &[(String, i64)], schemes: usize) -> Result<Model, Error> {
+/// [`load_model`] for a command that will derive the model with `schemes`
+/// (each as many times as listed; `check` derives every scheme): a size
+/// whose derivation of them all is estimated beyond the limit is refused at
+/// once, with the estimates, and a long one is announced with them (see
+/// [`derivation_note`]). Schemes whose derivation the cache holds are not
+/// estimated: they are read, not derived.
+pub fn load_model_for(path: &Path, sizes: &[(String, i64)], schemes: &[Scheme]) -> Result<Model, Error> {
+    let names: Vec<&str> = schemes.iter().map(|s| s.name()).collect();
+    let which = match names[..] {
+        [] => None,
+        _ if schemes == Scheme::LIST => Some(" with every scheme that applies".to_string()),
+        _ => Some(format!(" with {}", names.join(", "))),
+    };
+    estimating(path, sizes, which.as_deref(), || {
+        hamel_load::read_model_for(path, sizes, schemes, cache())
+    })
+}
+
+/// Reads a model with `read`, which probes the cost of deriving it `which`
+/// way at a large size (`None`: it probes nothing); says so while it does,
+/// and announces a long derivation.
+fn estimating(
+    path: &Path,
+    sizes: &[(String, i64)],
+    which: Option<&str>,
+    read: impl FnOnce() -> Result<(Model, Vec<hamel_compiler::cost::Estimate>), hamel_load::LoadError>,
+) -> Result<Model, Error> {
     use hamel_compiler::cost::PROBE_ABOVE;
     use std::sync::atomic::Ordering::Relaxed;
-    // A size above the probe threshold is first derived at two small sizes
-    // to estimate the cost: seconds on an idle machine, much longer on a
-    // busy one, so that wait reports itself as the derivation does.
-    let (model, estimate) = match sizes.iter().find(|(_, v)| *v > PROBE_ABOVE) {
-        Some((name, value)) => {
+    // A size above the probe threshold is first derived at small sizes to
+    // estimate the cost: seconds on an idle machine, longer on a busy one,
+    // so that wait reports itself as the derivation does.
+    let probed = sizes.iter().filter(|(_, v)| *v > PROBE_ABOVE).max_by_key(|(_, v)| *v);
+    let (model, estimates) = match which.zip(probed) {
+        Some((which, (name, value))) => {
             ANNOUNCED.store(true, Relaxed);
             let what = format!(
-                "estimating the cost of deriving {} at {name} = {value} (deriving it at {name} = {} and {PROBE_ABOVE} first)",
+                "estimating the cost of deriving {}{which} at {name} = {value} (deriving it at {name} = {}, {PROBE_ABOVE}, … first)",
                 path.display(),
                 PROBE_ABOVE / 2
             );
-            let read = with_status(&what, || hamel_load::read_model_estimated(path, sizes));
+            let read = with_status(&what, read);
             ANNOUNCED.store(false, Relaxed);
             read?
         }
-        None => hamel_load::read_model_estimated(path, sizes)?,
+        None => read()?,
     };
     // A long derivation says so before it starts.
-    if let Some(e) = estimate.filter(|e| e.seconds > 5.0) {
-        let n = if schemes > 1 {
-            Scheme::LIST.iter().filter(|s| s.applies(&model).is_ok()).count()
-        } else {
-            1
-        };
-        eprintln!("{}", derivation_note(&model.name, &e, n));
-        ANNOUNCED.store(true, std::sync::atomic::Ordering::Relaxed);
+    if hamel_compiler::cost::total_seconds(&estimates) > 5.0 {
+        eprintln!("{}", derivation_note(&model.name, &estimates));
+        ANNOUNCED.store(true, Relaxed);
     }
     Ok(model)
 }
 
-/// The note printed before a long derivation: the estimate per scheme and,
-/// where `schemes` (more than one) will be derived, the time of them all.
-pub fn derivation_note(model: &str, e: &hamel_compiler::cost::Estimate, schemes: usize) -> String {
-    if schemes <= 1 {
-        return format!("note: deriving `{model}` takes {e}, per scheme");
+/// The note printed before a long derivation: the estimate of each scheme
+/// that will be derived and, where there are several, of them all (empty
+/// for none).
+pub fn derivation_note(model: &str, estimates: &[hamel_compiler::cost::Estimate]) -> String {
+    use hamel_compiler::cost::{human_duration, total_seconds};
+    match estimates {
+        [] => String::new(),
+        [e] => format!("note: deriving `{model}` takes {e}"),
+        [first, ..] => {
+            let (n, v) = &first.size;
+            let each: Vec<String> = estimates.iter().map(|e| format!("  {e}")).collect();
+            format!(
+                "note: deriving `{model}` takes about {} at {n} = {v} for {} schemes:\n{}",
+                human_duration(total_seconds(estimates)),
+                estimates.len(),
+                each.join("\n")
+            )
+        }
     }
-    let all = e.seconds * schemes as f64;
-    let all = if all < 120.0 {
-        format!("{all:.0} s")
-    } else {
-        format!("{:.0} min", all / 60.0)
-    };
-    format!("note: deriving `{model}` takes {e}, per scheme; {schemes} schemes apply: about {all} in all")
 }
 
 /// Parses a scheme as written on the command line: `hamel`, `hamel_midpoint`
@@ -228,7 +258,7 @@ fn cache() -> Option<&'static hamel_load::Cache> {
     CACHE.get_or_init(hamel_load::Cache::from_env).as_ref()
 }
 
-/// Whether a long derivation was announced ([`load_model_deriving`]'s note),
+/// Whether a long derivation was announced ([`load_model_for`]'s note),
 /// or its cost is being measured:
 /// then its progress is reported even where standard error is no terminal,
 /// since a script's log would otherwise show minutes of silence after it.
@@ -267,17 +297,29 @@ mod note_tests {
     #[test]
     fn the_derivation_note_gives_the_time_of_every_scheme_derived() {
         // `check --size N=40` on the chain announced 58 s "per scheme" and then
-        // derived two schemes (hostile campaign)
-        let e = hamel_compiler::cost::Estimate {
+        // derived two schemes (hostile campaign); the note now quotes each
+        // scheme's own estimate, and their sum.
+        use hamel_compiler::scheme::Kinematics;
+        let e = |scheme, tableau, seconds| hamel_compiler::cost::Estimate {
+            scheme,
+            tableau,
             size: ("N".into(), 40),
             probes: [(8, 0.4), (16, 3.4)],
             exponent: 3.1,
-            seconds: 58.0,
+            seconds,
         };
+        let midpoint = e(Scheme::DEFAULT, true, 20.0);
+        let averaged = e(Scheme::Hamel(Kinematics::Averaged), false, 58.0);
         assert_eq!(
-            derivation_note("spherical_chain", &e, 2),
-            format!("note: deriving `spherical_chain` takes {e}, per scheme; 2 schemes apply: about 116 s in all")
+            derivation_note("spherical_chain", &[midpoint.clone(), averaged.clone()]),
+            format!("note: deriving `spherical_chain` takes about 78 s at N = 40 for 2 schemes:\n  {midpoint}\n  {averaged}")
         );
-        assert!(derivation_note("m", &e, 1).ends_with("per scheme"));
+        assert_eq!(
+            derivation_note("spherical_chain", std::slice::from_ref(&averaged)),
+            format!("note: deriving `spherical_chain` takes {averaged}")
+        );
+        assert!(averaged
+            .to_string()
+            .starts_with("about 58 s at N = 40 for hamel_averaged (measured"));
     }
 }

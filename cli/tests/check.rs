@@ -239,11 +239,11 @@ fn a_model_no_scheme_applies_to_fails() {
 #[test]
 fn a_size_too_large_to_derive_is_refused_at_once_with_its_estimate() {
     // The director chain at N = 200 once compiled for more than 25 minutes
-    // in silence; now two small derivations (N = 8, 16) measure its growth.
-    // Its derivation has since become fast enough that the estimate (7-15
-    // min per scheme on the 2-core machine, from probes whose ratio is
-    // noisy under load) straddles the default limit of 10 min: the test
-    // sets a limit this size exceeds by far, as a user may.
+    // in silence; now small derivations (N = 8, 16, …) of each scheme
+    // `check` derives measure its growth, and their sum is judged (about 6
+    // min for the sparse midpoint step and 90 for the averaged one on the
+    // 2-core machine). The test sets a limit this size exceeds by far, as a
+    // user may.
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_hamel"))
         .args(["check", "models/spherical_chain.hamel", "--size", "N=200"])

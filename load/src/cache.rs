@@ -87,6 +87,12 @@ impl Cache {
         })
     }
 
+    /// Whether the derivation of `model` with `scheme` (at its sizes, by
+    /// this build) that [`crate::compile_cached`] reads is kept here.
+    pub fn holds_scheme(&self, model: &Model, scheme: Scheme) -> bool {
+        self.entry(model, scheme, false).step.is_file()
+    }
+
     /// The derived step kept in `entry`, if there is one this build can read.
     pub(crate) fn step(&self, entry: &Entry) -> Option<CompiledStep> {
         CompiledStep::from_bytes(&std::fs::read(&entry.step).ok()?).ok()

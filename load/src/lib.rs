@@ -129,30 +129,58 @@ impl From<hamel_compiler::scheme::SchemeError> for LoadError {
     }
 }
 
-/// Reads and validates a model file, with sizes of indexed families overridden.
+/// Reads and validates a model file, with sizes of indexed families
+/// overridden. A size whose derivation with the default scheme (or the first
+/// that applies) is estimated beyond the limit is refused (see
+/// [`load_source`]); a host that knows the schemes it will derive reads with
+/// [`read_model_for`], which estimates those.
 pub fn read_model(path: &Path, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
     read_model_estimated(path, sizes).map(|(m, _)| m)
 }
 
 /// [`read_model`], with the estimated derivation time of a size large
-/// enough to be measured (`hamel_compiler::cost`), for a host to announce.
+/// enough to be measured (`hamel_compiler::cost`), for a host to announce:
+/// that of the default scheme, or of the first that applies.
 pub fn read_model_estimated(
     path: &Path,
     sizes: &[(String, i64)],
 ) -> Result<(Model, Option<hamel_compiler::cost::Estimate>), LoadError> {
-    let shown = path.display().to_string();
-    let read = |reason: String| LoadError::Read {
-        path: shown.clone(),
+    let src = read_source(path)?;
+    load_source_estimated(&path.display().to_string(), &src, sizes)
+}
+
+/// Reads and validates a model file that will be derived with `schemes`
+/// (each as many times as it is listed), with sizes of indexed families
+/// overridden. Sizes whose derivation of them all is estimated beyond the
+/// limit are refused here, at once, with the estimates (see
+/// [`check_cost`]); otherwise returns the model and the estimates, one per
+/// scheme that was probed (none for small sizes), for a host to announce.
+pub fn read_model_for(
+    path: &Path,
+    sizes: &[(String, i64)],
+    schemes: &[Scheme],
+    cache: Option<&Cache>,
+) -> Result<(Model, Vec<hamel_compiler::cost::Estimate>), LoadError> {
+    let src = read_source(path)?;
+    load_source_for(&path.display().to_string(), &src, sizes, schemes, cache)
+}
+
+/// The text of a model file (at most [`MAX_MODEL_BYTES`]), as the readers
+/// above read it; a host that checks the cost of a scheme later
+/// ([`check_cost`]) keeps it.
+pub fn read_source(path: &Path) -> Result<String, LoadError> {
+    table::read_text(path, MAX_MODEL_BYTES).map_err(|reason| LoadError::Read {
+        path: path.display().to_string(),
         reason,
-    };
-    let src = table::read_text(path, MAX_MODEL_BYTES).map_err(read)?;
-    load_source_estimated(&shown, &src, sizes)
+    })
 }
 
 /// Validates model source text; `name` is how errors refer to it. Sizes
-/// whose derivation is estimated beyond the limit
-/// (`hamel_compiler::cost::check`) are refused here, at once, unless the
-/// cache ([`Cache::from_env`]) holds a derivation of the model at them.
+/// whose derivation with the default scheme (or the first that applies) is
+/// estimated beyond the limit (`hamel_compiler::cost::check`) are refused
+/// here, at once, unless the cache ([`Cache::from_env`]) holds a derivation
+/// of the model at them. A host that knows the schemes it will derive loads
+/// with [`load_source_for`].
 pub fn load_source(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
     load_source_estimated(name, src, sizes).map(|(m, _)| m)
 }
@@ -162,8 +190,7 @@ fn load_source_estimated(
     src: &str,
     sizes: &[(String, i64)],
 ) -> Result<(Model, Option<hamel_compiler::cost::Estimate>), LoadError> {
-    let model = hamel_compiler::model::load_with_sizes(name, src, sizes)
-        .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))?;
+    let model = lower(name, src, sizes)?;
     // A model the cache holds at these sizes was derived before: the guard's
     // probe derivations (a tenth of a second and more) would only delay it.
     if Cache::from_env().is_some_and(|c| c.holds(&model)) {
@@ -171,6 +198,50 @@ fn load_source_estimated(
     }
     let estimate = hamel_compiler::cost::check(name, src, sizes).map_err(LoadError::Usage)?;
     Ok((model, estimate))
+}
+
+/// [`load_source`] for a model that will be derived with `schemes`: the
+/// guard of [`check_cost`] on them.
+pub fn load_source_for(
+    name: &str,
+    src: &str,
+    sizes: &[(String, i64)],
+    schemes: &[Scheme],
+    cache: Option<&Cache>,
+) -> Result<(Model, Vec<hamel_compiler::cost::Estimate>), LoadError> {
+    let model = lower(name, src, sizes)?;
+    let estimates = check_cost(name, src, sizes, &model, schemes, cache)?;
+    Ok((model, estimates))
+}
+
+/// The size guard: refuses, at once, sizes whose derivation of `schemes`
+/// (each as many times as listed) for `model` — loaded from `src` at
+/// `sizes` — is estimated beyond the limit, all together
+/// (`hamel_compiler::cost::check_schemes`: each scheme derived at two small
+/// sizes, in the form it takes at these). Schemes whose derivation of
+/// `model` `cache` holds are read, not derived, by [`compile_cached`]: they
+/// are not probed. Returns the estimates of the others, one per scheme that
+/// was probed (none for small sizes, or a scheme that does not apply).
+pub fn check_cost(
+    name: &str,
+    src: &str,
+    sizes: &[(String, i64)],
+    model: &Model,
+    schemes: &[Scheme],
+    cache: Option<&Cache>,
+) -> Result<Vec<hamel_compiler::cost::Estimate>, LoadError> {
+    let derived: Vec<Scheme> = schemes
+        .iter()
+        .copied()
+        .filter(|&s| !cache.is_some_and(|c| c.holds_scheme(model, s)))
+        .collect();
+    hamel_compiler::cost::check_schemes(name, src, sizes, &derived).map_err(LoadError::Usage)
+}
+
+/// Lowers model source text, its errors located.
+fn lower(name: &str, src: &str, sizes: &[(String, i64)]) -> Result<Model, LoadError> {
+    hamel_compiler::model::load_with_sizes(name, src, sizes)
+        .map_err(|d| LoadError::Model(format!("{d}\n{name}: {} error(s)", d.0.len())))
 }
 
 /// Derives `scheme` for `model` and prepares it for `backend`.

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use hamel_load::{compile_cached, read_model, Backend, Cache, Scheme};
+use hamel_load::{compile_cached, read_model, read_model_for, Backend, Cache, Scheme};
 
 #[test]
 fn a_size_the_cache_holds_skips_the_guard() {
@@ -25,5 +25,19 @@ fn a_size_the_cache_holds_skips_the_guard() {
     // Now the same file at the same size is read at once, and runs.
     let model = read_model(&path, &sizes).unwrap();
     assert_eq!(model.coords.len(), 60);
+    // A host that names its schemes is guarded per scheme: the one the
+    // cache holds is read, not probed; another is still refused, with its
+    // own estimate.
+    let cache = Cache::at(&dir);
+    let (_, estimates) = read_model_for(&path, &sizes, &[Scheme::Rattle], Some(&cache)).unwrap();
+    assert!(estimates.is_empty());
+    let refused = read_model_for(&path, &sizes, &[Scheme::Rattle, Scheme::EnergyMomentum], Some(&cache))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("deriving the model would take") && refused.contains("at N = 20 for energy_momentum"),
+        "{refused}"
+    );
+    assert!(!refused.contains("rattle"), "{refused}");
     let _ = std::fs::remove_dir_all(&dir);
 }

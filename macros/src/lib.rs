@@ -243,10 +243,6 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
         all.expect("a failed load reports at least one error")
     })?;
-    // A size the machine cannot derive in reasonable time is refused now,
-    // with the estimate, instead of compiling for hours.
-    hamel_compiler::cost::check(&rel, &src, &attr.sizes).map_err(|e| syn::Error::new(attr.model.span(), e))?;
-
     // Fields ↔ parameters, every mismatch reported.
     let mut errors: Option<syn::Error> = None;
     let mut push = |e: syn::Error| match &mut errors {
@@ -301,6 +297,10 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         };
         syn::Error::new(span, e.0)
     })?;
+    // A size the machine cannot derive with this scheme in reasonable time
+    // is refused now, with the estimate, instead of compiling for hours.
+    hamel_compiler::cost::check_schemes(&rel, &src, &attr.sizes, &[scheme])
+        .map_err(|e| syn::Error::new(attr.model.span(), e))?;
     let sys = scheme.derive(&model).map_err(|e| {
         syn::Error::new(
             attr.scheme.as_ref().map_or(attr.model.span(), LitStr::span),

@@ -60,6 +60,10 @@ fn step_err(e: hamel_runtime::StepError) -> PyErr {
 /// What a `Model` holds: the validated model and its compiled schemes.
 struct Inner {
     path: String,
+    /// the model file's text and the sizes given, for the size guard of a
+    /// scheme's first derivation ([`hamel_load::check_cost`])
+    src: String,
+    sizes: Vec<(String, i64)>,
     model: hamel_load::Model,
     backend: Backend,
     /// parameter values given to the constructor (struct-field spelling)
@@ -76,17 +80,28 @@ impl Inner {
         if let Some(s) = cache.get(&(scheme.name(), sensitivity)) {
             return Ok(s.clone());
         }
+        // Derivations and machine code kept between sessions, as the CLI
+        // keeps them (`HAMEL_CACHE=off` turns it off); the step with its
+        // sensitivity is derived every time.
+        let kept = if sensitivity {
+            None
+        } else {
+            hamel_load::Cache::from_env()
+        };
+        // A size too large to derive this scheme in reasonable time is
+        // refused now, with its estimate, before the derivation starts.
+        hamel_load::check_cost(
+            &self.path,
+            &self.src,
+            &self.sizes,
+            &self.model,
+            &[scheme],
+            kept.as_ref(),
+        )?;
         let mut sys = if sensitivity {
             hamel_load::compile_with_sensitivity(&self.model, scheme, self.backend)?
         } else {
-            // Derivations and machine code kept between sessions, as the CLI
-            // keeps them (`HAMEL_CACHE=off` turns it off).
-            hamel_load::compile_cached(
-                &self.model,
-                scheme,
-                self.backend,
-                hamel_load::Cache::from_env().as_ref(),
-            )?
+            hamel_load::compile_cached(&self.model, scheme, self.backend, kept.as_ref())?
         };
         for (n, x) in &self.params {
             sys.set_param(n, *x).map_err(LoadError::Usage)?;
@@ -368,9 +383,21 @@ impl Model {
         let params = params.as_ref();
         let backend = parse_backend(backend)?;
         let params = param_pairs(params)?;
-        let model = py.detach(|| guarded(|| hamel_load::read_model(&path, &sizes).map_err(load_err)))?;
+        // Read and validated now; the cost of deriving a scheme at these
+        // sizes is checked on its first use (`Inner::system`), when the
+        // scheme is known.
+        let (src, model) = py.detach(|| {
+            guarded(|| {
+                let src = hamel_load::read_source(&path).map_err(load_err)?;
+                let (model, _) = hamel_load::load_source_for(&path.display().to_string(), &src, &sizes, &[], None)
+                    .map_err(load_err)?;
+                Ok((src, model))
+            })
+        })?;
         let inner = Inner {
             path: path.display().to_string(),
+            src,
+            sizes,
             model,
             backend,
             params,

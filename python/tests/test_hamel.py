@@ -66,6 +66,21 @@ def test_chain_loads_with_sizes():
     assert run.q.shape == (51, 9) and run.ok
 
 
+def test_a_size_too_large_is_refused_for_the_scheme_asked(monkeypatch):
+    # The model is read at any size; the cost of deriving a scheme is
+    # estimated on the scheme's first use, and a limit no derivation meets
+    # refuses it then, before it derives, with that scheme's estimate.
+    monkeypatch.setenv("HAMEL_CACHE", "off")
+    monkeypatch.setenv("HAMEL_MAX_DERIVE_SECONDS", "1e-9")
+    chain = hamel.Model(CHAIN, sizes={"N": 200})
+    assert chain.name == "spherical_chain"
+    with pytest.raises(ValueError) as e:
+        chain.simulate("hamel_averaged", h=0.01, steps=1)
+    msg = str(e.value)
+    assert "deriving the model would take about" in msg and "at N = 200 for hamel_averaged (measured" in msg, msg
+    assert "HAMEL_MAX_DERIVE_SECONDS" in msg, msg
+
+
 def test_errors_are_located_exceptions(tmp_path):
     bad = tmp_path / "bad.hamel"
     bad.write_text("model bad {\n    parameters { m = 1.0 }\n    coordinates { x }\n    lagrangian = m * x'^2 / 2 +\n}\n")

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
-use hamel_cli::{load_model, num, Error};
+use hamel_cli::{load_model_for, num, Error};
 use hamel_compiler::scheme::Scheme;
 use hamel_runtime::NewtonOptions;
 
@@ -66,13 +66,16 @@ pub struct Prepared {
     pub opt: RunOptions,
 }
 
-/// Reads, compiles and sets up a case, recording one state in `every`.
-pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<Prepared, Error> {
+/// Reads, compiles and sets up a case, recording one state in `every`; the
+/// cost of deriving `scheme` at the case's sizes is checked on reading the
+/// model unless `checked` already (`compare` checks all its schemes at once).
+pub fn prepare(case: &CaseArgs, scheme: Scheme, every: u64, checked: bool) -> Result<Prepared, Error> {
     let sizes = pairs::<i64>("--size", &case.sizes)?;
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
     let newton = newton_of(case)?;
-    let model = load_model(&case.model, &sizes)?;
+    let guarded: &[Scheme] = if checked { &[] } else { &[scheme] };
+    let model = load_model_for(&case.model, &sizes, guarded)?;
     let mut sys = case::system(&model, scheme, case.backend.into(), &params)?;
     set_order(&mut sys, case.order)?;
     let (state, init) = case::initial(&sys, &case.model, case.init.as_deref(), &case.state)?;
@@ -127,13 +130,19 @@ pub fn check_plot(case: &CaseArgs, sys: &hamel_cli::System) -> Result<(), Error>
 /// Runs a case streaming its CSV files into the case's output folder
 /// (claimed first); returns the run (about 20,000 states kept for plots) and the folder.
 pub fn run_case_streamed(case: &CaseArgs, scheme: Scheme) -> Result<(Run, PathBuf), Error> {
-    run_case_into(case, scheme, None)
+    run_case_into(case, scheme, None, false)
 }
 
 /// [`run_case_streamed`] into `dir` (already claimed), or into the case's
-/// own folder when `None`.
-pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Result<(Run, PathBuf), Error> {
-    let p = prepare(case, scheme, case.every)?;
+/// own folder when `None`; the cost of deriving `scheme` checked already if
+/// `checked` (see [`prepare`]).
+pub fn run_case_into(
+    case: &CaseArgs,
+    scheme: Scheme,
+    dir: Option<&Path>,
+    checked: bool,
+) -> Result<(Run, PathBuf), Error> {
+    let p = prepare(case, scheme, case.every, checked)?;
     // Refused before the output folder is touched.
     hamel_load::run::check_run(&p.sys, &p.opt).map_err(|e| Error::Usage(hamel_cli::simulate::with_flags(e)))?;
     let dir = match dir {
@@ -155,8 +164,15 @@ pub fn run_case_into(case: &CaseArgs, scheme: Scheme, dir: Option<&Path>) -> Res
     run.map(|r| (r, dir))
 }
 
-pub fn run_case_with(case: &CaseArgs, scheme: Scheme, every: u64) -> Result<(Run, hamel_cli::System), Error> {
-    let p = prepare(case, scheme, every)?;
+/// Runs a case keeping its states in memory; the cost of deriving `scheme`
+/// checked already if `checked` (see [`prepare`]).
+pub fn run_case_with(
+    case: &CaseArgs,
+    scheme: Scheme,
+    every: u64,
+    checked: bool,
+) -> Result<(Run, hamel_cli::System), Error> {
+    let p = prepare(case, scheme, every, checked)?;
     let run = simulate::run(&p.sys, p.state, p.init, &p.opt, true)?;
     Ok((run, p.sys))
 }

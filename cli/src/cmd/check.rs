@@ -10,7 +10,7 @@ pub fn check(models: &[PathBuf], sizes: &[String]) -> Result<(), Error> {
     let sizes = pairs::<i64>("--size", sizes)?;
     let mut failed = 0;
     for path in models {
-        let model = match hamel_cli::load_model_deriving(path, &sizes, Scheme::LIST.len()) {
+        let model = match hamel_cli::load_model_for(path, &sizes, &Scheme::LIST) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("{e}");

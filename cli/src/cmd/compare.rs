@@ -2,7 +2,7 @@
 
 use hamel_cli::case::pairs;
 use hamel_cli::simulate::Run;
-use hamel_cli::{all_schemes, figures, load_model, parse_scheme, scheme_name, Error};
+use hamel_cli::{all_schemes, figures, load_model_for, parse_scheme, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 
 use super::case::{newton_of, out_dir, run_case_into};
@@ -37,17 +37,19 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     // Refused before the output folder is claimed.
     newton_of(case)?;
     let sizes = pairs::<i64>("--size", &case.sizes)?;
-    let model = load_model(&case.model, &sizes)?;
-    let chosen: Vec<Scheme> = if schemes.is_empty() {
-        all_schemes()
-            .into_iter()
-            .filter(|s| s.applies(&model).is_ok())
-            .collect()
+    let named: Vec<Scheme> = schemes
+        .iter()
+        .map(|s| parse_scheme(s.trim(), None))
+        .collect::<Result<_, _>>()?;
+    // The cost of deriving them all is checked at once, before the first
+    // run (every scheme, where none is named: those that do not apply are
+    // left out of the estimate).
+    let all = all_schemes();
+    let model = load_model_for(&case.model, &sizes, if named.is_empty() { &all } else { &named })?;
+    let chosen: Vec<Scheme> = if named.is_empty() {
+        all.into_iter().filter(|s| s.applies(&model).is_ok()).collect()
     } else {
-        schemes
-            .iter()
-            .map(|s| parse_scheme(s.trim(), None))
-            .collect::<Result<_, _>>()?
+        named
     };
     if chosen.is_empty() {
         return Err(Error::Scheme(format!("no scheme applies to {}", case.model.display())));
@@ -59,7 +61,7 @@ pub fn compare_cmd(case: &CaseArgs, schemes: &[String]) -> Result<(), Error> {
     // Each scheme's CSV files are written as its run goes, into a subfolder.
     let dir = out_dir(case, &model.name, "compare")?;
     for &s in &chosen {
-        match run_case_into(case, s, Some(&dir.join(scheme_name(s)))).map(|(r, _)| r) {
+        match run_case_into(case, s, Some(&dir.join(scheme_name(s))), true).map(|(r, _)| r) {
             Ok(r) => {
                 runs.push(r);
                 ran.push(s);

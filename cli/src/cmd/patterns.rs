@@ -3,7 +3,7 @@
 use hamel_cli::case::pairs;
 use hamel_cli::patterns::Analysis;
 use hamel_cli::simulate::Run;
-use hamel_cli::{load_model, parse_scheme, Error};
+use hamel_cli::{load_model_for, parse_scheme, Error};
 
 use super::case::{headline, out_dir, run_case_with};
 use crate::CaseArgs;
@@ -12,9 +12,12 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     use hamel_cli::patterns;
     check_arguments(case, rates, points)?;
     let sizes = pairs::<i64>("--size", &case.sizes)?;
-    let model = load_model(&case.model, &sizes)?;
-    let scheme = match scheme {
-        Some(s) => parse_scheme(s, None)?,
+    let named = scheme.map(|s| parse_scheme(s, None)).transpose()?;
+    // A named scheme's cost is checked on reading the model; the one
+    // chosen here, when it is read again to run.
+    let model = load_model_for(&case.model, &sizes, named.as_slice())?;
+    let scheme = match named {
+        Some(s) => s,
         // Those that keep the vertical momentum exactly first.
         None => [
             "energy_momentum",
@@ -30,7 +33,7 @@ pub fn patterns_cmd(case: &CaseArgs, scheme: Option<&str>, rates: &[f64], points
     };
     // The azimuth is unwrapped record by record: keep every step unless asked otherwise.
     let every = if case.every > 0 { case.every } else { 1 };
-    let (run, sys) = run_case_with(case, scheme, every)?;
+    let (run, sys) = run_case_with(case, scheme, every, named.is_some())?;
     // The analysis assumes a symmetry about the vertical: its momentum must
     // be monitored, or nothing checks that the rate means anything. (A
     // quantity linear in the velocities that the free motion does not

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use hamel_cli::case::pairs;
 use hamel_cli::simulate::RunOptions;
-use hamel_cli::{load_model, scheme_name, Error};
+use hamel_cli::{load_model_for, scheme_name, Error};
 use hamel_compiler::scheme::Scheme;
 use hamel_load::ensemble::MemberError;
 use hamel_load::Member;
@@ -23,7 +23,7 @@ pub fn sweep_cmd(case: &CaseArgs, scheme: Scheme, members: &Path, threads: Optio
     let params = pairs::<f64>("--set", &case.set)?;
     let steps = steps_of(case)?;
     let newton = newton_of(case)?;
-    let model = load_model(&case.model, &sizes)?;
+    let model = load_model_for(&case.model, &sizes, &[scheme])?;
     let mut sys = hamel_cli::case::system(&model, scheme, case.backend.into(), &params)?;
     super::case::set_order(&mut sys, case.order)?;
     let state: Vec<(String, Vec<f64>)> = case

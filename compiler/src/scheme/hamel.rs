@@ -96,9 +96,10 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
     let mech = Mechanics::of(&mut model, &frame);
     let cons = classify(&mut model);
-    let sparse = match kin {
-        Kinematics::Midpoint if tableau.keeps(&model) => tableau::of(&mut model, &frame),
-        _ => None,
+    let sparse = if super::Scheme::Hamel(kin).keeps_tableau(&model, tableau) {
+        tableau::of(&mut model, &frame)
+    } else {
+        None
     };
     let mut g = std::mem::take(&mut model.graph);
     let mut step = Step::new(&mut g, &model, &mech, &frame, &cons);

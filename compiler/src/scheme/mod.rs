@@ -157,6 +157,13 @@ impl Scheme {
         }
     }
 
+    /// Whether this scheme's step for `model` keeps the model's tableau
+    /// under `tableau` (the sparse step): only the midpoint Hamel step has
+    /// the choice; every other scheme substitutes the tableau.
+    pub fn keeps_tableau(self, model: &Model, tableau: TableauChoice) -> bool {
+        self == Scheme::Hamel(Kinematics::Midpoint) && tableau.keeps(model)
+    }
+
     /// Derives the step system of this scheme for `model`.
     pub fn derive(self, model: &Model) -> Result<StepSystem, SchemeError> {
         self.derive_with(model, TableauChoice::Auto)
