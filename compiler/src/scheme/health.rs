@@ -56,7 +56,7 @@ impl StepSystem {
             let grads = gradient(g, e, &v);
             rows = jacobian(g, &grads, &v);
         }
-        if rows.iter().flatten().any(|&x| g.depends_on(x, &timed)) {
+        if g.depends_on_any(&rows.concat(), &timed) {
             rows.clear();
         }
         let m = rows.len();
@@ -65,7 +65,7 @@ impl StepSystem {
         let mut a_rows = Vec::new();
         for i in self.invariants.iter().filter(|i| i.kind.is_residual()) {
             let row = gradient(g, i.expr, &v);
-            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) && !row.iter().any(|&x| g.depends_on(x, &timed)) {
+            if m > 0 && row.iter().any(|&x| !g.is_const(x, 0.0)) && !g.depends_on_any(&row, &timed) {
                 a_rows.push(row);
             }
         }
@@ -82,7 +82,7 @@ impl StepSystem {
                 });
             }
         }
-        let metric_varies = metric.iter().any(|&x| g.depends_on(x, &q));
+        let metric_varies = g.depends_on_any(&metric, &q);
         let frame_check = self.frame.as_ref().map(|psi| {
             let mut out: Vec<Id> = psi.iter().flatten().copied().collect();
             out.extend(a_rows.iter().flatten().copied());

@@ -498,10 +498,23 @@ impl Graph {
 
     /// True when the expression `root` contains any of the symbol nodes in `syms`.
     pub fn depends_on(&self, root: Id, syms: &[Id]) -> bool {
+        self.depends_on_any(&[root], syms)
+    }
+
+    /// True when any of the expressions `roots` contains any of the symbol
+    /// nodes in `syms`: one walk, each node once (a walk per expression,
+    /// each with a flag per node of the graph, was a tenth of a 256-link
+    /// chain's derivation). Nothing is walked for no symbols, and nodes
+    /// older than every symbol sought are not entered (a child is older
+    /// than its parent).
+    pub fn depends_on_any(&self, roots: &[Id], syms: &[Id]) -> bool {
+        let Some(&oldest) = syms.iter().min() else {
+            return false;
+        };
         let mut seen = vec![false; self.nodes.len()];
-        let mut stack = vec![root];
+        let mut stack: Vec<Id> = roots.to_vec();
         while let Some(id) = stack.pop() {
-            if seen[id.index()] {
+            if id < oldest || seen[id.index()] {
                 continue;
             }
             seen[id.index()] = true;
