@@ -150,14 +150,29 @@ pub fn gradient(g: &mut Graph, e: Id, vars: &[Id]) -> Vec<Id> {
         .collect()
 }
 
-/// Dense Jacobian `∂fs[i]/∂vars[j]` (rows: functions), one memo per variable.
+/// Dense Jacobian `∂fs[i]/∂vars[j]` (rows: functions), one memo per
+/// variable, each function differentiated only in the variables it reads
+/// (as in [`gradient`]).
 pub fn jacobian(g: &mut Graph, fs: &[Id], vars: &[Id]) -> Vec<Vec<Id>> {
-    let mut cols: Vec<Vec<Id>> = Vec::with_capacity(vars.len());
-    for &v in vars {
-        let mut d = Differentiator::new(v);
-        cols.push(fs.iter().map(|&f| d.diff(g, f)).collect());
+    let zero = g.constant(0.0);
+    let column: std::collections::HashMap<Id, usize> = vars.iter().enumerate().map(|(j, &v)| (v, j)).collect();
+    // readers[j]: the functions that read vars[j], in order.
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); vars.len()];
+    for (i, &f) in fs.iter().enumerate() {
+        for s in g.symbols_read(f) {
+            if let Some(&j) = column.get(&s) {
+                readers[j].push(i);
+            }
+        }
     }
-    (0..fs.len()).map(|i| cols.iter().map(|c| c[i]).collect()).collect()
+    let mut rows = vec![vec![zero; vars.len()]; fs.len()];
+    for (j, &v) in vars.iter().enumerate() {
+        let mut d = Differentiator::new(v);
+        for &i in &readers[j] {
+            rows[i][j] = d.diff(g, fs[i]);
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
