@@ -341,11 +341,7 @@ pub fn check(file: &str, src: &str, sizes: &[(String, i64)]) -> Result<Option<Es
     let Some(e) = estimate(file, src, sizes) else {
         return Ok(None);
     };
-    let limit = limit_seconds();
-    if e.seconds > limit {
-        return Err(refusal(file, std::slice::from_ref(&e), limit));
-    }
-    Ok(Some(e))
+    within(file, vec![e], limit_seconds()).map(|mut e| e.pop())
 }
 
 /// The estimated seconds of all `estimates` together.

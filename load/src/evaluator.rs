@@ -414,18 +414,21 @@ impl Evaluator {
     }
 
     /// [`Evaluator::eval_split_band`] of a function that writes a pattern's
-    /// values (at positions `at` of its last array): evaluated into
-    /// scratch, then scattered (the other entries left as they are).
+    /// values (at positions `at` of its Jacobian, the second of its two
+    /// arrays: see [`pattern_outputs`]): evaluated into scratch, then
+    /// scattered (the other entries left as they are).
+    ///
+    /// # Panics
+    /// If `outs` is not two arrays.
     fn eval_scattered(&self, code: &JitCode, f: FnId, args: &Args, at: &[usize], outs: &mut [&mut [f64]]) {
+        let [r, matrix] = outs else {
+            panic!("`{}`: a residual and a Jacobian", self.names[f.0]);
+        };
         let mut values = std::mem::take(&mut self.scratch.borrow_mut().values);
         values.resize(at.len(), 0.0);
-        if let Some((matrix, head)) = outs.split_last_mut() {
-            let mut compiled: Vec<&mut [f64]> = head.iter_mut().map(|o| &mut **o).collect();
-            compiled.push(&mut values);
-            self.call_in_place(code, f, args, &mut compiled);
-            for (&e, &v) in at.iter().zip(&values) {
-                matrix[e] = v;
-            }
+        self.call_in_place(code, f, args, &mut [&mut **r, &mut values]);
+        for (&e, &v) in at.iter().zip(&values) {
+            matrix[e] = v;
         }
         self.scratch.borrow_mut().values = values;
     }
@@ -476,18 +479,11 @@ impl Evaluator {
         if let Some(code) = &self.jit {
             let lengths = code.output_arrays(f.0);
             if let Written::Pattern(positions) = &self.written[f.0] {
-                // The matrix, whole, from the pattern's values.
-                let head: usize = lengths[..lengths.len() - 1].iter().sum();
-                let (mut rest, matrix) = out.split_at_mut(head);
+                // The matrix, whole, from the pattern's values (a residual
+                // and a Jacobian: see `pattern_outputs`).
+                let (r, matrix) = out.split_at_mut(lengths[0]);
                 matrix.fill(0.0);
-                let mut arrays: Vec<&mut [f64]> = Vec::with_capacity(lengths.len());
-                for &n in &lengths[..lengths.len() - 1] {
-                    let (a, b) = std::mem::take(&mut rest).split_at_mut(n);
-                    arrays.push(a);
-                    rest = b;
-                }
-                arrays.push(matrix);
-                self.eval_scattered(code, f, args, positions, &mut arrays);
+                self.eval_scattered(code, f, args, positions, &mut [r, matrix]);
                 return;
             }
             let mut outs = [std::ptr::null_mut::<f64>(); MAX_OUTPUT_ARRAYS];

@@ -59,28 +59,15 @@ where
     /// Factors `a`. A pivot below `1e3 ε` times the largest entry counts as singular.
     pub fn factor(a: &OMatrix<f64, D, D>) -> Result<Self, Singular> {
         let (rows, _) = a.shape_generic();
-        let mut lu = Self {
-            m: a.clone(),
-            perm: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
-            order: OVector::<usize, D>::from_element_generic(rows, nalgebra::Const::<1>, 0),
-            band: None,
-            packed: Vec::new(),
-            schedule: Default::default(),
-            values: Vec::new(),
-            from_values: false,
-        };
+        let mut lu = Self::with_matrix(rows, a.clone());
         lu.factor_in_place().map_err(|_| Singular)?;
         Ok(lu)
     }
 
-    /// Storage for factoring matrices of size `d` in place (see [`Lu::matrix_mut`]).
-    // At fixed sizes this allocates nothing (empty vectors, inline
-    // matrices): the Newton step of 1–3 unknowns takes one per step and
-    // never drops it (`newton::step`), which would leak anything allocated
-    // here.
-    pub fn new(d: D) -> Self {
+    /// Storage for matrices of size `d`, holding `m`.
+    fn with_matrix(d: D, m: OMatrix<f64, D, D>) -> Self {
         Self {
-            m: OMatrix::zeros_generic(d, d),
+            m,
             perm: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
             order: OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0),
             band: None,
@@ -91,41 +78,47 @@ where
         }
     }
 
+    /// Storage for factoring matrices of size `d` in place (see [`Lu::matrix_mut`]).
+    // At fixed sizes this allocates nothing (empty vectors, inline
+    // matrices): the Newton step of 1–3 unknowns takes one per step and
+    // never drops it (`newton::step`), which would leak anything allocated
+    // here.
+    pub fn new(d: D) -> Self {
+        Self::with_matrix(d, OMatrix::zeros_generic(d, d))
+    }
+
     /// Storage for banded matrices of size `d`: no entry more than `kl` below
     /// or `ku` above the diagonal. Factoring and solving skip the entries
     /// outside the band (and its fill-in, `kl` more above), which are exact
     /// zeros, so the results are those of the dense factorization to the bit
     /// at O(n·kl·(kl + ku)) cost instead of O(n³).
     pub fn banded(d: D, kl: usize, ku: usize) -> Self {
-        let mut lu = Self::new(if D::try_to_usize().is_some() {
-            d
-        } else {
-            D::from_usize(0)
-        });
         let n = d.value();
-        lu.perm = OVector::<usize, D>::from_element_generic(d, nalgebra::Const::<1>, 0);
-        lu.order = lu.perm.clone();
-        if kl + ku + 1 < n {
-            lu.band = Some((kl, ku));
-            lu.packed = vec![0.0; n * crate::packed_band::leading(kl, ku)];
-        } else {
-            lu.m = OMatrix::zeros_generic(d, d);
+        if kl + ku + 1 >= n {
+            return Self::new(d);
         }
-        // At run-time sizes a banded matrix is allocated when first written
-        // (see `Lu::matrix_mut`): a Jacobian written as its pattern's values
-        // never is, and the `n × n` zeros (13 MB for a 128-link chain's 1280
-        // unknowns) cost a stepper's creation a millisecond.
+        // At run-time sizes the matrix is allocated when first written (see
+        // `Lu::allocate`): a Jacobian written as its pattern's values never
+        // is, and the `n × n` zeros are 13 MB for a 128-link chain's 1280
+        // unknowns.
+        let m = match D::try_to_usize() {
+            Some(_) => OMatrix::zeros_generic(d, d),
+            None => OMatrix::zeros_generic(D::from_usize(0), D::from_usize(0)),
+        };
+        let mut lu = Self::with_matrix(d, m);
+        lu.band = Some((kl, ku));
+        lu.packed = vec![0.0; n * crate::packed_band::leading(kl, ku)];
         lu
     }
 
     /// Declares that the matrices to factor have zeros outside `pattern`
     /// (`(row, column)` pairs): banded factorizations then pivot with a
     /// threshold (a row within a factor 10 of the largest, the nearest the
-    /// diagonal; a pivot kept from the last factorization while it is not
-    /// below a thousandth of the largest) and replay the banded LU's
-    /// operations on the pattern's entries and their fill-in only (see the
-    /// private module `sparse_band`). The interchanges then depend on the
-    /// matrices factored before. No effect on a dense factorization.
+    /// diagonal; a pivot kept while it is not below a thousandth of the
+    /// largest: the last factorization's, or those [`Lu::load_pivots`]
+    /// gave) and replay the banded LU's operations on the pattern's entries
+    /// and their fill-in only (see the private module `sparse_band`). No
+    /// effect on a dense factorization.
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
         if let Some(band) = self.band {
             let n = self.perm.len();
@@ -141,15 +134,18 @@ where
     /// without a pattern. The factors are those of the same matrix written
     /// whole into [`Lu::matrix_mut`], to the bit.
     pub fn pattern_values_mut(&mut self) -> Option<&mut [f64]> {
-        let n = self.perm.len();
-        match self.band {
-            // Sizes 1–3 factor the matrix itself (see `factor_in_place`).
-            Some(band) if n > 3 && self.schedule.fits(band, n) => {
-                self.from_values = true;
-                Some(&mut self.values)
-            }
-            _ => None,
+        // Sizes 1–3 factor the matrix itself (see `factor_in_place`).
+        if self.perm.len() <= 3 || !self.sparse() {
+            return None;
         }
+        self.from_values = true;
+        Some(&mut self.values)
+    }
+
+    /// Whether banded factorizations replay a schedule (a pattern was set).
+    fn sparse(&self) -> bool {
+        let n = self.perm.len();
+        self.band.is_some_and(|band| self.schedule.fits(band, n))
     }
 
     /// Makes the next factorizations keep the pivots `pivots` (offsets from
@@ -157,8 +153,7 @@ where
     /// the check, where a pattern was set (see [`Lu::set_pattern`]);
     /// otherwise nothing.
     pub(crate) fn load_pivots(&mut self, pivots: &[u16]) {
-        let n = self.perm.len();
-        if self.band.is_some_and(|band| self.schedule.fits(band, n)) {
+        if self.sparse() {
             self.schedule.load_kept(pivots);
         }
     }
@@ -166,8 +161,7 @@ where
     /// The pivots the next factorization would keep (see
     /// [`Lu::load_pivots`]), into `pivots`, where a pattern was set.
     pub(crate) fn store_pivots(&self, pivots: &mut [u16]) {
-        let n = self.perm.len();
-        if self.band.is_some_and(|band| self.schedule.fits(band, n)) && pivots.len() == n {
+        if self.sparse() && pivots.len() == self.schedule.kept().len() {
             pivots.copy_from_slice(self.schedule.kept());
         }
     }

@@ -9,23 +9,22 @@
 //! entries of the pattern and its fill-in, and later factorizations replay
 //! only those.
 //!
-//! Pivoting is threshold partial pivoting ([`THRESHOLD`]): a recording
-//! takes as the pivot of column `k` the first row whose magnitude is at
-//! least a tenth of the column's largest, so that a pivot stays where it is
-//! while candidates of like size trade places (a chain's Jacobian holds
-//! many: `±1` couplings, entries of links swinging alike). A replay keeps
-//! the recorded pivot while it is at least [`KEEP`] times the column's
-//! largest (static pivoting with a check, theory.md §9.5), and records
-//! anew from the first step where it is not. Without that margin a pivot
-//! moved whenever a candidate crossed a tenth of the largest: on the
-//! 64-link director chain (`tilted`), a constant `−1` coupling and an
-//! entry near `0.1` swapped places about once per factorization at h =
-//! 1e-3, and every move records operations anew. The factors are those of
-//! the banded LU ([`crate::packed_band::eliminate`]) with the same
-//! interchanges to the bit (a zero skipped here may differ in sign from
-//! the banded LU's, which no non-zero entry of the factors or of a solution
-//! can see); the interchanges depend on the matrices factored before, as
-//! Newton's starting guess depends on the steps before.
+//! Pivoting is threshold partial pivoting ([`THRESHOLD`]): the pivot of
+//! column `k` is the first row whose magnitude is at least a tenth of the
+//! column's largest, so that a pivot stays where it is while candidates of
+//! like size trade places (a chain's Jacobian holds many: `±1` couplings,
+//! entries of links swinging alike), except that a kept pivot (the last
+//! factorization's, or those [`Schedule::load_kept`] gave: the Newton step
+//! gives the state's) stays while it is at least [`KEEP`] times the
+//! column's largest (static pivoting with a check, theory.md §9.5). Without
+//! that margin a pivot moved whenever a candidate crossed a tenth of the
+//! largest: on the 64-link director chain (`tilted`), a constant `−1`
+//! coupling and an entry near `0.1` swapped places about once per
+//! factorization at h = 1e-3, and every move records operations anew. The
+//! factors are those of the banded LU ([`crate::packed_band::eliminate`])
+//! with the same interchanges to the bit (a zero skipped here may differ in
+//! sign from the banded LU's, which no non-zero entry of the factors or of
+//! a solution can see).
 //!
 //! A pivot that moves changes the structure of the rows below it only
 //! within the band's active window; a recording from that step stops as
@@ -51,7 +50,7 @@ use crate::packed_band::{at, leading, pick, pivot};
 /// solve leaves.
 pub(crate) const THRESHOLD: f64 = 0.1;
 
-/// A replayed pivot is kept while its magnitude is at least this times the
+/// A kept pivot stays while its magnitude is at least this times the
 /// column's largest, theory.md §9.5's static pivot check: growth is then
 /// bounded by `1 + 1/KEEP` per step, which the Newton iteration corrects
 /// (the director chains' iterations per step are unchanged by it).
@@ -70,8 +69,8 @@ pub(crate) struct Schedule {
     shape: (usize, usize, usize),
     /// the pivot threshold of a recording
     threshold: f64,
-    /// a replayed pivot is kept while at least this times its column's
-    /// largest (see [`KEEP`]); `None`: chosen by the threshold rule in every
+    /// a kept pivot stays while at least this times its column's largest
+    /// (see [`KEEP`]); `None`: chosen by the threshold rule in every
     /// factorization
     keep: Option<f64>,
     /// the pivots to keep, an offset from each diagonal
@@ -255,9 +254,9 @@ fn index(v: usize) -> u32 {
 impl Schedule {
     /// The schedule of `n × n` matrices of band `(kl, ku)` whose entries
     /// outside `pattern` (`(row, column)` pairs) are zero, pivoted with
-    /// `threshold` (see [`crate::packed_band::pivot`]) where recorded, a
-    /// replayed pivot kept while at least `keep` times its column's largest
-    /// ([`KEEP`]; `None`: the threshold rule throughout).
+    /// `threshold` (see [`crate::packed_band::pivot`]), a kept pivot
+    /// staying while at least `keep` times its column's largest ([`KEEP`];
+    /// `None`: the threshold rule throughout).
     pub(crate) fn new(
         pattern: &[(u32, u32)],
         (kl, ku): (usize, usize),
@@ -412,7 +411,7 @@ impl Schedule {
     /// Replays the recorded operations from step `from` on, whose window
     /// has structure `window`: `None` when done, or the first step (and its
     /// structure) for which no variant was recorded with its structure and
-    /// the pivot the rule chooses (`ab` then holds the matrix as the banded
+    /// the pivot chosen (kept, or the rule's; `ab` then holds the matrix as the banded
     /// LU has it before that step).
     fn replay(
         &mut self,
@@ -466,35 +465,24 @@ impl Schedule {
             }
             let inv = 1.0 / ab[d];
             ab[d] = inv;
-            let multipliers = step.multipliers();
-            // The multipliers in registers (or a local array): read from
-            // `ab` inside the update, each would be loaded again for every
-            // column, as a store to `ab` might have changed it.
-            let mut held = [0.0f64; HELD];
-            if multipliers.len() <= HELD {
-                for (h, &o) in held.iter_mut().zip(multipliers) {
+            // The multipliers, scaled, in a local array (registers),
+            // [`HELD`] at a time: read from `ab` inside the update, each
+            // would be loaded again for every column, as a store to `ab`
+            // might have changed it. Each update writes its own entry, so
+            // the order of the chunks changes no bit.
+            for chunk in step.multipliers().chunks(HELD) {
+                let mut held = [0.0f64; HELD];
+                for (h, &o) in held.iter_mut().zip(chunk) {
                     let m = ab[d + o as usize] * inv;
                     ab[d + o as usize] = m;
                     *h = m;
                 }
-                let held = &held[..multipliers.len()];
+                let held = &held[..chunk.len()];
                 for &c in step.upper() {
                     let u = d + c as usize * stride;
                     let x = ab[u];
-                    for (&o, &m) in multipliers.iter().zip(held) {
+                    for (&o, &m) in chunk.iter().zip(held) {
                         ab[u + o as usize] -= m * x;
-                    }
-                }
-            } else {
-                for &o in multipliers {
-                    ab[d + o as usize] *= inv;
-                }
-                for &c in step.upper() {
-                    let u = d + c as usize * stride;
-                    let x = ab[u];
-                    for &o in multipliers {
-                        let o = o as usize;
-                        ab[u + o] -= ab[d + o] * x;
                     }
                 }
             }
