@@ -115,8 +115,8 @@ where
     /// (`(row, column)` pairs): banded factorizations then pivot with a
     /// threshold (a row within a factor 10 of the largest, the nearest the
     /// diagonal; a pivot kept while it is not below a thousandth of the
-    /// largest: the last factorization's, or those [`Lu::load_pivots`]
-    /// gave) and replay the banded LU's operations on the pattern's entries
+    /// largest: the last factorization's, or those the Newton step loads
+    /// from the state) and replay the banded LU's operations on the pattern's entries
     /// and their fill-in only (see the private module `sparse_band`). No
     /// effect on a dense factorization.
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
