@@ -8,7 +8,7 @@ use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 /// What one Newton solve tells the next of the same trajectory: how far off
-/// the predictor was in the last three steps, how fast Newton contracted,
+/// the predictor was in the last three to five steps, how fast Newton contracted,
 /// and the interchanges of a sparse LU's last factorization.
 /// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
 /// function of the state it is handed, whichever stepper takes it.
@@ -23,7 +23,13 @@ where
     pub(crate) error: OVector<f64, X>,
     /// and the step before that
     pub(crate) error2: OVector<f64, X>,
-    /// how many of the last steps' errors are known (0 to 3)
+    /// and the two before that, for the cubic extrapolation of systems of
+    /// `CUBIC_MIN` unknowns or more (`newton::predictor`; unused below it)
+    pub(crate) error3: OVector<f64, X>,
+    /// (see `error3`)
+    pub(crate) error4: OVector<f64, X>,
+    /// how many of the last steps' errors are known (0 to 3; to 5 from
+    /// `CUBIC_MIN` unknowns)
     pub(crate) known: u8,
     /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
     /// which predicts how fast the first factorization of the next step
@@ -48,6 +54,8 @@ where
             guess: OVector::zeros_generic(x, U1),
             error: OVector::zeros_generic(x, U1),
             error2: OVector::zeros_generic(x, U1),
+            error3: OVector::zeros_generic(x, U1),
+            error4: OVector::zeros_generic(x, U1),
             known: 0,
             contraction: None,
             pivots: OVector::from_element_generic(x, U1, NO_PIVOT),
@@ -66,6 +74,8 @@ where
         self.guess.copy_from(&other.guess);
         self.error.copy_from(&other.error);
         self.error2.copy_from(&other.error2);
+        self.error3.copy_from(&other.error3);
+        self.error4.copy_from(&other.error4);
         self.known = other.known;
         self.contraction = other.contraction;
         self.pivots.copy_from(&other.pivots);
@@ -81,6 +91,8 @@ where
             guess: self.guess.clone(),
             error: self.error.clone(),
             error2: self.error2.clone(),
+            error3: self.error3.clone(),
+            error4: self.error4.clone(),
             known: self.known,
             contraction: self.contraction,
             pivots: self.pivots.clone(),

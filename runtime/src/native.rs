@@ -463,6 +463,9 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             guess: singly(guess),
             error: singly(error),
             error2: singly(error2),
+            // Read only from `CUBIC_MIN` unknowns, more than a driver has.
+            error3: SVector::zeros(),
+            error4: SVector::zeros(),
             known: *parts.known,
             contraction: *parts.contraction,
             // Dense: systems whose LU keeps pivots have no native step.
