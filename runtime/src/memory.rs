@@ -69,13 +69,33 @@ where
         self.pivots.fill(NO_PIVOT);
     }
 
+    /// Whether the predictor reads `error3` and `error4` (see
+    /// `newton::predictor::CUBIC_MIN`): where it does not, they are neither
+    /// copied nor cloned (the smallest steps copy the memory in and out).
+    #[inline(always)]
+    fn wide(&self) -> bool {
+        self.guess.len() >= crate::newton::CUBIC_MIN
+    }
+
+    /// A copy of `error3` or `error4` where they are read, else zeros.
+    #[inline(always)]
+    fn older(&self, e: &OVector<f64, X>) -> OVector<f64, X> {
+        if self.wide() {
+            e.clone()
+        } else {
+            OVector::zeros_generic(e.shape_generic().0, U1)
+        }
+    }
+
     /// Overwrites `self` with `other`, allocating nothing.
     pub(crate) fn copy_from(&mut self, other: &Self) {
         self.guess.copy_from(&other.guess);
         self.error.copy_from(&other.error);
         self.error2.copy_from(&other.error2);
-        self.error3.copy_from(&other.error3);
-        self.error4.copy_from(&other.error4);
+        if self.wide() {
+            self.error3.copy_from(&other.error3);
+            self.error4.copy_from(&other.error4);
+        }
         self.known = other.known;
         self.contraction = other.contraction;
         self.pivots.copy_from(&other.pivots);
@@ -91,8 +111,8 @@ where
             guess: self.guess.clone(),
             error: self.error.clone(),
             error2: self.error2.clone(),
-            error3: self.error3.clone(),
-            error4: self.error4.clone(),
+            error3: self.older(&self.error3),
+            error4: self.older(&self.error4),
             known: self.known,
             contraction: self.contraction,
             pivots: self.pivots.clone(),

@@ -26,6 +26,7 @@ mod stopping;
 mod tests;
 
 pub use options::{NewtonOptions, NewtonStats};
+pub(crate) use predictor::CUBIC_MIN;
 #[cfg(test)]
 pub use step::solve;
 pub use step::{advance, StepParts, Workspace};

@@ -304,7 +304,7 @@ where
                 solve(lu, true)?
             }
         };
-        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &memory, st)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &mut memory, st)?;
         x.copy_from(&xl);
         Ok(())
     } else {
@@ -347,7 +347,7 @@ fn update<S, Z, X, const COMP: bool>(
     solved: Solved,
     x: &OVector<f64, X>,
     dz: &mut OVector<f64, Z>,
-    memory: &NewtonMemory<X>,
+    memory: &mut NewtonMemory<X>,
     st: StepParts<'_, Z, X>,
 ) -> Result<(), StepError>
 where
@@ -382,7 +382,15 @@ where
         *st.z += &*dz;
     }
     st.warm.copy_from(x);
-    st.newton.copy_from(memory);
+    // The solve's memory becomes the state's. Vectors of run-time size
+    // trade their buffers (the workspace's copy is overwritten by the next
+    // step's before it is read); fixed-size ones are copied, a swap would
+    // copy twice.
+    if X::try_to_usize().is_none() {
+        std::mem::swap(st.newton, memory);
+    } else {
+        st.newton.copy_from(memory);
+    }
     *st.step += 1;
     Ok(())
 }
