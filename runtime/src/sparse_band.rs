@@ -388,17 +388,33 @@ impl Schedule {
     /// The pattern's entries of `source` into `ab`, with the checks of
     /// [`crate::lu::EntryChecks`]: the largest magnitude, or an error.
     fn gather_checked(&self, source: Source, ab: &mut [f64]) -> Result<f64, FactorError> {
-        let (mut big, mut poison) = (0.0f64, 0.0f64);
         let (list, s) = match source {
             Source::Matrix(s) => (&self.gather, s),
             Source::Values(values) => (&self.compact, values),
         };
-        for &(e, i) in list {
+        // Four running maxima, not one: a single one is a chain of
+        // dependent compares through every entry (about 3 cycles each),
+        // and the maximum of a set does not depend on the order it is
+        // taken in, nor does whether a sum of `x · 0` is NaN.
+        let (mut big, mut poison) = ([0.0f64; 4], [0.0f64; 4]);
+        let chunks = list.chunks_exact(4);
+        let rest = chunks.remainder();
+        for quad in chunks {
+            for (j, &(e, i)) in quad.iter().enumerate() {
+                let x = s[i as usize];
+                ab[e as usize] = x;
+                poison[j] += x * 0.0;
+                big[j] = if x.abs() > big[j] { x.abs() } else { big[j] };
+            }
+        }
+        for &(e, i) in rest {
             let x = s[i as usize];
             ab[e as usize] = x;
-            poison += x * 0.0;
-            big = if x.abs() > big { x.abs() } else { big };
+            poison[0] += x * 0.0;
+            big[0] = if x.abs() > big[0] { x.abs() } else { big[0] };
         }
+        let poison = (poison[0] + poison[1]) + (poison[2] + poison[3]);
+        let big = big.into_iter().fold(0.0f64, |m, b| if b > m { b } else { m });
         if poison != 0.0 {
             Err(FactorError::NonFinite)
         } else if big == 0.0 {
@@ -441,13 +457,16 @@ impl Schedule {
             // zeros).
             let d = at(ld, kl, ku, k, k);
             let candidates = step.candidates();
-            let (c, big) = pick(candidates.iter().map(|&o| ab[d + o as usize].abs()), threshold);
+            let magnitudes = candidates.iter().map(|&o| ab[d + o as usize].abs());
+            let big = magnitudes.clone().fold(0.0f64, |big, a| if a > big { a } else { big });
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
+            // The threshold rule's row only where the kept pivot fails its
+            // check: [`pick`]'s choice, without a second pass per step.
             let chosen = match kept_pivot(kept[k], keep, candidates, |o| ab[d + o as usize], big) {
                 Some(o) => o,
-                None => candidates[c],
+                None => candidates[pick(magnitudes, threshold).0],
             };
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
