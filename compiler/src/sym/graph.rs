@@ -508,9 +508,16 @@ impl Graph {
     /// older than every symbol sought are not entered (a child is older
     /// than its parent).
     pub fn depends_on_any(&self, roots: &[Id], syms: &[Id]) -> bool {
-        let Some(&oldest) = syms.iter().min() else {
+        let (Some(&oldest), Some(&newest)) = (syms.iter().min(), syms.iter().max()) else {
             return false;
         };
+        // A flag per id in the symbols' range, not a search of `syms` per
+        // node: with a chain's velocities (3N of them) the search made the
+        // walk O(nodes · N).
+        let mut sought = vec![false; newest.index() - oldest.index() + 1];
+        for s in syms {
+            sought[s.index() - oldest.index()] = true;
+        }
         let mut seen = vec![false; self.nodes.len()];
         let mut stack: Vec<Id> = roots.to_vec();
         while let Some(id) = stack.pop() {
@@ -518,12 +525,74 @@ impl Graph {
                 continue;
             }
             seen[id.index()] = true;
-            if syms.contains(&id) {
+            if id <= newest && sought[id.index() - oldest.index()] {
                 return true;
             }
             stack.extend(self.children(id));
         }
         false
+    }
+
+    /// True when every expression of `roots` is, as written, a polynomial
+    /// of degree at most `d` in the symbols `syms` (coefficients free of
+    /// them): sums take the largest degree, products the sum, integer powers
+    /// the multiple, and a function, a non-integer power or `atan2` of an
+    /// argument that reads them counts as of unbounded degree. Sufficient,
+    /// not necessary: terms that cancel are not seen to. One pass over the
+    /// nodes from the oldest symbol to the newest root (a child is older
+    /// than its parent), where a Hessian costs a derivative per entry.
+    pub fn degree_at_most(&self, roots: &[Id], syms: &[Id], d: u32) -> bool {
+        const UNBOUNDED: u32 = u32::MAX;
+        let (Some(&oldest), Some(&newest)) = (syms.iter().min(), roots.iter().max()) else {
+            return true;
+        };
+        if newest < oldest {
+            return true;
+        }
+        let base = oldest.index();
+        let mut degree = vec![0u32; newest.index() - base + 1];
+        for s in syms {
+            if *s <= newest {
+                degree[s.index() - base] = 1;
+            }
+        }
+        let of = |degree: &[u32], id: Id| if id < oldest { 0 } else { degree[id.index() - base] };
+        for k in base..=newest.index() {
+            let id = Id(k as u32);
+            let deg = match self.node(id) {
+                Node::Const(_) | Node::Sym(_) => continue,
+                Node::Add(xs) => xs.iter().map(|&x| of(&degree, x)).max().unwrap_or(0),
+                Node::Mul(xs) => xs.iter().fold(0u32, |acc, &x| acc.saturating_add(of(&degree, x))),
+                Node::Pow(b, e) => match (of(&degree, *b), self.node(*e)) {
+                    (0, _) if of(&degree, *e) == 0 => 0,
+                    (db, Node::Const(bits)) => {
+                        let k = f64::from_bits(*bits);
+                        if k >= 0.0 && k.fract() == 0.0 && k <= 64.0 {
+                            db.saturating_mul(k as u32)
+                        } else {
+                            UNBOUNDED
+                        }
+                    }
+                    _ => UNBOUNDED,
+                },
+                Node::Call(_, a) => {
+                    if of(&degree, *a) == 0 {
+                        0
+                    } else {
+                        UNBOUNDED
+                    }
+                }
+                Node::Atan2(y, x) => {
+                    if of(&degree, *y) == 0 && of(&degree, *x) == 0 {
+                        0
+                    } else {
+                        UNBOUNDED
+                    }
+                }
+            };
+            degree[k - base] = deg;
+        }
+        roots.iter().all(|&r| of(&degree, r) <= d)
     }
 
     /// Number of operations if the expressions were trees (no sharing): what
@@ -646,6 +715,49 @@ mod tests {
         assert!(g.is_const(x_over_x, 1.0));
         // 1/0 stays a non-finite expression for the caller to refuse
         assert!(g.eval(inf, &|_| 0.0).is_infinite());
+    }
+
+    #[test]
+    fn the_degree_bound_sees_polynomials_as_written() {
+        let mut g = Graph::new();
+        // A coefficient created before the velocities: nodes older than
+        // every symbol sought are not entered.
+        let a = g.symbol("a");
+        let cos_a = g.call(Func::Cos, a);
+        let (v, w) = (g.symbol("v"), g.symbol("w"));
+        let vs = [v, w];
+        let two = g.constant(2.0);
+        // ½ a v² + cos(a) v w: quadratic; its gradient in v linear
+        let half = g.constant(0.5);
+        let v2 = g.pow(v, two);
+        let t1 = g.mul2(half, v2);
+        let t1 = g.mul2(a, t1);
+        let vw = g.mul2(v, w);
+        let t2 = g.mul2(cos_a, vw);
+        let l = g.add2(t1, t2);
+        assert!(g.degree_at_most(&[l], &vs, 2));
+        assert!(!g.degree_at_most(&[l], &vs, 1));
+        let p = g.mul2(a, v);
+        let p = g.add2(p, t2);
+        assert!(!g.degree_at_most(&[p], &vs, 1), "v w is of degree two");
+        let p = g.add2(p, a);
+        let q = g.mul2(cos_a, w);
+        assert!(g.degree_at_most(&[p, q], &vs, 2) && g.degree_at_most(&[q, a], &vs, 1));
+        // Functions and non-integer powers of a velocity are unbounded;
+        // of coefficients alone, constant.
+        let s = g.call(Func::Sin, v);
+        assert!(!g.degree_at_most(&[s], &vs, 5));
+        let root = g.constant(0.5);
+        let sqrt_v = g.pow(v, root);
+        assert!(!g.degree_at_most(&[sqrt_v], &vs, 5));
+        let sqrt_a = g.pow(a, root);
+        let c = g.mul2(sqrt_a, v);
+        assert!(g.degree_at_most(&[c], &vs, 1));
+        // A quotient by a velocity is a power −1: unbounded.
+        let q = g.div(a, v);
+        assert!(!g.degree_at_most(&[q], &vs, 3));
+        // No symbols sought: everything is of degree 0.
+        assert!(g.degree_at_most(&[s, q], &[], 0));
     }
 
     #[test]
