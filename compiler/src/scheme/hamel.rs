@@ -11,7 +11,7 @@
 
 use crate::model::Model;
 use crate::sym::vector::midpoint;
-use crate::sym::{gradient, Graph, Id};
+use crate::sym::{gradient, jacobian, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
@@ -363,11 +363,13 @@ impl<'a> Step<'a> {
         let (m, nc, zero) = (self.m, self.nc, self.zero);
         let kept = &self.cons.kept;
         let (q0, pi) = (self.q0(), self.k0());
-        let hess: Vec<Vec<Id>> = kept.iter().map(|&a| gradient(g, self.mech.p[a], &self.v)).collect();
-        for row in &hess {
-            if row.iter().any(|&e| g.depends_on(e, &self.v)) {
-                return Err(SchemeError(NOT_QUADRATIC.into()));
-            }
+        // One derivative per velocity across the momenta, which share most
+        // of their terms (a chain's couple every link), and one walk to
+        // check that none reads a velocity.
+        let momenta: Vec<Id> = kept.iter().map(|&a| self.mech.p[a]).collect();
+        let hess = jacobian(g, &momenta, &self.v);
+        if g.depends_on_any(&hess.concat(), &self.v) {
+            return Err(SchemeError(NOT_QUADRATIC.into()));
         }
         let zeros = vec![zero; m];
         let mut matrix = Vec::new();
