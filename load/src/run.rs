@@ -584,9 +584,14 @@ pub const MONITOR_ALL_UNTIL: u64 = 64;
 pub const MONITOR_SHARE: f64 = 0.1;
 
 /// How often a run evaluates and judges its invariants: every `k`-th step,
-/// `k` ∈ {1, 2, 4, 8} the smallest for which the invariants' and the
-/// physical state's kernels (plus a fixed cost per monitored quantity) cost
-/// at most [`MONITOR_SHARE`] of one Newton iteration's kernels. Counted in
+/// `k` ∈ {1, 2, 4, …, 64} the smallest for which the invariants' and the
+/// physical state's kernels, the dense solve that gives the physical state
+/// where there is one (midpoint Hamel's node velocities, `(2/3) m³` for its
+/// `m` unknowns), and a fixed cost per monitored quantity cost at most
+/// [`MONITOR_SHARE`] of one Newton iteration's kernels (the largest `k`
+/// where none does: the 64-link director chain's solve of 256 unknowns,
+/// about 3 ms, taken every 8th step, made the loop 4.5 times the step).
+/// Counted in
 /// operations of the programs, not timed, so that every back-end and host
 /// monitors the same steps and reports the same summary. Every recorded
 /// step, the first [`MONITOR_ALL_UNTIL`] and the last are monitored too;
@@ -598,13 +603,15 @@ pub fn monitor_every(sys: &System) -> u64 {
     let c = sys.compiled();
     let ops = |k: Kernel| c.program(k).map_or(0, |p| p.instrs.len()) as f64;
     let n = c.unknowns.len() as f64;
-    let watch = ops(Kernel::Invariants) + ops(Kernel::Physical) + 16.0 * (c.invariants.len() + 4) as f64;
+    let m = c.observe_size as f64;
+    let observe = ops(Kernel::ObserveSystem) + 2.0 / 3.0 * m * m * m + 2.0 * m * m;
+    let watch = ops(Kernel::Invariants) + ops(Kernel::Physical) + observe + 16.0 * (c.invariants.len() + 4) as f64;
     let band = c.band.map_or(n, |(l, u)| (l + u + 1) as f64);
     let iteration = ops(Kernel::Residual) + ops(Kernel::ResidualJacobian) + ops(Kernel::Increment) + 2.0 * n * band;
-    [1, 2, 4, 8]
+    [1, 2, 4, 8, 16, 32, 64]
         .into_iter()
         .find(|&k| watch <= MONITOR_SHARE * k as f64 * iteration)
-        .unwrap_or(8)
+        .unwrap_or(64)
 }
 
 /// An energy error above which each doubling has the metric's conditioning
