@@ -20,6 +20,8 @@
 //!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
 //!   super-linearly with the size of one function.
 
+use std::cell::RefCell;
+
 use hamel_kernel::{Arg, Outputs, Partition};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
@@ -147,6 +149,17 @@ struct Printer<'a> {
     split: Option<&'a Partition>,
     /// part being printed (usize::MAX: the outer function of a split body)
     current: usize,
+    /// `Some`: each input element and scratch slot a part reads is loaded
+    /// once into a local, before the first instruction that reads it (see
+    /// [`Printer::loads`]); marks of those loaded so far
+    loaded: Option<RefCell<Loaded>>,
+}
+
+/// The input registers and scratch slots a part has loaded into locals.
+#[derive(Default)]
+struct Loaded {
+    inputs: Vec<bool>,
+    slots: Vec<bool>,
 }
 
 impl Printer<'_> {
@@ -161,6 +174,10 @@ impl Printer<'_> {
         let base = self.prog.result_base();
         if r < self.prog.n_inputs {
             let (a, k, pair) = &self.sig.inputs[r];
+            if self.loaded.is_some() {
+                let v = format_ident!("{}_{}", a, k);
+                return quote!(#v);
+            }
             match (self.dd, pair) {
                 (true, true) => {
                     let lo = format_ident!("{}_lo", a);
@@ -179,13 +196,58 @@ impl Printer<'_> {
         } else {
             let i = r - base;
             match self.scratch(i) {
-                Some(s) if self.split.is_some_and(|cut| cut.part_of(i) != self.current) => quote!(__t[#s]),
+                Some(s) if self.split.is_some_and(|cut| cut.part_of(i) != self.current) => {
+                    if self.loaded.is_some() {
+                        let v = format_ident!("__s{}", s);
+                        quote!(#v)
+                    } else {
+                        quote!(__t[#s])
+                    }
+                }
                 _ => {
                     let t = format_ident!("t{}", i);
                     quote!(#t)
                 }
             }
         }
+    }
+
+    /// `let z_3: f64 = z[3usize];` for each input element and scratch slot
+    /// that instruction `i` reads and its part has not loaded yet, which
+    /// [`Printer::reg`] then names. rustc type-checks an index expression in
+    /// about 40 µs, twenty times a binary operation on locals; a 256-link
+    /// chain's parts read 77 000 elements, 32 000 of them distinct. Each load
+    /// stays next to its first reader, where LLVM put it before (it merged
+    /// repeated loads of one element already), so the machine code is the
+    /// same; binding every element read by one slice pattern at the top of
+    /// the part instead cost more (pattern checking, register pressure).
+    fn loads(&self, i: usize) -> TokenStream {
+        let Some(loaded) = &self.loaded else {
+            return TokenStream::new();
+        };
+        let mut loaded = loaded.borrow_mut();
+        let base = self.prog.result_base();
+        let (ops, k) = self.prog.instrs[i].operands();
+        let mut out = TokenStream::new();
+        for &r in &ops[..k] {
+            let r = r as usize;
+            if r < self.prog.n_inputs {
+                if !std::mem::replace(&mut loaded.inputs[r], true) {
+                    let (a, k, _) = &self.sig.inputs[r];
+                    let v = format_ident!("{}_{}", a, k);
+                    out.extend(quote!(let #v: f64 = #a[#k];));
+                }
+            } else if let Some(s) = r.checked_sub(base).and_then(|j| {
+                self.scratch(j)
+                    .filter(|_| self.split.is_some_and(|cut| cut.part_of(j) != self.current))
+            }) {
+                if !std::mem::replace(&mut loaded.slots[s], true) {
+                    let v = format_ident!("__s{}", s);
+                    out.extend(quote!(let #v: f64 = __t[#s];));
+                }
+            }
+        }
+        out
     }
 
     fn instr(&self, i: &Instr) -> TokenStream {
@@ -267,11 +329,12 @@ impl Printer<'_> {
     /// `let t_i: T = ...;` for instruction `i`, stored to the scratch array where it escapes.
     fn stmt(&self, i: usize) -> TokenStream {
         let t = format_ident!("t{}", i);
+        let loads = self.loads(i);
         let e = self.instr(&self.prog.instrs[i]);
         let ty = if self.dd { quote!(__Dd) } else { quote!(f64) };
         match self.scratch(i) {
-            Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
-            None => quote!(let #t: #ty = #e;),
+            Some(s) => quote!(#loads let #t: #ty = #e; __t[#s] = #t;),
+            None => quote!(#loads let #t: #ty = #e;),
         }
     }
 
@@ -395,6 +458,7 @@ fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
         dd: false,
         split: None,
         current: 0,
+        loaded: None,
     };
     let lets = (0..prog.instrs.len()).map(|i| p.stmt(i));
     let assigns = p.assigns();
@@ -510,11 +574,16 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         dd: false,
         split: Some(cut),
         current: 0,
+        loaded: None,
     };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
     for c in 0..cut.parts {
         p.current = c;
+        p.loaded = Some(RefCell::new(Loaded {
+            inputs: vec![false; prog.n_inputs],
+            slots: vec![false; slots],
+        }));
         let part = format_ident!("{}_part{}", name, c);
         let body: Vec<TokenStream> = cut.range(c).map(|i| p.stmt(i)).collect();
         parts.push(quote! {
@@ -527,6 +596,7 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         calls.push(quote!(#part(#(#in_names,)* &mut __t);));
     }
     p.current = usize::MAX;
+    p.loaded = None;
     let assigns = p.assigns();
     let params = &sig.params;
     quote! {
@@ -562,6 +632,7 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[Arg]) -> Result<Optio
         dd: true,
         split: None,
         current: 0,
+        loaded: None,
     };
     let lets = (0..n).map(|i| p.stmt(i));
     let assigns = p.assigns();
