@@ -586,14 +586,18 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         }));
         let part = format_ident!("{}_part{}", name, c);
         let body: Vec<TokenStream> = cut.range(c).map(|i| p.stmt(i)).collect();
+        // A module per part: rustc puts each module's functions into one
+        // codegen unit, and LLVM optimizes codegen units in parallel.
         parts.push(quote! {
-            #[inline(never)]
-            #[allow(unused_variables, clippy::all)]
-            fn #part(#(#in_args,)* __t: &mut [f64; #slots]) {
-                #(#body)*
+            mod #part {
+                #[inline(never)]
+                #[allow(unused_variables, clippy::all)]
+                pub(super) fn run(#(#in_args,)* __t: &mut [f64; #slots]) {
+                    #(#body)*
+                }
             }
         });
-        calls.push(quote!(#part(#(#in_names,)* &mut __t);));
+        calls.push(quote!(#part::run(#(#in_names,)* &mut __t);));
     }
     p.current = usize::MAX;
     p.loaded = None;
