@@ -7,7 +7,7 @@
 //!
 //! An `f64` body takes one of three shapes, which [`shape`] chooses from its
 //! length and [`Role`] with the thresholds [`WIDE_MIN`], [`WHOLE`] and
-//! [`CHUNK`]:
+//! [`CHUNK`] (and cuts split bodies into parts of [`PART`]):
 //!
 //! - [`Shape::Inline`]: one `#[inline]` function (short kernels, which small
 //!   systems keep in registers inside the Newton driver);
@@ -18,7 +18,8 @@
 //! - [`Shape::Split`]: longer bodies, cut into `#[inline(never)]` parts that
 //!   share a scratch array by the partition the JIT uses
 //!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
-//!   super-linearly with the size of one function.
+//!   super-linearly with the size of one function. Each part is a module of
+//!   its own, so that LLVM optimizes them in parallel codegen units.
 
 use std::cell::RefCell;
 
@@ -35,8 +36,18 @@ use crate::sym::{Function, Graph};
 /// derives it expands (`build.rs`: Rust 1.89 on).
 const AVX512: bool = cfg!(all(hamel_avx512, feature = "avx512"));
 
-/// Register instructions per part of a split body.
+/// Functions called now and then ([`Role::Once`]) and double-double copies
+/// ([`function_dd`]) of up to this many register instructions are emitted
+/// whole.
 pub const CHUNK: usize = 800;
+
+/// Register instructions per part of a split body. LLVM's time grows faster
+/// than linearly with a function's length: the 256-link RATTLE chain's
+/// derived code built in 17.2–17.5 s of 16.4–16.6 s CPU with parts of 400,
+/// against 19.0–19.3 s of 18.2–18.6 s with 800 and 20.1–20.4 s with 1600
+/// (200: 17.2 s of 15.8 s). Shorter parts pass more values through memory:
+/// its step took 40.2–40.9 µs against 39.6–39.9 µs with 800.
+pub const PART: usize = 400;
 
 /// Bodies of the kernels a step runs ([`Role::Step`], [`Role::StepBaseline`])
 /// up to this many register instructions are emitted whole: split, the double
@@ -413,7 +424,7 @@ pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream,
         Shape::Inline => (inline(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
         Shape::Copies => (with_copies(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
         Shape::Split => {
-            let cut = Partition::new(&prog, CHUNK, Outputs::Caller);
+            let cut = Partition::new(&prog, PART, Outputs::Caller);
             let stats = EmitStats {
                 ops: n,
                 parts: cut.parts,
@@ -431,7 +442,7 @@ pub enum Shape {
     /// one function whose body has a baseline copy and copies compiled for
     /// wider instruction sets, one of them chosen at run time
     Copies,
-    /// `#[inline(never)]` parts of [`CHUNK`] instructions sharing a scratch array
+    /// `#[inline(never)]` parts of [`PART`] instructions sharing a scratch array
     Split,
 }
 
