@@ -96,7 +96,7 @@ fn long_bodies_are_split_into_chunks() {
         let expect = if st.ops <= rust::WHOLE {
             1
         } else {
-            st.ops.div_ceil(rust::CHUNK)
+            st.ops.div_ceil(rust::PART)
         };
         assert_eq!(st.parts, expect, "{}: {} ops", f.name, st.ops);
         split += usize::from(st.parts > 1);

@@ -93,19 +93,26 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
     let fns = &generated.fns;
     let inherent = inherent_impl(sys, target);
     let kernels = kernels_impl(sys, target, &calls, &generated)?;
+    // The functions' module sits beside the struct, not inside the
+    // `const _` block: rustc gives each module outside function-like items
+    // its own codegen unit, and everything inside the block went to one
+    // (the crate root's), which LLVM optimized on one thread.
+    let module = format_ident!("__hamel_{}", target.ident);
     let tokens = quote! {
+        #[doc(hidden)]
+        #[allow(clippy::all, unused_parens, non_snake_case, unused_imports)]
+        mod #module {
+            use ::hamel::runtime::dd::Dd as __Dd;
+            #(#fns)*
+        }
+
         #[doc(hidden)]
         #[allow(non_snake_case, clippy::all)]
         const _: () = {
             const _: &str = include_str!(#path);
             use ::hamel::runtime as __rt;
             use ::hamel::runtime::nalgebra as __na;
-
-            #[allow(clippy::all, unused_parens, non_snake_case, unused_imports)]
-            mod __gen {
-                use ::hamel::runtime::dd::Dd as __Dd;
-                #(#fns)*
-            }
+            use #module as __gen;
 
             #inherent
 

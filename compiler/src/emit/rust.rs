@@ -7,7 +7,7 @@
 //!
 //! An `f64` body takes one of three shapes, which [`shape`] chooses from its
 //! length and [`Role`] with the thresholds [`WIDE_MIN`], [`WHOLE`] and
-//! [`CHUNK`]:
+//! [`CHUNK`] (and cuts split bodies into parts of [`PART`]):
 //!
 //! - [`Shape::Inline`]: one `#[inline]` function (short kernels, which small
 //!   systems keep in registers inside the Newton driver);
@@ -18,7 +18,10 @@
 //! - [`Shape::Split`]: longer bodies, cut into `#[inline(never)]` parts that
 //!   share a scratch array by the partition the JIT uses
 //!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
-//!   super-linearly with the size of one function.
+//!   super-linearly with the size of one function. Each part is a module of
+//!   its own, so that LLVM optimizes them in parallel codegen units.
+
+use std::cell::RefCell;
 
 use hamel_kernel::{Arg, Outputs, Partition};
 use proc_macro2::{Ident, Literal, TokenStream};
@@ -33,8 +36,18 @@ use crate::sym::{Function, Graph};
 /// derives it expands (`build.rs`: Rust 1.89 on).
 const AVX512: bool = cfg!(all(hamel_avx512, feature = "avx512"));
 
-/// Register instructions per part of a split body.
+/// Functions called now and then ([`Role::Once`]) and double-double copies
+/// ([`function_dd`]) of up to this many register instructions are emitted
+/// whole.
 pub const CHUNK: usize = 800;
+
+/// Register instructions per part of a split body. LLVM's time grows faster
+/// than linearly with a function's length: the 256-link RATTLE chain's
+/// derived code built in 17.2–17.5 s of 16.4–16.6 s CPU with parts of 400,
+/// against 19.0–19.3 s of 18.2–18.6 s with 800 and 20.1–20.4 s with 1600
+/// (200: 17.2 s of 15.8 s). Shorter parts pass more values through memory:
+/// its step took 40.2–40.9 µs against 39.6–39.9 µs with 800.
+pub const PART: usize = 400;
 
 /// Bodies of the kernels a step runs ([`Role::Step`], [`Role::StepBaseline`])
 /// up to this many register instructions are emitted whole: split, the double
@@ -147,6 +160,17 @@ struct Printer<'a> {
     split: Option<&'a Partition>,
     /// part being printed (usize::MAX: the outer function of a split body)
     current: usize,
+    /// `Some`: each input element and scratch slot a part reads is loaded
+    /// once into a local, before the first instruction that reads it (see
+    /// [`Printer::loads`]); marks of those loaded so far
+    loaded: Option<RefCell<Loaded>>,
+}
+
+/// The input registers and scratch slots a part has loaded into locals.
+#[derive(Default)]
+struct Loaded {
+    inputs: Vec<bool>,
+    slots: Vec<bool>,
 }
 
 impl Printer<'_> {
@@ -161,6 +185,10 @@ impl Printer<'_> {
         let base = self.prog.result_base();
         if r < self.prog.n_inputs {
             let (a, k, pair) = &self.sig.inputs[r];
+            if self.loaded.is_some() {
+                let v = format_ident!("{}_{}", a, k);
+                return quote!(#v);
+            }
             match (self.dd, pair) {
                 (true, true) => {
                     let lo = format_ident!("{}_lo", a);
@@ -179,13 +207,58 @@ impl Printer<'_> {
         } else {
             let i = r - base;
             match self.scratch(i) {
-                Some(s) if self.split.is_some_and(|cut| cut.part_of(i) != self.current) => quote!(__t[#s]),
+                Some(s) if self.split.is_some_and(|cut| cut.part_of(i) != self.current) => {
+                    if self.loaded.is_some() {
+                        let v = format_ident!("__s{}", s);
+                        quote!(#v)
+                    } else {
+                        quote!(__t[#s])
+                    }
+                }
                 _ => {
                     let t = format_ident!("t{}", i);
                     quote!(#t)
                 }
             }
         }
+    }
+
+    /// `let z_3: f64 = z[3usize];` for each input element and scratch slot
+    /// that instruction `i` reads and its part has not loaded yet, which
+    /// [`Printer::reg`] then names. rustc type-checks an index expression in
+    /// about 40 µs, twenty times a binary operation on locals; a 256-link
+    /// chain's parts read 77 000 elements, 32 000 of them distinct. Each load
+    /// stays next to its first reader, where LLVM put it before (it merged
+    /// repeated loads of one element already), so the machine code is the
+    /// same; binding every element read by one slice pattern at the top of
+    /// the part instead cost more (pattern checking, register pressure).
+    fn loads(&self, i: usize) -> TokenStream {
+        let Some(loaded) = &self.loaded else {
+            return TokenStream::new();
+        };
+        let mut loaded = loaded.borrow_mut();
+        let base = self.prog.result_base();
+        let (ops, k) = self.prog.instrs[i].operands();
+        let mut out = TokenStream::new();
+        for &r in &ops[..k] {
+            let r = r as usize;
+            if r < self.prog.n_inputs {
+                if !std::mem::replace(&mut loaded.inputs[r], true) {
+                    let (a, k, _) = &self.sig.inputs[r];
+                    let v = format_ident!("{}_{}", a, k);
+                    out.extend(quote!(let #v: f64 = #a[#k];));
+                }
+            } else if let Some(s) = r.checked_sub(base).and_then(|j| {
+                self.scratch(j)
+                    .filter(|_| self.split.is_some_and(|cut| cut.part_of(j) != self.current))
+            }) {
+                if !std::mem::replace(&mut loaded.slots[s], true) {
+                    let v = format_ident!("__s{}", s);
+                    out.extend(quote!(let #v: f64 = __t[#s];));
+                }
+            }
+        }
+        out
     }
 
     fn instr(&self, i: &Instr) -> TokenStream {
@@ -267,11 +340,12 @@ impl Printer<'_> {
     /// `let t_i: T = ...;` for instruction `i`, stored to the scratch array where it escapes.
     fn stmt(&self, i: usize) -> TokenStream {
         let t = format_ident!("t{}", i);
+        let loads = self.loads(i);
         let e = self.instr(&self.prog.instrs[i]);
         let ty = if self.dd { quote!(__Dd) } else { quote!(f64) };
         match self.scratch(i) {
-            Some(s) => quote!(let #t: #ty = #e; __t[#s] = #t;),
-            None => quote!(let #t: #ty = #e;),
+            Some(s) => quote!(#loads let #t: #ty = #e; __t[#s] = #t;),
+            None => quote!(#loads let #t: #ty = #e;),
         }
     }
 
@@ -350,7 +424,7 @@ pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream,
         Shape::Inline => (inline(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
         Shape::Copies => (with_copies(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
         Shape::Split => {
-            let cut = Partition::new(&prog, CHUNK, Outputs::Caller);
+            let cut = Partition::new(&prog, PART, Outputs::Caller);
             let stats = EmitStats {
                 ops: n,
                 parts: cut.parts,
@@ -368,7 +442,7 @@ pub enum Shape {
     /// one function whose body has a baseline copy and copies compiled for
     /// wider instruction sets, one of them chosen at run time
     Copies,
-    /// `#[inline(never)]` parts of [`CHUNK`] instructions sharing a scratch array
+    /// `#[inline(never)]` parts of [`PART`] instructions sharing a scratch array
     Split,
 }
 
@@ -395,6 +469,7 @@ fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
         dd: false,
         split: None,
         current: 0,
+        loaded: None,
     };
     let lets = (0..prog.instrs.len()).map(|i| p.stmt(i));
     let assigns = p.assigns();
@@ -510,23 +585,33 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         dd: false,
         split: Some(cut),
         current: 0,
+        loaded: None,
     };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
     for c in 0..cut.parts {
         p.current = c;
+        p.loaded = Some(RefCell::new(Loaded {
+            inputs: vec![false; prog.n_inputs],
+            slots: vec![false; slots],
+        }));
         let part = format_ident!("{}_part{}", name, c);
         let body: Vec<TokenStream> = cut.range(c).map(|i| p.stmt(i)).collect();
+        // A module per part: rustc puts each module's functions into one
+        // codegen unit, and LLVM optimizes codegen units in parallel.
         parts.push(quote! {
-            #[inline(never)]
-            #[allow(unused_variables, clippy::all)]
-            fn #part(#(#in_args,)* __t: &mut [f64; #slots]) {
-                #(#body)*
+            mod #part {
+                #[inline(never)]
+                #[allow(unused_variables, clippy::all)]
+                pub(super) fn run(#(#in_args,)* __t: &mut [f64; #slots]) {
+                    #(#body)*
+                }
             }
         });
-        calls.push(quote!(#part(#(#in_names,)* &mut __t);));
+        calls.push(quote!(#part::run(#(#in_names,)* &mut __t);));
     }
     p.current = usize::MAX;
+    p.loaded = None;
     let assigns = p.assigns();
     let params = &sig.params;
     quote! {
@@ -562,6 +647,7 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[Arg]) -> Result<Optio
         dd: true,
         split: None,
         current: 0,
+        loaded: None,
     };
     let lets = (0..n).map(|i| p.stmt(i));
     let assigns = p.assigns();
