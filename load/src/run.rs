@@ -591,8 +591,7 @@ pub const MONITOR_SHARE: f64 = 0.1;
 /// [`MONITOR_SHARE`] of one Newton iteration's kernels (the largest `k`
 /// where none does: the 64-link director chain's solve of 256 unknowns,
 /// about 3 ms, taken every 8th step, made the loop 4.5 times the step).
-/// Counted in
-/// operations of the programs, not timed, so that every back-end and host
+/// Counted in operations of the programs, not timed, so that every back-end and host
 /// monitors the same steps and reports the same summary. Every recorded
 /// step, the first [`MONITOR_ALL_UNTIL`] and the last are monitored too;
 /// `k` divides the steps at which the loop takes the kinetic energy (64) and

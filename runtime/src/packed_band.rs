@@ -126,10 +126,22 @@ pub(crate) fn pivot(col: &[f64], threshold: f64) -> (usize, f64) {
 /// position, and the largest magnitude.
 #[inline(always)]
 pub(crate) fn pick(magnitudes: impl Iterator<Item = f64> + Clone, threshold: f64) -> (usize, f64) {
-    let big = magnitudes.clone().fold(0.0f64, |big, a| if a > big { a } else { big });
+    let big = largest(magnitudes.clone());
+    (first_within(magnitudes, threshold, big), big)
+}
+
+/// The largest of `magnitudes` (0 for none).
+#[inline(always)]
+pub(crate) fn largest(magnitudes: impl Iterator<Item = f64>) -> f64 {
+    magnitudes.fold(0.0f64, |big, a| if a > big { a } else { big })
+}
+
+/// [`pick`]'s choice once the largest magnitude `big` is known: the first
+/// candidate at least `threshold · big`.
+#[inline(always)]
+pub(crate) fn first_within(mut magnitudes: impl Iterator<Item = f64>, threshold: f64, big: f64) -> usize {
     let least = threshold * big;
-    let p = magnitudes.clone().position(|a| a >= least).unwrap_or(0);
-    (p, big)
+    magnitudes.position(|a| a >= least).unwrap_or(0)
 }
 
 /// `a(i, c) −= mult[i] · a(k, c)` for the `count` columns after the pivot's,

@@ -41,7 +41,7 @@
 
 use crate::lu::FactorError;
 use crate::memory::NO_PIVOT;
-use crate::packed_band::{at, leading, pick, pivot};
+use crate::packed_band::{at, first_within, largest, leading, pivot};
 
 /// The pivot threshold (see [`crate::packed_band::pivot`]): UMFPACK's
 /// default. Any row within a factor 10 of the largest may pivot, which
@@ -414,7 +414,7 @@ impl Schedule {
             big[0] = if x.abs() > big[0] { x.abs() } else { big[0] };
         }
         let poison = (poison[0] + poison[1]) + (poison[2] + poison[3]);
-        let big = big.into_iter().fold(0.0f64, |m, b| if b > m { b } else { m });
+        let big = largest(big.into_iter());
         if poison != 0.0 {
             Err(FactorError::NonFinite)
         } else if big == 0.0 {
@@ -458,15 +458,15 @@ impl Schedule {
             let d = at(ld, kl, ku, k, k);
             let candidates = step.candidates();
             let magnitudes = candidates.iter().map(|&o| ab[d + o as usize].abs());
-            let big = magnitudes.clone().fold(0.0f64, |big, a| if a > big { a } else { big });
+            let big = largest(magnitudes.clone());
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
             // The threshold rule's row only where the kept pivot fails its
-            // check: [`pick`]'s choice, without a second pass per step.
+            // check: `pick`'s choice, without a second pass per step.
             let chosen = match kept_pivot(kept[k], keep, candidates, |o| ab[d + o as usize], big) {
                 Some(o) => o,
-                None => candidates[pick(magnitudes, threshold).0],
+                None => candidates[first_within(magnitudes, threshold, big)],
             };
             if chosen != step.pivot {
                 let others = &mut spare[k].others;

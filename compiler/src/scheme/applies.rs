@@ -7,10 +7,9 @@
 //! that on every model of `models/`.
 
 use crate::model::Model;
-use crate::sym::gradient;
 
 use super::constrained::analyse;
-use super::hamel::{classify, Kinematics, NOT_QUADRATIC};
+use super::hamel::{check_affine_momenta, classify, Kinematics};
 use super::mechanics::Mechanics;
 use super::{Frame, Scheme, SchemeError};
 
@@ -32,21 +31,8 @@ impl Scheme {
                     let mech = Mechanics::of(&mut model, &frame);
                     let kept = classify(&mut model).kept;
                     let v = model.v_syms();
-                    // Momenta written linear in the velocities pass at the
-                    // cost of one pass over the graph; only others (terms
-                    // that might cancel) are differentiated: the Hessian
-                    // took 4.4 s of the 64-link chain's check, O(N³).
-                    let g = &mut model.graph;
                     let momenta: Vec<_> = kept.iter().map(|&a| mech.p[a]).collect();
-                    if !g.degree_at_most(&momenta, &v, 1) {
-                        let mut hessian = Vec::new();
-                        for p in momenta {
-                            hessian.extend(gradient(g, p, &v));
-                        }
-                        if g.depends_on_any(&hessian, &v) {
-                            return Err(SchemeError(NOT_QUADRATIC.into()));
-                        }
-                    }
+                    check_affine_momenta(&mut model.graph, &momenta, &v)?;
                 }
                 Ok(())
             }
