@@ -8,7 +8,7 @@ use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 /// What one Newton solve tells the next of the same trajectory: how far off
-/// the predictor was in the last three to five steps, how fast Newton contracted,
+/// the predictor was in the last three to seven steps, how fast Newton contracted,
 /// and the interchanges of a sparse LU's last factorization.
 /// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
 /// function of the state it is handed, whichever stepper takes it.
@@ -23,13 +23,16 @@ where
     pub(crate) error: OVector<f64, X>,
     /// and the step before that
     pub(crate) error2: OVector<f64, X>,
-    /// and the two before that, for the cubic extrapolation of systems of
-    /// `CUBIC_MIN` unknowns or more (`newton::predictor`; unused below it)
-    pub(crate) error3: OVector<f64, X>,
-    /// (see `error3`)
-    pub(crate) error4: OVector<f64, X>,
-    /// how many of the last steps' errors are known (0 to 3; to 5 from
-    /// `CUBIC_MIN` unknowns)
+    /// and the [`OLDER`] before that, for the extrapolations of higher degree
+    /// that systems of `CUBIC_MIN` unknowns or more may choose
+    /// (`newton::predictor`; unused below it): a ring, `older[(head + j) %
+    /// OLDER]` the error `3 + j` steps back, so that a step writes one of
+    /// them instead of moving all
+    pub(crate) older: [OVector<f64, X>; OLDER],
+    /// where the ring `older` starts
+    pub(crate) head: u8,
+    /// how many of the last steps' errors are known (0 to 3; to
+    /// `3 + OLDER` from `CUBIC_MIN` unknowns)
     pub(crate) known: u8,
     /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
     /// which predicts how fast the first factorization of the next step
@@ -40,6 +43,11 @@ where
     /// which the next keeps while they pass its pivot check
     pub(crate) pivots: OVector<u16, X>,
 }
+
+/// Errors older than `error2` kept for wide systems (see
+/// [`NewtonMemory::older`]): the extrapolations of `newton::predictor` read
+/// at most six errors and are judged on a seventh.
+pub(crate) const OLDER: usize = 4;
 
 /// No pivot known (see [`NewtonMemory::pivots`]).
 pub(crate) const NO_PIVOT: u16 = u16::MAX;
@@ -54,8 +62,8 @@ where
             guess: OVector::zeros_generic(x, U1),
             error: OVector::zeros_generic(x, U1),
             error2: OVector::zeros_generic(x, U1),
-            error3: OVector::zeros_generic(x, U1),
-            error4: OVector::zeros_generic(x, U1),
+            older: std::array::from_fn(|_| OVector::zeros_generic(x, U1)),
+            head: 0,
             known: 0,
             contraction: None,
             pivots: OVector::from_element_generic(x, U1, NO_PIVOT),
@@ -69,7 +77,7 @@ where
         self.pivots.fill(NO_PIVOT);
     }
 
-    /// Whether the predictor reads `error3` and `error4` (see
+    /// Whether the predictor reads `older` (see
     /// `newton::predictor::CUBIC_MIN`): where it does not, they are neither
     /// copied nor cloned (the smallest steps copy the memory in and out).
     #[inline(always)]
@@ -77,9 +85,9 @@ where
         self.guess.len() >= crate::newton::CUBIC_MIN
     }
 
-    /// A copy of `error3` or `error4` where they are read, else zeros.
+    /// A copy of a vector of `older` where they are read, else zeros.
     #[inline(always)]
-    fn older(&self, e: &OVector<f64, X>) -> OVector<f64, X> {
+    fn copy_if_wide(&self, e: &OVector<f64, X>) -> OVector<f64, X> {
         if self.wide() {
             e.clone()
         } else {
@@ -93,9 +101,11 @@ where
         self.error.copy_from(&other.error);
         self.error2.copy_from(&other.error2);
         if self.wide() {
-            self.error3.copy_from(&other.error3);
-            self.error4.copy_from(&other.error4);
+            for (mine, theirs) in self.older.iter_mut().zip(&other.older) {
+                mine.copy_from(theirs);
+            }
         }
+        self.head = other.head;
         self.known = other.known;
         self.contraction = other.contraction;
         self.pivots.copy_from(&other.pivots);
@@ -111,8 +121,8 @@ where
             guess: self.guess.clone(),
             error: self.error.clone(),
             error2: self.error2.clone(),
-            error3: self.older(&self.error3),
-            error4: self.older(&self.error4),
+            older: std::array::from_fn(|j| self.copy_if_wide(&self.older[j])),
+            head: self.head,
             known: self.known,
             contraction: self.contraction,
             pivots: self.pivots.clone(),

@@ -464,8 +464,8 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             error: singly(error),
             error2: singly(error2),
             // Read only from `CUBIC_MIN` unknowns, more than a driver has.
-            error3: SVector::zeros(),
-            error4: SVector::zeros(),
+            older: [SVector::zeros(); crate::memory::OLDER],
+            head: 0,
             known: *parts.known,
             contraction: *parts.contraction,
             // Dense: systems whose LU keeps pivots have no native step.

@@ -4,20 +4,60 @@
 use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector};
 
-use crate::memory::NewtonMemory;
+use crate::memory::{NewtonMemory, OLDER};
 
 /// Systems with at least this many unknowns may extrapolate the
-/// predictor's error by a cubic (see [`extrapolate`]). Below it the choice
-/// changed no iteration count of the models in `models/` (h = 1e-3 to
-/// 0.05, every scheme; the 8-link chains excepted), while the two more
-/// vectors it reads and writes would cost the smallest steps, whose
-/// fixed-size drivers hold at most 8 unknowns, a share of their time.
+/// predictor's error by a rule of higher degree than the quadratic (see
+/// [`extrapolate`]). Below it the choice changed no iteration count of the
+/// models in `models/` (h = 1e-3 to 0.05, every scheme; the 8-link chains
+/// excepted), while the vectors it reads and writes would cost the smallest
+/// steps, whose fixed-size drivers hold at most 8 unknowns, a share of
+/// their time.
 pub(crate) const CUBIC_MIN: usize = 16;
 
 const _: () = assert!(
     CUBIC_MIN > crate::native::MAX_DIRECT_UNKNOWNS,
-    "fixed-size drivers carry no error3, error4"
+    "fixed-size drivers carry no older errors"
 );
+
+/// The extrapolations a wide system chooses from, each the weights of the
+/// errors 0, 1, 2, … steps back, in the order a tie is settled (the one
+/// that amplifies round-off least first: the sum of the weights'
+/// magnitudes, 7, 11, 15, 31). Each is exact on the sequences its
+/// characteristic polynomial annihilates:
+///
+/// - the quadratic, `(z − 1)³`;
+/// - the quadratic-times-alternating rule `(z − 1)⁴(z + 1)²`: a cubic plus a
+///   linear multiple of `(−1)ᵏ`. Energy–momentum's momenta and multipliers
+///   carry such a period-two part (the midpoint relation `p_{k+1} + p_k =
+///   2M(x_{k+1} − x_k)/h` passes any inconsistency of the momenta on with
+///   its sign flipped, docs/schemes.md), which no polynomial follows: on the
+///   16-link chain at h = 0.01 the quadratic misses by 1.4 (‖λ‖ ≈ 190),
+///   this rule by 7e-3;
+/// - the cubic, `(z − 1)⁴`, and the quartic, `(z − 1)⁵`: on smooth motions
+///   of long chains each errs by a further `O(hω)` less (the 16-link
+///   director chain at h = 0.01: 4.6e-4, 1.2e-4, 4.3e-5).
+const RULES: [&[f64]; 4] = [
+    &[3.0, -3.0, 1.0],
+    &[2.0, 1.0, -4.0, 1.0, 2.0, -1.0],
+    &[4.0, -6.0, 4.0, -1.0],
+    &[5.0, -10.0, 10.0, -5.0, 1.0],
+];
+
+/// The errors a wide system keeps: the last one, `error`, `error2` and the
+/// ring `older`. Every rule reads one fewer than it is judged on.
+const DEPTH: usize = 3 + OLDER;
+
+const _: () = {
+    let mut r = 0;
+    while r < RULES.len() {
+        assert!(
+            RULES[r].len() < DEPTH,
+            "a rule is judged on one error more than it reads"
+        );
+        r += 1;
+    }
+};
 
 /// Corrects the predictor's guess `x` by its error extrapolated from the last
 /// steps', and records the error of the step before (`previous`, that step's
@@ -31,32 +71,29 @@ const _: () = assert!(
 /// zero term. Element by element: the guess was stored that way, and a wide
 /// load of narrow stores stalls.
 ///
-/// With [`CUBIC_MIN`] unknowns or more and five errors known, the cubic
-/// through four (`4e_k − 6e_{k−1} + 4e_{k−2} − e_{k−3}`) is taken instead
-/// where it would have missed the last step's error by less than the
-/// quadratic did (its fourth difference against the quadratic's third).
-/// Always taken, the cubic amplifies round-off (weights 15 against 7):
-/// small systems, whose errors are at that floor, took up to twice the
-/// iterations (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). On a
-/// smooth motion of a long chain it errs by `O(hω)` less: the 32-link
-/// director chain at h = 0.01 from `tilted` starts Newton 5× closer and
-/// takes 2.2 iterations per step instead of 3.0. The choice is a function
-/// of the state's memory alone, so every back-end makes the same one.
+/// With [`CUBIC_MIN`] unknowns or more, the rule of [`RULES`] is taken that
+/// would have predicted the last step's error best (in the 2-norm, over all
+/// unknowns), among those with an error more known than they read. Always
+/// taken, a rule of higher degree amplifies round-off: small systems, whose
+/// errors are at that floor, took up to twice the iterations with the cubic
+/// (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). The choice is a
+/// function of the state's memory alone, so every back-end makes the same
+/// one.
 #[inline(always)]
 pub(crate) fn extrapolate<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVector<f64, X>, x: &mut OVector<f64, X>)
 where
     DefaultAllocator: Allocator<X>,
 {
-    let (a, b, c, d) = match memory.known {
-        0 => (0.0, 0.0, 0.0, 0.0),
-        1 => (1.0, 0.0, 0.0, 0.0),
-        2 => (2.0, 1.0, 0.0, 0.0),
-        3 | 4 => (3.0, 3.0, 1.0, 0.0),
-        _ if cubic_predicts_better(memory, previous) => (4.0, 6.0, 4.0, 1.0),
-        _ => (3.0, 3.0, 1.0, 0.0),
-    };
     let n = x.len();
-    let cubic = n >= CUBIC_MIN;
+    if n >= CUBIC_MIN {
+        return extrapolate_wide(memory, previous, x);
+    }
+    let (a, b, c) = match memory.known {
+        0 => (0.0, 0.0, 0.0),
+        1 => (1.0, 0.0, 0.0),
+        2 => (2.0, 1.0, 0.0),
+        _ => (3.0, 3.0, 1.0),
+    };
     // Slices of one length up front: indexing the vectors in the loop
     // reloaded each one's pointer and checked its bounds at every element
     // (the stores might have moved them), about 10 ns an unknown.
@@ -64,8 +101,6 @@ where
         guess,
         error,
         error2,
-        error3,
-        error4,
         known,
         ..
     } = memory;
@@ -75,57 +110,117 @@ where
         &mut error.as_mut_slice()[..n],
         &mut error2.as_mut_slice()[..n],
     );
-    if cubic {
-        let (e3, e4) = (&mut error3.as_mut_slice()[..n], &mut error4.as_mut_slice()[..n]);
-        for i in 0..n {
-            let p = x[i];
-            let err = previous[i] - g[i];
-            x[i] = p + (a * err - b * e1[i] + c * e2[i] - d * e3[i]);
-            e4[i] = e3[i];
-            e3[i] = e2[i];
-            e2[i] = e1[i];
-            e1[i] = err;
-            g[i] = p;
-        }
-    } else {
-        for i in 0..n {
-            let p = x[i];
-            let err = previous[i] - g[i];
-            x[i] = p + (a * err - b * e1[i] + c * e2[i]);
-            e2[i] = e1[i];
-            e1[i] = err;
-            g[i] = p;
-        }
+    for i in 0..n {
+        let p = x[i];
+        let err = previous[i] - g[i];
+        x[i] = p + (a * err - b * e1[i] + c * e2[i]);
+        e2[i] = e1[i];
+        e1[i] = err;
+        g[i] = p;
     }
-    *known = (*known + 1).min(if cubic { 5 } else { 3 });
+    *known = (*known + 1).min(3);
 }
 
-/// Whether the cubic through the last four errors would have predicted the
-/// last one (`previous` minus the guess) better than the quadratic through
-/// three did: the fourth difference of the last five errors against the
-/// third of the last four, in the 2-norm. Needs five errors known with the
-/// last (`known ≥ 5`: `error4` is a step's), and [`CUBIC_MIN`] unknowns.
+/// [`extrapolate`] for [`CUBIC_MIN`] unknowns or more: the rule of
+/// [`RULES`] chosen by [`choose`], then one pass that applies it and moves
+/// the errors on (`error2` into the ring's oldest slot, which becomes its
+/// newest).
 #[inline(always)]
-fn cubic_predicts_better<X: Dim>(memory: &NewtonMemory<X>, previous: &OVector<f64, X>) -> bool
+fn extrapolate_wide<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVector<f64, X>, x: &mut OVector<f64, X>)
 where
     DefaultAllocator: Allocator<X>,
 {
-    if previous.len() < CUBIC_MIN {
-        return false;
+    let n = x.len();
+    let mut w = [0.0; DEPTH - 1];
+    match memory.known {
+        0 => {}
+        1 => w[0] = 1.0,
+        2 => w[..2].copy_from_slice(&[2.0, -1.0]),
+        _ => {
+            let rule = RULES[choose(memory, previous)];
+            w[..rule.len()].copy_from_slice(rule);
+        }
+    }
+    let head = memory.head as usize;
+    let NewtonMemory {
+        guess,
+        error,
+        error2,
+        older,
+        known,
+        head: start,
+        ..
+    } = memory;
+    let [o0, o1, o2, o3] = older;
+    let mut ring = [
+        &mut o0.as_mut_slice()[..n],
+        &mut o1.as_mut_slice()[..n],
+        &mut o2.as_mut_slice()[..n],
+        &mut o3.as_mut_slice()[..n],
+    ];
+    ring.rotate_left(head);
+    let [a3, a4, a5, a6] = ring;
+    let (x, previous) = (&mut x.as_mut_slice()[..n], &previous.as_slice()[..n]);
+    let (g, e1, e2) = (
+        &mut guess.as_mut_slice()[..n],
+        &mut error.as_mut_slice()[..n],
+        &mut error2.as_mut_slice()[..n],
+    );
+    for i in 0..n {
+        let p = x[i];
+        let err = previous[i] - g[i];
+        x[i] = p + (w[0] * err + w[1] * e1[i] + w[2] * e2[i] + w[3] * a3[i] + w[4] * a4[i] + w[5] * a5[i]);
+        a6[i] = e2[i];
+        e2[i] = e1[i];
+        e1[i] = err;
+        g[i] = p;
+    }
+    // The slot written (the oldest error's) now holds the error three steps
+    // back: the ring starts there.
+    *start = ((head + OLDER - 1) % OLDER) as u8;
+    *known = (*known + 1).min(DEPTH as u8);
+}
+
+/// The rule of [`RULES`] (its index) that would have predicted the last
+/// error (`previous` minus the guess) from the ones before it best, in the
+/// 2-norm, among the rules judged on errors known; ties go to the earlier.
+/// The quadratic where no other can be judged.
+#[inline(always)]
+fn choose<X: Dim>(memory: &NewtonMemory<X>, previous: &OVector<f64, X>) -> usize
+where
+    DefaultAllocator: Allocator<X>,
+{
+    let known = memory.known as usize;
+    if known < 5 {
+        return 0;
     }
     let n = previous.len();
+    let head = memory.head as usize;
+    let ring = |j: usize| &memory.older[(head + j) % OLDER].as_slice()[..n];
     let (previous, g) = (&previous.as_slice()[..n], &memory.guess.as_slice()[..n]);
     let (e1, e2) = (&memory.error.as_slice()[..n], &memory.error2.as_slice()[..n]);
-    let (e3, e4) = (&memory.error3.as_slice()[..n], &memory.error4.as_slice()[..n]);
-    let (mut quadratic, mut cubic) = (0.0, 0.0);
+    let (a3, a4, a5, a6) = (ring(0), ring(1), ring(2), ring(3));
+    // misses of the quadratic, alternating, cubic and quartic rules
+    let mut miss = [0.0f64; 4];
     for i in 0..n {
         let e = previous[i] - g[i];
-        let third = e - 3.0 * e1[i] + 3.0 * e2[i] - e3[i];
-        let fourth = third - (e1[i] - 3.0 * e2[i] + 3.0 * e3[i] - e4[i]);
-        quadratic += third * third;
-        cubic += fourth * fourth;
+        let (b1, b2, b3, b4, b5, b6) = (e1[i], e2[i], a3[i], a4[i], a5[i], a6[i]);
+        let q = e - (3.0 * b1 - 3.0 * b2 + b3);
+        let a = e - (2.0 * b1 + b2 - 4.0 * b3 + b4 + 2.0 * b5 - b6);
+        let c = e - (4.0 * b1 - 6.0 * b2 + 4.0 * b3 - b4);
+        let f = e - (5.0 * b1 - 10.0 * b2 + 10.0 * b3 - 5.0 * b4 + b5);
+        miss[0] += q * q;
+        miss[1] += a * a;
+        miss[2] += c * c;
+        miss[3] += f * f;
     }
-    cubic < quadratic
+    let mut best = 0;
+    for (r, rule) in RULES.iter().enumerate().skip(1) {
+        if rule.len() < known && miss[r] < miss[best] {
+            best = r;
+        }
+    }
+    best
 }
 
 #[cfg(test)]
@@ -214,8 +309,9 @@ mod tests {
 
     #[test]
     fn a_wide_system_predicts_a_cubic_error_exactly_once_five_errors_are_known() {
-        let (out, known) = corrected_wide(|k| k * k * k - 2.0 * k, |_, _| 0.0, 10);
-        assert_eq!(known, 5);
+        // Twenty steps: the ring of older errors goes round four times.
+        let (out, known) = corrected_wide(|k| k * k * k - 2.0 * k, |_, _| 0.0, 20);
+        assert_eq!(known as usize, DEPTH);
         // Steps 3 and 4 extrapolate by the quadratic (the cubic's choice
         // needs a fifth error): off by the third difference, 6.
         assert_eq!(out[3].1 - out[3].0, 6.0);
@@ -226,20 +322,50 @@ mod tests {
     }
 
     #[test]
-    fn a_wide_system_keeps_the_quadratic_where_it_predicts_as_well_or_better() {
-        // A quadratic error is predicted exactly by both: the tie keeps the
-        // quadratic, the guesses are the narrow system's.
-        let quadratic = |k: f64| 2.0 * k * k - 3.0 * k + 5.0;
-        let (wide, _) = corrected_wide(quadratic, |_, _| 0.0, 10);
-        assert_eq!(wide, corrected(quadratic, 10));
-        // Noise that alternates in sign, as round-off at the floor does:
-        // the cubic's fourth difference doubles it against the quadratic's
-        // third, so the quadratic stays; the guesses are off by 8 times the
-        // noise (1 + 3 + 3 + 1), not the cubic's 16.
-        let noise = |k: usize, _| if k % 2 == 0 { 1.0 / 64.0 } else { -1.0 / 64.0 };
-        let (noisy, _) = corrected_wide(quadratic, noise, 12);
-        for (k, &(x, truth)) in noisy.iter().enumerate().skip(5) {
-            assert_eq!((truth - x).abs(), 8.0 / 64.0, "step {k}");
+    fn a_wide_system_predicts_a_quartic_error_exactly_once_six_errors_are_known() {
+        let (out, _) = corrected_wide(|k| k * k * k * k - 3.0 * k * k, |_, _| 0.0, 20);
+        // Step 5 can judge the cubic at most: off by the fourth difference, 24.
+        assert_eq!(out[5].1 - out[5].0, 24.0);
+        for (k, &(x, truth)) in out.iter().enumerate().skip(6) {
+            assert_eq!(x, truth, "step {k}");
         }
+    }
+
+    #[test]
+    fn a_wide_system_follows_an_error_that_alternates_once_seven_errors_are_known() {
+        // Energy–momentum's multipliers: a smooth part and one that flips
+        // sign every step, growing linearly. No polynomial follows it.
+        let sign = |k: f64| if k as u64 % 2 == 0 { 1.0 } else { -1.0 };
+        let error = |k: f64| k * k + sign(k) * (3.0 + k);
+        let (out, _) = corrected_wide(error, |_, _| 0.0, 20);
+        for &(x, truth) in &out[3..7] {
+            assert!((truth - x).abs() >= 8.0, "the quadratic misses the alternating part");
+        }
+        for (k, &(x, truth)) in out.iter().enumerate().skip(7) {
+            assert_eq!(x, truth, "step {k}");
+        }
+    }
+
+    #[test]
+    fn a_wide_system_keeps_the_quadratic_where_it_predicts_as_well_or_better() {
+        // A quadratic error is predicted exactly by every rule: the tie
+        // keeps the quadratic, the guesses are the narrow system's.
+        let quadratic = |k: f64| 2.0 * k * k - 3.0 * k + 5.0;
+        let (wide, _) = corrected_wide(quadratic, |_, _| 0.0, 20);
+        assert_eq!(wide, corrected(quadratic, 20));
+        // Noise of period three, which no rule follows: each rule misses the
+        // last error by its own multiple of it, and the one that missed least
+        // there is taken, whose next miss may be larger. That is the price of
+        // the choice at the round-off floor: here the guesses are off by 1.8
+        // times the quadratic's alone on average (7.1 against 4.0 /64), which
+        // is why systems below `CUBIC_MIN` unknowns (whose errors sit at that
+        // floor) keep the quadratic. Never by more than the noisiest rule's
+        // weights allow (1 + 31 times the noise).
+        let noise = |k: usize, _| [1.0, -1.0, 0.0][k % 3] / 64.0;
+        let mean = |v: &[(f64, f64)]| v[8..].iter().map(|&(x, t)| (t - x).abs()).sum::<f64>() / (v.len() - 8) as f64;
+        let quadratic_only = corrected(|k| quadratic(k) + noise(k as usize, 0), 40);
+        let (noisy, _) = corrected_wide(quadratic, noise, 40);
+        assert!(mean(&noisy) <= 2.0 * mean(&quadratic_only));
+        assert!(noisy[8..].iter().all(|&(x, t)| (t - x).abs() <= 32.0 / 64.0));
     }
 }
