@@ -10,12 +10,18 @@
 //! its dense Jacobian grows as N²), `SPEED_MIDPOINT_MAX=32` those of its
 //! midpoint step (default 128), `SPEED_CARTESIAN_MAX=32` the
 //! maximal-coordinate chain's (default 128).
+//!
+//! With `-- --write` it also saves that JSON, with the date, machine and load,
+//! to `bench/speed/results.json` and renders README.md's speed tables from it
+//! (`bench/speed/render.rs`; `tests/readme_speed.rs` checks that they agree).
 
 use std::time::Instant;
 
 use hamel::{DynStepper, Integrator, State, StepSystem, Stepper};
 use hamel_load::{compile, read_model, Backend};
 
+#[path = "../bench/speed/render.rs"]
+mod render;
 #[path = "../benches/yardstick.rs"]
 mod yardstick;
 use yardstick::{SphereState, Yardstick};
@@ -157,7 +163,51 @@ fn main() -> Result<(), Boxed> {
     let dsp = double_pendulum()?;
     println!();
     let chains = chains()?;
-    println!("{}", summary(&sphere, &dsp, &chains));
+    let summary = summary(&sphere, &dsp, &chains);
+    println!("{summary}");
+    if std::env::args().any(|a| a == "--write") {
+        write(summary)?;
+    }
+    Ok(())
+}
+
+/// Saves `summary` with the run's date, machine and load average to
+/// `bench/speed/results.json` and renders README.md's speed tables from it.
+fn write(mut summary: serde_json::Value) -> Result<(), Boxed> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or("?".into(), |d| d.trim().to_string());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    summary["meta"] = serde_json::json!({
+        "date": date,
+        "machine": format!("{cpu}, {cores} cores"),
+        "load_average": load,
+    });
+    let results = root.join("bench/speed/results.json");
+    std::fs::write(&results, serde_json::to_string_pretty(&summary)? + "\n")?;
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path)?;
+    let old = render::section(&readme).ok_or("README.md has no speed section markers")?;
+    let readme = readme.replacen(old, &render::render(&summary), 1);
+    std::fs::write(&readme_path, readme)?;
+    println!("wrote {} and README.md's speed tables", results.display());
     Ok(())
 }
 

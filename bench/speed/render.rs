@@ -1,0 +1,95 @@
+//! The README's speed tables, rendered from the speed example's results
+//! (`bench/speed/results.json`): written by `cargo run --release --example
+//! speed -- --write`, checked against the README by `tests/readme_speed.rs`,
+//! so that no figure in them is typed by hand.
+
+use serde_json::Value;
+
+/// Where the rendered tables sit in README.md.
+pub const BEGIN: &str = "<!-- speed:begin (rendered from bench/speed/results.json; do not edit) -->";
+/// (see [`BEGIN`])
+pub const END: &str = "<!-- speed:end -->";
+
+fn ns(v: &Value) -> String {
+    v.as_f64().map_or("–".into(), |x| format!("{x:.0}"))
+}
+
+fn us(v: &Value) -> String {
+    v.as_f64().map_or("–".into(), |x| format!("{:.1}", x / 1000.0))
+}
+
+fn ratio(v: &Value) -> String {
+    v.as_f64().map_or("–".into(), |x| format!("{x:.2}"))
+}
+
+/// The tables, between [`BEGIN`] and [`END`] (both included).
+pub fn render(r: &Value) -> String {
+    let mut out = format!("{BEGIN}\n\n");
+    let meta = &r["meta"];
+    out += &format!(
+        "Run of {} on {} (`cargo run --release --example speed -- --write`), ns per step, medians of interleaved rounds:\n\n",
+        meta["date"].as_str().unwrap_or("?"),
+        meta["machine"].as_str().unwrap_or("?")
+    );
+    let s = &r["sphere"];
+    out += "| step | derived | JIT | JIT / derived |\n|---|---|---|---|\n";
+    out += &format!(
+        "| sphere, averaged Hamel (hand-written yardstick {} ns: derived / hand-written {}) | {} | {} | {} |\n",
+        ns(&s["hand_written_ns"]),
+        ratio(&Value::from(
+            s["generated_ns"].as_f64().unwrap_or(f64::NAN) / s["hand_written_ns"].as_f64().unwrap_or(f64::NAN)
+        )),
+        ns(&s["generated_ns"]),
+        ns(&s["jit_ns"]),
+        ratio(&s["jit_over_derived"])
+    );
+    let d = &r["dsp"];
+    for (key, name) in [
+        ("hamel", "averaged Hamel (directors)"),
+        ("hamel_midpoint", "midpoint Hamel (directors)"),
+        ("rattle", "RATTLE (Cartesian)"),
+        ("energy_momentum", "energy–momentum (Cartesian)"),
+        ("stormer_verlet", "Störmer–Verlet (Cartesian)"),
+    ] {
+        out += &format!(
+            "| double pendulum, {name} | {} | {} | {} |\n",
+            ns(&d[format!("{key}_ns")]),
+            ns(&d["jit"][format!("{key}_ns")]),
+            ratio(&d["jit_over_derived"][key])
+        );
+    }
+    let c = &r["chain"];
+    out += "\nSpherical chains (JIT, h = 0.01, from `tilted`, 4000/N steps a round), µs per step:\n\n";
+    out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
+    let sizes = c["sizes"].as_array().cloned().unwrap_or_default();
+    for (k, n) in sizes.iter().enumerate() {
+        out += &format!("| {} |", n.as_u64().unwrap_or(0));
+        for key in [
+            "hamel_ns",
+            "hamel_midpoint_ns",
+            "rattle_ns",
+            "stormer_verlet_ns",
+            "energy_momentum_ns",
+        ] {
+            out += &format!(" {} |", us(&c[key][k]));
+        }
+        out += "\n";
+    }
+    let e = &c["exponent_16_128"];
+    out += &format!(
+        "| exponent of step time in N, 16 … 128 | | {} | {} | {} | {} |\n",
+        ratio(&e["hamel_midpoint"]),
+        ratio(&e["rattle"]),
+        ratio(&e["stormer_verlet"]),
+        ratio(&e["energy_momentum"])
+    );
+    out += &format!("\n{END}");
+    out
+}
+
+/// The section of `readme` between [`BEGIN`] and [`END`] (both included).
+pub fn section(readme: &str) -> Option<&str> {
+    let a = readme.find(BEGIN)?;
+    let b = readme[a..].find(END)? + a + END.len();
+    Some(&readme[a..b])
+}

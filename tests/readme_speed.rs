@@ -1,0 +1,53 @@
+//! README.md's speed tables are rendered from `bench/speed/results.json`
+//! (the speed example's last run with `--write`), not typed by hand.
+
+#[path = "../bench/speed/render.rs"]
+mod render;
+
+#[test]
+fn readme_speed_tables_are_rendered_from_the_committed_results() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("bench/speed/results.json")).unwrap()).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = render::section(&readme).expect("README.md has the speed section markers");
+    assert_eq!(
+        section,
+        render::render(&results),
+        "README's speed tables differ from bench/speed/results.json: run \
+         `cargo run --release --example speed -- --write`"
+    );
+}
+
+#[test]
+fn the_committed_results_cover_every_table_row() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("bench/speed/results.json")).unwrap()).unwrap();
+    for field in ["date", "machine", "load_average"] {
+        assert!(r["meta"][field].is_string(), "meta.{field}");
+    }
+    for key in ["generated_ns", "hand_written_ns", "jit_ns"] {
+        assert!(r["sphere"][key].as_f64().is_some_and(|x| x > 0.0), "sphere.{key}");
+    }
+    assert_eq!(r["sphere"]["jit_same_bits"], true);
+    let sizes: Vec<u64> = r["chain"]["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [2, 4, 8, 16, 32, 64, 128]);
+    for key in [
+        "hamel_midpoint_ns",
+        "rattle_ns",
+        "stormer_verlet_ns",
+        "energy_momentum_ns",
+    ] {
+        let row = r["chain"][key].as_array().unwrap();
+        assert!(
+            row.iter().all(|x| x.as_f64().is_some_and(|x| x > 0.0)),
+            "chain.{key}: every size"
+        );
+    }
+}
