@@ -244,3 +244,16 @@ impl Exogenous {
         self.inputs == 0
     }
 }
+
+/// The runtime's banded LU pivots with this threshold: the first row, in
+/// order, whose magnitude is at least this share of its column's largest.
+/// The compiler's band ordering simulates that LU to choose between orders
+/// (its pass `band`), so both read it here.
+pub const PIVOT_THRESHOLD: f64 = 0.1;
+
+/// The runtime's banded LU replays its operations on the structural
+/// non-zeros only where they are at most this share of the banded LU's
+/// updates (indexed updates cost about twice its contiguous ones); else it
+/// runs the banded LU whole. The compiler's band ordering weighs orders by
+/// the same rule.
+pub const REPLAY_SHARE: f64 = 0.4;

@@ -47,8 +47,9 @@ use crate::packed_band::{at, first_within, largest, leading, pivot};
 /// default. Any row within a factor 10 of the largest may pivot, which
 /// bounds the growth of the factors' entries by 11 per step against 2 for
 /// plain partial pivoting; Newton's iteration corrects what a less accurate
-/// solve leaves.
-pub(crate) const THRESHOLD: f64 = 0.1;
+/// solve leaves. (The compiler's band ordering simulates this rule: shared
+/// in `hamel_kernel::vocabulary`.)
+pub(crate) const THRESHOLD: f64 = hamel_kernel::vocabulary::PIVOT_THRESHOLD;
 
 /// A kept pivot stays while its magnitude is at least this times the
 /// column's largest, theory.md §9.5's static pivot check: growth is then
@@ -58,8 +59,8 @@ pub(crate) const KEEP: f64 = 1e-3;
 
 /// A replay pays when it does at most this share of the banded LU's
 /// updates: indexed updates cost about twice the banded LU's contiguous
-/// ones.
-const REPLAY_SHARE: f64 = 0.4;
+/// ones. (Shared with the compiler's band ordering.)
+const REPLAY_SHARE: f64 = hamel_kernel::vocabulary::REPLAY_SHARE;
 
 /// How to factor the matrices of one band and pattern: the operations of
 /// the banded LU on the entries that can be non-zero.

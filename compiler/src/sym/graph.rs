@@ -627,6 +627,13 @@ impl Graph {
         self.eval_memo(root, value_of, &mut memo)
     }
 
+    /// Evaluates every root of `roots` with symbol values from `value_of`,
+    /// sharing the work on common subexpressions.
+    pub fn eval_all(&self, roots: &[Id], value_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+        let mut memo: HashMap<Id, f64> = HashMap::default();
+        roots.iter().map(|&r| self.eval_memo(r, value_of, &mut memo)).collect()
+    }
+
     fn eval_memo(&self, id: Id, value_of: &dyn Fn(u32) -> f64, memo: &mut HashMap<Id, f64>) -> f64 {
         if let Some(&v) = memo.get(&id) {
             return v;

@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 
+use super::band::permutations;
 use super::{band, blocks, explicit, linear, Eliminated};
 use crate::scheme::step::StepSystem;
 use crate::scheme::Scheme;
@@ -156,4 +157,39 @@ fn band_ordering_permutes_and_does_not_grow_with_the_chain() {
     eprintln!("bands: N = 16 {b16:?}, N = 32 {b32:?}");
     assert!(b16.is_some(), "the 16-link chain is banded");
     assert_eq!(b16, b32, "the band does not grow with N");
+}
+
+#[test]
+fn a_director_chain_is_ordered_link_by_link() {
+    let mut sys = unreduced("spherical_chain", &[("N".into(), 16)], "hamel");
+    super::run(&mut sys);
+    assert_eq!(sys.unknowns.len(), 160, "the tableau: 10 unknowns a link");
+    // The multiplier of link i is `nu{i-1}`; every other unknown names its link.
+    let link = |name: &str| -> usize {
+        match name.strip_prefix("nu") {
+            Some(j) => j.parse::<usize>().unwrap() + 1,
+            None => name[name.find('[').unwrap() + 1..name.find(']').unwrap()]
+                .parse()
+                .unwrap(),
+        }
+    };
+    let links: Vec<usize> = sys.unknowns.iter().map(|u| link(&u.name)).collect();
+    let expected: Vec<usize> = (1..=16).flat_map(|i| [i; 10]).collect();
+    assert_eq!(links, expected, "each link's unknowns together, from the pivot out");
+    let band = sys.band.expect("banded");
+    assert!(band.0 + band.1 <= 20, "band {band:?}");
+}
+
+#[test]
+fn the_kinds_of_a_link_are_tried_in_every_order() {
+    let mut all = permutations(4);
+    assert_eq!(all.len(), 24);
+    for p in &all {
+        let mut q = p.clone();
+        q.sort_unstable();
+        assert_eq!(q, [0, 1, 2, 3], "{p:?} is a permutation");
+    }
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 24, "no order twice");
 }
