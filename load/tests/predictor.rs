@@ -2,8 +2,10 @@
 //! extrapolated by the rule that would have predicted the last step best
 //! (runtime `newton::predictor`). Energy–momentum's momenta and multipliers
 //! carry a part that flips sign every step, which only the rule built for
-//! it follows; the quadratic alone took 3.94 iterations per step on this
-//! run (400 steps of the 16-link Cartesian chain at h = 0.01 from `tilted`).
+//! it follows: on this run (400 steps of the 16-link Cartesian chain at
+//! h = 0.01 from `tilted`) Newton takes 2.52 iterations per step, and took
+//! 3.02 with the quadratic alone (measured with `CUBIC_MIN` raised past the
+//! system's size).
 
 use hamel_load::{compile, read_model, Backend, System};
 use hamel_runtime::DynStepper;
@@ -36,7 +38,7 @@ fn an_energy_momentum_chain_follows_its_alternating_multipliers() {
         drift = drift.max((energy(&sys, &s.z, k) - e0).abs() / e0.abs());
     }
     let per_step = st.stats.iterations as f64 / st.stats.steps as f64;
-    assert!(per_step <= 3.5, "{per_step:.3} iterations per step");
+    assert!(per_step <= 2.75, "{per_step:.3} iterations per step");
     // The faster guesses change where Newton starts, not where it ends:
     // energy–momentum keeps the energy to round-off.
     assert!(drift < 1e-12, "relative energy drift {drift:e}");

@@ -90,7 +90,7 @@ where
         if !dn2.is_finite() {
             return Err(non_finite(step, it, rn2));
         }
-        if walk.done(it, dn2, x, || z.norm_squared(), contraction, &tol, opt, costs)
+        if walk.done(it, dn2, rn2, x, || z.norm_squared(), contraction, &tol, opt, costs)
             || (it > 2 && tol.residual_at_floor(rn2, walk.last_rn2, z.norm_squared()))
         {
             return Ok(Solved {
@@ -167,6 +167,7 @@ impl Walk {
         &mut self,
         it: usize,
         dn2: f64,
+        rn2: f64,
         x: &OVector<f64, X>,
         z2: impl FnOnce() -> f64,
         contraction: &mut Option<f64>,
@@ -189,7 +190,7 @@ impl Walk {
             }
             let x2 = x.norm_squared().max(f64::MIN_POSITIVE);
             if self.chord_step {
-                self.chord_iteration(it, dn2, dn, x2, z2, tol)
+                self.chord_iteration(it, dn2, dn, rn2, x2, z2, tol)
             } else {
                 self.newton_iteration(dn2, dn, x2, z2, tol, opt)
             }
@@ -225,13 +226,17 @@ impl Walk {
     }
 
     /// A chord update: converges linearly, at the rate of the first (taken
-    /// before round-off can blur it).
+    /// before round-off can blur it); done when its predicted error is 1 % of
+    /// the tolerance, or leaves a residual below 1 % of the residual's
+    /// round-off (which no further iteration could see).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn chord_iteration(
         &mut self,
         it: usize,
         dn2: f64,
         dn: f64,
+        rn2: f64,
         x2: f64,
         z2: impl FnOnce() -> f64,
         tol: &Tolerance,
@@ -250,7 +255,7 @@ impl Walk {
             false
         } else {
             self.bias = chord_bias(self.rate, dn, self.bias);
-            tol.chord_converged(self.bias, self.rate, x2)
+            tol.chord_converged(self.bias, self.rate, x2) || tol.chord_below_floor(self.rate, rn2, z2())
         }
     }
 
