@@ -94,9 +94,6 @@ where
         2 => (2.0, 1.0, 0.0),
         _ => (3.0, 3.0, 1.0),
     };
-    // Slices of one length up front: indexing the vectors in the loop
-    // reloaded each one's pointer and checked its bounds at every element
-    // (the stores might have moved them), about 10 ns an unknown.
     let NewtonMemory {
         guess,
         error,
@@ -104,12 +101,7 @@ where
         known,
         ..
     } = memory;
-    let (x, previous) = (&mut x.as_mut_slice()[..n], &previous.as_slice()[..n]);
-    let (g, e1, e2) = (
-        &mut guess.as_mut_slice()[..n],
-        &mut error.as_mut_slice()[..n],
-        &mut error2.as_mut_slice()[..n],
-    );
+    let (x, previous, g, e1, e2) = recent(x, previous, guess, error, error2);
     for i in 0..n {
         let p = x[i];
         let err = previous[i] - g[i];
@@ -119,6 +111,34 @@ where
         g[i] = p;
     }
     *known = (*known + 1).min(3);
+}
+
+/// The guess, the previous solution, the last guess and the last two
+/// errors, as slices of one length.
+type Recent<'a> = (&'a mut [f64], &'a [f64], &'a mut [f64], &'a mut [f64], &'a mut [f64]);
+
+/// [`Recent`], taken up front: indexing the vectors in the loop reloaded
+/// each one's pointer and checked its bounds at every element (the stores
+/// might have moved them), about 10 ns an unknown.
+#[inline(always)]
+fn recent<'a, X: Dim>(
+    x: &'a mut OVector<f64, X>,
+    previous: &'a OVector<f64, X>,
+    guess: &'a mut OVector<f64, X>,
+    error: &'a mut OVector<f64, X>,
+    error2: &'a mut OVector<f64, X>,
+) -> Recent<'a>
+where
+    DefaultAllocator: Allocator<X>,
+{
+    let n = x.len();
+    (
+        &mut x.as_mut_slice()[..n],
+        &previous.as_slice()[..n],
+        &mut guess.as_mut_slice()[..n],
+        &mut error.as_mut_slice()[..n],
+        &mut error2.as_mut_slice()[..n],
+    )
 }
 
 /// [`extrapolate`] for [`CUBIC_MIN`] unknowns or more: the rule of
@@ -160,12 +180,7 @@ where
     ];
     ring.rotate_left(head);
     let [a3, a4, a5, a6] = ring;
-    let (x, previous) = (&mut x.as_mut_slice()[..n], &previous.as_slice()[..n]);
-    let (g, e1, e2) = (
-        &mut guess.as_mut_slice()[..n],
-        &mut error.as_mut_slice()[..n],
-        &mut error2.as_mut_slice()[..n],
-    );
+    let (x, previous, g, e1, e2) = recent(x, previous, guess, error, error2);
     for i in 0..n {
         let p = x[i];
         let err = previous[i] - g[i];
