@@ -685,10 +685,14 @@ def fmt_cell_step(cell):
         notes.append("diverges")
     elif "energy_error_end" in cell:
         notes.append(f"ΔE {cell['energy_error_end']:.0e}")
-    if "wall_s" in cell:
-        notes.append(f"{cell['wall_s']:.2f} s")
-    if "cold_wall_s" in cell:
-        notes.append(f"first run {cell['cold_wall_s']:.2f} s")
+    if cell.get("runs") == 1 and "cold_wall_s" in cell:
+        # A first run over 30 s is not repeated: no cached run was timed.
+        notes.append(f"first run {cell['cold_wall_s']:.2f} s, not repeated")
+    else:
+        if "wall_s" in cell:
+            notes.append(f"{cell['wall_s']:.2f} s")
+        if "cold_wall_s" in cell:
+            notes.append(f"first run {cell['cold_wall_s']:.2f} s")
     return s + (f" ({'; '.join(notes)})" if notes else "")
 
 
