@@ -48,6 +48,22 @@ const RULES: [&[f64]; 4] = [
 /// ring `older`. Every rule reads one fewer than it is judged on.
 const DEPTH: usize = 3 + OLDER;
 
+/// [`RULES`] with zero weights on the errors a rule does not read: one
+/// width for every rule, which the choice's loop computes side by side.
+const PADDED: [[f64; DEPTH - 1]; RULES.len()] = {
+    let mut out = [[0.0; DEPTH - 1]; RULES.len()];
+    let mut r = 0;
+    while r < RULES.len() {
+        let mut j = 0;
+        while j < RULES[r].len() {
+            out[r][j] = RULES[r][j];
+            j += 1;
+        }
+        r += 1;
+    }
+    out
+};
+
 const _: () = {
     let mut r = 0;
     while r < RULES.len() {
@@ -156,10 +172,7 @@ where
         0 => {}
         1 => w[0] = 1.0,
         2 => w[..2].copy_from_slice(&[2.0, -1.0]),
-        _ => {
-            let rule = RULES[choose(memory, previous)];
-            w[..rule.len()].copy_from_slice(rule);
-        }
+        _ => w = PADDED[choose(memory, previous)],
     }
     let head = memory.head as usize;
     let NewtonMemory {
@@ -206,7 +219,9 @@ where
     DefaultAllocator: Allocator<X>,
 {
     let known = memory.known as usize;
-    if known < 5 {
+    // A rule is judged on one error more than it reads.
+    let judged = |r: usize| RULES[r].len() < known;
+    if !(1..RULES.len()).any(judged) {
         return 0;
     }
     let n = previous.len();
@@ -215,23 +230,19 @@ where
     let (previous, g) = (&previous.as_slice()[..n], &memory.guess.as_slice()[..n]);
     let (e1, e2) = (&memory.error.as_slice()[..n], &memory.error2.as_slice()[..n]);
     let (a3, a4, a5, a6) = (ring(0), ring(1), ring(2), ring(3));
-    // misses of the quadratic, alternating, cubic and quartic rules
-    let mut miss = [0.0f64; 4];
+    let mut miss = [0.0f64; RULES.len()];
     for i in 0..n {
         let e = previous[i] - g[i];
-        let (b1, b2, b3, b4, b5, b6) = (e1[i], e2[i], a3[i], a4[i], a5[i], a6[i]);
-        let q = e - (3.0 * b1 - 3.0 * b2 + b3);
-        let a = e - (2.0 * b1 + b2 - 4.0 * b3 + b4 + 2.0 * b5 - b6);
-        let c = e - (4.0 * b1 - 6.0 * b2 + 4.0 * b3 - b4);
-        let f = e - (5.0 * b1 - 10.0 * b2 + 10.0 * b3 - 5.0 * b4 + b5);
-        miss[0] += q * q;
-        miss[1] += a * a;
-        miss[2] += c * c;
-        miss[3] += f * f;
+        let before = [e1[i], e2[i], a3[i], a4[i], a5[i], a6[i]];
+        for (m, rule) in miss.iter_mut().zip(&PADDED) {
+            let guess = rule.iter().zip(&before).fold(0.0, |s, (w, b)| s + w * b);
+            let d = e - guess;
+            *m += d * d;
+        }
     }
     let mut best = 0;
-    for (r, rule) in RULES.iter().enumerate().skip(1) {
-        if rule.len() < known && miss[r] < miss[best] {
+    for r in 1..RULES.len() {
+        if judged(r) && miss[r] < miss[best] {
             best = r;
         }
     }
