@@ -64,8 +64,7 @@ impl Tolerance {
     /// at a solution already as good as the arithmetic allows.
     #[inline(always)]
     pub(crate) fn residual_at_floor(&self, rn2: f64, last_rn2: f64, z2: f64) -> bool {
-        const FLOOR: f64 = RESIDUAL_FLOOR * f64::EPSILON;
-        rn2 > 0.25 * last_rn2 && rn2 <= FLOOR * FLOOR * z2.max(1.0)
+        rn2 > 0.25 * last_rn2 && rn2 <= residual_floor2(z2)
     }
 
     /// The first-iteration rule: a first guess good to round-off leaves no
@@ -113,9 +112,16 @@ impl Tolerance {
     /// iteration was spent on seeing the stall.
     #[inline(always)]
     pub(crate) fn chord_below_floor(&self, rate: f64, rn2: f64, z2: f64) -> bool {
-        const FLOOR: f64 = STRICT * RESIDUAL_FLOOR * f64::EPSILON;
-        rate * rate * rn2 <= FLOOR * FLOOR * z2.max(1.0)
+        rate * rate * rn2 <= STRICT2 * residual_floor2(z2)
     }
+}
+
+/// The residual's round-off, squared: [`RESIDUAL_FLOOR`] ulps of the state
+/// (of norm² `z2`; a state below 1 counts as 1).
+#[inline(always)]
+fn residual_floor2(z2: f64) -> f64 {
+    const FLOOR: f64 = RESIDUAL_FLOOR * f64::EPSILON;
+    FLOOR * FLOOR * z2.max(1.0)
 }
 
 /// The error a chord iteration leaves, after an update of norm `dn`: `rate`
