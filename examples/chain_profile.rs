@@ -4,10 +4,12 @@
 //! solves, the median ns per step over interleaved rounds of 2000 steps, the
 //! Newton iterations and factorizations per step, and the fitted exponent
 //! (`ROUNDS`, default 7).
+//! `TRACE=1` instead prints the largest size's iterations step by step.
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
 //! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
 //! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
-//! `STEPS` the steps per round; `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
+//! `STEPS` the steps per round (`STEPS=speed`: 4000 / N, at least 50, and one
+//! stepper per size kept across rounds, as `examples/speed.rs` times them); `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
 //! choice of a sparse tableau (default by size).
 
 use std::time::Instant;
@@ -21,7 +23,9 @@ fn main() -> Result<(), Boxed> {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
     let sizes = if sizes.is_empty() { vec![16, 32, 64, 128] } else { sizes };
     let h: f64 = std::env::var("H").ok().and_then(|h| h.parse().ok()).unwrap_or(1e-3);
+    let speed_like = std::env::var("STEPS").as_deref() == Ok("speed");
     let steps: u64 = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let steps_of = |n: usize| if speed_like { (4000 / n).max(50) as u64 } else { steps };
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
     let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
     let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
@@ -50,6 +54,21 @@ fn main() -> Result<(), Boxed> {
         }
         systems.push(sys);
     }
+    if std::env::var_os("TRACE").is_some() {
+        let sys = systems.last().ok_or("no size")?;
+        let mut st = DynStepper::new(sys, h)?;
+        let mut s = sys.initial("tilted")?;
+        for k in 0..steps_of(*sizes.last().ok_or("no size")?) {
+            let (i0, f0) = (st.stats.iterations, st.stats.factorizations);
+            st.step(&mut s)?;
+            println!(
+                "step {k:>4}: {} iterations, {} factorizations",
+                st.stats.iterations - i0,
+                st.stats.factorizations - f0
+            );
+        }
+        return Ok(());
+    }
     if let Ok(secs) = std::env::var("SPIN") {
         let secs: f64 = secs.parse()?;
         let sys = systems.last().ok_or("no size")?;
@@ -74,9 +93,20 @@ fn main() -> Result<(), Boxed> {
     let mut samples = vec![Vec::new(); sizes.len()];
     let mut stats = vec![(0.0, 0.0); sizes.len()];
     let mut cpu = vec![Vec::new(); sizes.len()];
+    let mut kept = systems
+        .iter()
+        .map(|sys| DynStepper::new(sys, h))
+        .collect::<Result<Vec<_>, _>>()?;
     for _ in 0..rounds {
         for (k, sys) in systems.iter().enumerate() {
-            let mut st = DynStepper::new(sys, h)?;
+            let steps = steps_of(sizes[k]);
+            let mut fresh;
+            let st = if speed_like {
+                &mut kept[k]
+            } else {
+                fresh = DynStepper::new(sys, h)?;
+                &mut fresh
+            };
             let mut s = sys.initial("tilted")?;
             let (t0, c0) = (Instant::now(), cpu_ns());
             for _ in 0..steps {

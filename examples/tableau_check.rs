@@ -1,4 +1,5 @@
-//! The director chain's midpoint Hamel step derived with its tableau kept as
+//! The director chain's midpoint Hamel step (`SCHEME=hamel_averaged`: the
+//! averaged one) derived with its tableau kept as
 //! unknowns ([`TableauChoice::Keep`]) against the dense derivation: `cargo
 //! run --release --example tableau_check [N…]` prints, per size, the
 //! unknowns and band of each, and the largest difference of state and
@@ -20,7 +21,8 @@ fn derive(n: usize, sparse: bool) -> Result<System, Boxed> {
     } else {
         TableauChoice::Substitute
     };
-    Ok(compile_with(&model, "hamel".parse()?, Backend::Jit, choice)?)
+    let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "hamel".into());
+    Ok(compile_with(&model, scheme.parse()?, Backend::Jit, choice)?)
 }
 
 fn main() -> Result<(), Boxed> {

@@ -1,16 +1,22 @@
-//! The director chain's midpoint Hamel step with its tableau kept
-//! (`TableauChoice::Keep`: bob velocities and their adjoint sums as
-//! unknowns, a banded Jacobian) against the dense step (`Substitute`): the
-//! same trajectory to round-off, with theory §2.5's invariants (‖e_i‖ = 1
-//! and ⟨ω_i, e_i⟩ = 0 to round-off; energy and J within the same bounds).
+//! The director chain's discrete Hamel steps (midpoint and averaged) with
+//! their tableau kept (`TableauChoice::Keep`: bob velocities and their
+//! adjoint sums as unknowns, a banded Jacobian) against the dense steps
+//! (`Substitute`): the same trajectory to round-off, with theory §2.5's
+//! invariants (‖e_i‖ = 1 and ⟨ω_i, e_i⟩ = 0 to round-off; energy and J
+//! within the same bounds).
 
 use hamel_load::{compile_with, read_model, Backend, System, TableauChoice};
 use hamel_runtime::{DynStepper, Kernels};
 
 fn chain(n: i64, tableau: TableauChoice, backend: Backend) -> System {
+    chain_of("hamel", n, tableau, backend)
+}
+
+/// The chain under `scheme`.
+fn chain_of(scheme: &str, n: i64, tableau: TableauChoice, backend: Backend) -> System {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/spherical_chain.hamel");
     let model = read_model(path.as_ref(), &[("N".into(), n)]).unwrap();
-    compile_with(&model, "hamel".parse().unwrap(), backend, tableau).unwrap()
+    compile_with(&model, scheme.parse().unwrap(), backend, tableau).unwrap()
 }
 
 /// Invariants by name: energy, the lengths, J, the constraint residuals.
@@ -21,11 +27,14 @@ fn named(sys: &System, z: &hamel_runtime::nalgebra::DVector<f64>, step: u64) -> 
 
 #[test]
 fn the_sparse_step_equals_the_dense_one_to_round_off() {
-    for n in [2, 3, 8] {
-        let dense = chain(n, TableauChoice::Substitute, Backend::Jit);
-        let sparse = chain(n, TableauChoice::Keep, Backend::Jit);
+    for (scheme, n) in ["hamel", "hamel_averaged"]
+        .into_iter()
+        .flat_map(|s| [2, 3, 8].map(|n| (s, n)))
+    {
+        let dense = chain_of(scheme, n, TableauChoice::Substitute, Backend::Jit);
+        let sparse = chain_of(scheme, n, TableauChoice::Keep, Backend::Jit);
         let per_link = sparse.compiled().unknowns.len() as f64 / n as f64;
-        assert_eq!(per_link, 10.0, "N = {n}: ω, ν, bob velocity, adjoint per link");
+        assert_eq!(per_link, 10.0, "{scheme} N = {n}: ω, ν, bob velocity, adjoint per link");
         if n == 8 {
             assert!(sparse.jacobian_band().is_some(), "banded");
         }
@@ -41,7 +50,7 @@ fn the_sparse_step_equals_the_dense_one_to_round_off() {
             let scale = a.z.amax();
             assert!(
                 (&a.z - &b.z).amax() <= 1e-12 * scale,
-                "N = {n}, step {k}: {:e}",
+                "{scheme} N = {n}, step {k}: {:e}",
                 (&a.z - &b.z).amax()
             );
         }
@@ -49,13 +58,13 @@ fn the_sparse_step_equals_the_dense_one_to_round_off() {
         for ((name, x), (_, y)) in ia.iter().zip(&ib) {
             assert!(
                 (x - y).abs() <= 1e-11 * x.abs().max(1.0),
-                "N = {n}: {name} {x} against {y}"
+                "{scheme} N = {n}: {name} {x} against {y}"
             );
             if name.starts_with("length") {
-                assert!((y - 1.0).abs() < 1e-13, "N = {n}: {name} = {y}");
+                assert!((y - 1.0).abs() < 1e-13, "{scheme} N = {n}: {name} = {y}");
             }
             if !name.starts_with("length") && name != "energy" && name != "J" {
-                assert!(y.abs() < 1e-13, "N = {n}: constraint {name} = {y}");
+                assert!(y.abs() < 1e-13, "{scheme} N = {n}: constraint {name} = {y}");
             }
         }
     }
@@ -80,17 +89,18 @@ fn the_sparse_step_is_the_same_in_both_backends() {
     }
 }
 
-/// `Auto` keeps the tableau of long chains only.
+/// `Auto` keeps the tableau of chains from 6 links on (where its Newton
+/// matrix is banded), under both kinematics.
 #[test]
 fn auto_keeps_the_tableau_of_long_chains() {
-    let unknowns = |n| {
-        chain(n, TableauChoice::Auto, Backend::Interpreter)
-            .compiled()
-            .unknowns
-            .len() as i64
-    };
-    assert_eq!(unknowns(4), 4 * 4);
-    assert_eq!(unknowns(12), 10 * 12);
+    for scheme in ["hamel", "hamel_averaged"] {
+        let unknowns = |n| {
+            let sys = chain_of(scheme, n, TableauChoice::Auto, Backend::Interpreter);
+            (sys.compiled().unknowns.len() as i64, sys.jacobian_band().is_some())
+        };
+        assert_eq!(unknowns(5), (4 * 5, false), "{scheme}");
+        assert_eq!(unknowns(6), (10 * 6, true), "{scheme}");
+    }
 }
 
 /// A step is a function of the state it is handed, whichever stepper takes

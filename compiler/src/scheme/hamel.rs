@@ -129,10 +129,15 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
         Kinematics::Averaged => step.averaged(&mut g, &qbar),
     };
     let xi1 = step.full(step.k1());
+    // The stage whose momentum and force read the tableau's symbols.
+    let stage_q = match kin {
+        Kinematics::Midpoint => qbar,
+        Kinematics::Averaged => step.q1().to_vec(),
+    };
     let (q, v) = (step.q.clone(), step.v.clone());
     let mut draft = step.draft(kin, eqs, predictor);
     if let Some(s) = &sparse {
-        tableau::attach(&mut g, &mut draft, s, (&q, &qbar), (&v, &xi1));
+        tableau::attach(&mut g, &mut draft, s, (&q, &stage_q), (&v, &xi1));
     }
     let mut sys = draft.assemble(&model, g, mech.energy);
     sys.frame = Some(frame.psi.clone());
@@ -425,12 +430,23 @@ impl<'a> Step<'a> {
         // A rheonomic Lagrangian at each node's own time, as the forces
         // below: the trapezoidal rule in time keeps the step symmetric.
         let t1 = time_in_step(g, model, self.h, 1.0);
-        let p1 = self.at(g, &mech.p, q1, &xi1);
+        // With a tableau, the end's momentum and force read its symbols
+        // (unknowns of the step, rows at (q_{k+1}, ξ_{k+1}): `derive`
+        // attaches them), the start's their definitions at the state.
+        let (p, force) = self.sparse.map_or((&mech.p, &mech.force), |s| (&s.p, &s.force));
+        let p1 = self.at(g, p, q1, &xi1);
         let p1 = at_time(g, model, &p1, t1);
-        let p0 = self.at(g, &mech.p, q0, &xi0);
-        let f1 = self.at(g, &mech.force, q1, &xi1);
+        let f1 = self.at(g, force, q1, &xi1);
         let f1 = at_time(g, model, &f1, t1);
-        let f0 = self.at(g, &mech.force, q0, &xi0);
+        let (p0, f0) = match self.sparse {
+            Some(s) => {
+                let both: Vec<Id> = s.p.iter().chain(&s.force).copied().collect();
+                let mut at0 = tableau::at_stage(g, s, &both, (&self.q, q0), (&self.v, &xi0));
+                let f0 = at0.split_off(s.p.len());
+                (at0, f0)
+            }
+            None => (self.at(g, &mech.p, q0, &xi0), self.at(g, &mech.force, q0, &xi0)),
+        };
         // The state (Q, ξ) is labelled with the time of the step's start,
         // as the initial data it starts from are: (q_0, ξ_0) at t_0. ZLB12
         // label Q_k with t_{k+½}; starting from node data under that label

@@ -42,7 +42,7 @@ impl std::error::Error for SchemeError {}
 /// (its [`crate::model::Tableau`]) as unknowns, with their definitions as
 /// rows, instead of substituting them: a larger system with a sparse
 /// Jacobian (banded for a chain defined by recurrences) in place of a
-/// smaller dense one. Only the midpoint Hamel step has it so far.
+/// smaller dense one. The discrete Hamel steps (both kinematics) have it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TableauChoice {
     /// keep them where the model has enough to pay for the larger system
@@ -58,10 +58,13 @@ pub enum TableauChoice {
 impl TableauChoice {
     /// Scalar members from which [`TableauChoice::Auto`] keeps a tableau:
     /// measured on the director chain (6 per link and 6 for the pivot), the
-    /// banded step of the larger system overtakes the dense one at about
-    /// 12 links (h = 0.01, fastest of 7 rounds: 8 links 7.9 against 10.5 µs,
-    /// 12 links 18 against 17 µs, 16 links 70 against 24 µs).
-    pub const AUTO_FROM: usize = 72;
+    /// step of the larger system overtakes the dense one where its Newton
+    /// matrix becomes banded, at 6 links (60 unknowns; h = 0.01, from
+    /// `tilted`, medians of 7 rounds, `STEPS=speed TABLEAU=keep|substitute
+    /// chain_profile`): midpoint 5 links 9.7 against 3.9 µs, 6 links 4.3
+    /// against 5.3, 8 links 5.7 against 8.5; averaged 5 links 10.1 against
+    /// 4.4, 6 links 4.6 against 5.8, 8 links 6.4 against 9.3.
+    pub const AUTO_FROM: usize = 42;
 
     /// Whether the tableau of `model` is kept under this choice.
     pub fn keeps(self, model: &Model) -> bool {
@@ -158,10 +161,11 @@ impl Scheme {
     }
 
     /// Whether this scheme's step for `model` keeps the model's tableau
-    /// under `tableau` (the sparse step): only the midpoint Hamel step has
-    /// the choice; every other scheme substitutes the tableau.
+    /// under `tableau` (the sparse step): the discrete Hamel steps, midpoint
+    /// and averaged, have the choice; every other scheme substitutes the
+    /// tableau.
     pub fn keeps_tableau(self, model: &Model, tableau: TableauChoice) -> bool {
-        self == Scheme::Hamel(Kinematics::Midpoint) && tableau.keeps(model)
+        matches!(self, Scheme::Hamel(_)) && tableau.keeps(model)
     }
 
     /// Derives the step system of this scheme for `model`.

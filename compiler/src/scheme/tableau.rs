@@ -145,6 +145,29 @@ fn total_derivative(
     g.add(&terms)
 }
 
+/// `exprs` (in the model's coordinates, velocities and the tableau's
+/// symbols) at the stage `(stage_q, stage_v)` with every symbol replaced
+/// by its definition there: for quantities of a known stage (the averaged
+/// step's start, the state), which no unknown enters. Each definition is
+/// substituted once, reading the earlier ones' nodes, so the expressions
+/// share them and grow as the definitions do, not as their expansion.
+pub(super) fn at_stage(
+    g: &mut Graph,
+    sparse: &Sparse,
+    exprs: &[Id],
+    (q, stage_q): (&[Id], &[Id]),
+    (v, stage_v): (&[Id], &[Id]),
+) -> Vec<Id> {
+    let mut map = SubstMap::default();
+    map.extend(q.iter().copied().zip(stage_q.iter().copied()));
+    map.extend(v.iter().copied().zip(stage_v.iter().copied()));
+    for (_, s, d) in &sparse.symbols {
+        let e = g.substitute(*d, &map);
+        map.insert(*s, e);
+    }
+    g.substitute_all(exprs, &map)
+}
+
 /// Makes the tableau symbols that `draft`'s residual and update read (and
 /// those their definitions read in turn) unknowns of the step: each gets
 /// the row `a − f(q̄, ξ̄, …) = 0` at the stage `(stage_q, stage_v)`, is
