@@ -6,8 +6,9 @@
 //!
 //! `cargo run --release --example speed` prints a table and, as its last
 //! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the sizes of the
-//! director chain's averaged step (default 32: it has no sparse tableau, and
-//! its dense Jacobian grows as N²), `SPEED_MIDPOINT_MAX=32` those of its
+//! director chain's averaged step (default 64: at 128 links and h = 0.01
+//! its Newton solve from `tilted` fails at step 10, where the midpoint
+//! step's lasts to step 52), `SPEED_MIDPOINT_MAX=32` those of its
 //! midpoint step (default 128), `SPEED_CARTESIAN_MAX=32` the
 //! maximal-coordinate chain's (default 128).
 //!
@@ -354,13 +355,25 @@ fn double_pendulum() -> Result<DspTimes, Boxed> {
 const CHAIN_SIZES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
 /// The schemes timed on the chain in maximal coordinates.
 const CARTESIAN: [&str; 3] = ["rattle", "stormer_verlet", "energy_momentum"];
+/// Every scheme timed on a chain, in the table's order.
+const SCHEMES: [&str; 5] = [
+    "hamel_averaged",
+    "hamel_midpoint",
+    "rattle",
+    "stormer_verlet",
+    "energy_momentum",
+];
 
 /// Step times of the chains, one entry per size of [`CHAIN_SIZES`] (`None`:
 /// not timed at that size).
 struct Chains {
-    /// director form, averaged Hamel
+    /// director form, averaged Hamel (a sparse tableau from 6 links on)
     hamel_ns: Vec<Option<f64>>,
-    /// director form, midpoint Hamel (a sparse tableau from 11 links on)
+    /// Newton iterations per step of each of [`SCHEMES`], per size
+    iterations: Vec<Vec<Option<f64>>>,
+    /// its exponent over 16 … the largest size timed
+    averaged_exponent: Option<f64>,
+    /// director form, midpoint Hamel (a sparse tableau from 6 links on)
     midpoint_ns: Vec<Option<f64>>,
     /// its exponent over 16 … 128
     midpoint_exponent: Option<f64>,
@@ -383,7 +396,7 @@ fn chains() -> Result<Chains, Boxed> {
         std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
     };
     let (max_averaged, max_midpoint, max_cartesian) = (
-        env("SPEED_CHAIN_MAX", 32),
+        env("SPEED_CHAIN_MAX", 64),
         env("SPEED_MIDPOINT_MAX", 128),
         env("SPEED_CARTESIAN_MAX", 128),
     );
@@ -391,6 +404,8 @@ fn chains() -> Result<Chains, Boxed> {
     let mut midpoint_ns: Vec<Option<f64>> = Vec::new();
     let mut cartesian_ns: Vec<[Option<f64>; 3]> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
+    // Newton iterations per step, per scheme (in `SCHEMES` order), per size.
+    let mut iterations: Vec<Vec<Option<f64>>> = vec![Vec::new(); SCHEMES.len()];
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
     println!(
         "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
@@ -402,11 +417,15 @@ fn chains() -> Result<Chains, Boxed> {
             midpoint_ns.push(None);
             cartesian_ns.push([None; 3]);
             fastest.push(None);
+            iterations.iter_mut().for_each(|row| row.push(None));
             continue;
         }
         let director = [n <= max_averaged, n <= max_midpoint];
-        let (names, ns) = chain_times(n, director)?;
+        let (names, ns, its) = chain_times(n, director)?;
         let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
+        for (row, scheme) in iterations.iter_mut().zip(SCHEMES) {
+            row.push(names.iter().position(|&s| s == scheme).map(|k| its[k]));
+        }
         hamel_ns.push(time_of("hamel_averaged"));
         midpoint_ns.push(time_of("hamel_midpoint"));
         let cart = &ns[ns.len() - 3..];
@@ -429,8 +448,10 @@ fn chains() -> Result<Chains, Boxed> {
     let exponents: Vec<Option<f64>> = (0..CARTESIAN.len()).map(|k| fit(&|i| cartesian_ns[i][k])).collect();
     let fastest_exponent = fit(&|i| fastest[i].map(|(ns, _)| ns));
     let midpoint_exponent = fit(&|i| midpoint_ns[i]);
+    let averaged_exponent = fit(&|i| hamel_ns[i]);
     println!(
-        "  step time ∝ N^p over N = 16 … 128: hamel_midpoint p = {}, rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
+        "  step time ∝ N^p over N = 16 … 128: hamel_averaged p = {} (to N = {max_averaged}), hamel_midpoint p = {}, rattle p = {}, stormer_verlet p = {}, energy_momentum p = {}, fastest p = {}",
+        averaged_exponent.map_or("-".into(), |p| format!("{p:.2}")),
         midpoint_exponent.map_or("-".into(), |p| format!("{p:.2}")),
         exponents[0].map_or("-".into(), |p| format!("{p:.2}")),
         exponents[1].map_or("-".into(), |p| format!("{p:.2}")),
@@ -439,6 +460,8 @@ fn chains() -> Result<Chains, Boxed> {
     );
     Ok(Chains {
         hamel_ns,
+        iterations,
+        averaged_exponent,
         midpoint_ns,
         midpoint_exponent,
         cartesian_ns,
@@ -448,10 +471,13 @@ fn chains() -> Result<Chains, Boxed> {
     })
 }
 
+/// Names, ns per step and Newton iterations per step of the schemes timed.
+type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<f64>);
+
 /// The chain of `n` links under each scheme (the director ones first, the
-/// averaged and the midpoint one where `director` says): their names and
-/// step times; prints the table's row.
-fn chain_times(n: usize, director: [bool; 2]) -> Result<(Vec<&'static str>, Vec<f64>), Boxed> {
+/// averaged and the midpoint one where `director` says): their names, step
+/// times and iterations; prints the table's row.
+fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
     let t0 = Instant::now();
     let maximal = model_file("spherical_chain_cartesian", Some(n))?;
     let mut systems = Vec::new();
@@ -482,15 +508,26 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<(Vec<&'static str>, Vec<
     // leaves out. A new stepper per round made that recording, amortized
     // over 4000 / N steps, part of the large chains' step: 64-link director
     // chain 75 against 65 µs.)
-    let mut runs: Vec<Contender> = systems
+    let mut steppers = systems
         .iter()
+        .map(|(_, sys)| DynStepper::new(sys, 0.01))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs: Vec<Contender> = steppers
+        .iter_mut()
         .zip(&starts)
-        .map(|((_, sys), start)| {
-            let mut stepper = DynStepper::new(sys, 0.01)?;
-            Ok(Box::new(move || time_steps(steps, &mut start.clone(), |s| stepper.step(s))) as Contender)
+        .map(|(stepper, start)| {
+            Box::new(move || time_steps(steps, &mut start.clone(), |s| stepper.step(s))) as Contender
         })
-        .collect::<Result<_, Boxed>>()?;
+        .collect();
     let ns = interleaved_boxed(5, &mut runs)?;
+    drop(runs);
+    // Newton iterations per step over every round: what a step's time is
+    // made of besides its size (from `tilted` the outer links of long
+    // chains whip, and Newton needs more iterations at a fixed h).
+    let iterations: Vec<f64> = steppers
+        .iter()
+        .map(|st| st.stats.iterations as f64 / st.stats.steps.max(1) as f64)
+        .collect();
     let names: Vec<&'static str> = systems.iter().map(|(name, _)| *name).collect();
     let cell = |name: &str| {
         names
@@ -506,7 +543,7 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<(Vec<&'static str>, Vec<
         cell("stormer_verlet"),
         cell("energy_momentum")
     );
-    Ok((names, ns))
+    Ok((names, ns, iterations))
 }
 
 /// The one JSON object the run ends with.
@@ -515,6 +552,8 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
     let (dsp, dsp_jit) = (&dsp.derived, &dsp.jit);
     let Chains {
         hamel_ns,
+        iterations,
+        averaged_exponent,
         midpoint_ns,
         midpoint_exponent,
         cartesian_ns,
@@ -549,10 +588,16 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
             "stormer_verlet_ns": column(1),
             "energy_momentum_ns": column(2),
             "exponent_16_128": {
+                "hamel_averaged": averaged_exponent,
                 "hamel_midpoint": midpoint_exponent,
                 "rattle": exponents[0], "stormer_verlet": exponents[1], "energy_momentum": exponents[2],
                 "fastest": fastest_exponent,
             },
+            "iterations_per_step": SCHEMES
+                .iter()
+                .zip(iterations)
+                .map(|(s, row)| (s.to_string(), serde_json::json!(row)))
+                .collect::<serde_json::Map<_, _>>(),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),
             "fastest_scheme": fastest_scheme,
             "fastest_scheme_per_size": fastest.iter().map(|f| f.map(|(_, s)| s)).collect::<Vec<_>>(),

@@ -38,6 +38,26 @@ fn the_committed_results_cover_every_table_row() {
         .map(|n| n.as_u64().unwrap())
         .collect();
     assert_eq!(sizes, [2, 4, 8, 16, 32, 64, 128]);
+    // The averaged director step up to 64 links (at 128 its Newton solve
+    // from `tilted` fails at h = 0.01), and its exponent.
+    let averaged = r["chain"]["hamel_ns"].as_array().unwrap();
+    assert!(
+        averaged[..6].iter().all(|x| x.as_f64().is_some_and(|x| x > 0.0)),
+        "chain.hamel_ns: every size to 64"
+    );
+    assert!(r["chain"]["exponent_16_128"]["hamel_averaged"].is_f64());
+    // Newton's iterations per step beside every time.
+    for key in ["hamel_averaged", "hamel_midpoint", "rattle", "stormer_verlet", "energy_momentum"] {
+        let times = &r["chain"][if key == "hamel_averaged" { "hamel_ns".to_string() } else { format!("{key}_ns") }];
+        let its = &r["chain"]["iterations_per_step"][key];
+        for k in 0..sizes.len() {
+            assert_eq!(
+                times[k].is_f64(),
+                its[k].as_f64().is_some_and(|x| x >= 1.0),
+                "chain.iterations_per_step.{key}[{k}]"
+            );
+        }
+    }
     for key in [
         "hamel_midpoint_ns",
         "rattle_ns",

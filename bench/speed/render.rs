@@ -76,13 +76,44 @@ pub fn render(r: &Value) -> String {
         out += "\n";
     }
     let e = &c["exponent_16_128"];
+    // The averaged step is timed up to the largest size it runs at (see
+    // `SPEED_CHAIN_MAX` in examples/speed.rs): its exponent says over what.
+    let averaged_to = sizes
+        .iter()
+        .zip(c["hamel_ns"].as_array().cloned().unwrap_or_default())
+        .filter(|(_, t)| t.as_f64().is_some())
+        .filter_map(|(n, _)| n.as_u64())
+        .max();
+    let averaged = match averaged_to {
+        Some(n) if n < 128 && e["hamel_averaged"].is_f64() => format!("{} (16 … {n})", ratio(&e["hamel_averaged"])),
+        _ => ratio(&e["hamel_averaged"]),
+    };
     out += &format!(
-        "| exponent of step time in N, 16 … 128 | | {} | {} | {} | {} |\n",
+        "| exponent of step time in N, 16 … 128 | {averaged} | {} | {} | {} | {} |\n",
         ratio(&e["hamel_midpoint"]),
         ratio(&e["rattle"]),
         ratio(&e["stormer_verlet"]),
         ratio(&e["energy_momentum"])
     );
+    // Where the step's time comes from besides N: Newton's iterations.
+    let its = &c["iterations_per_step"];
+    if its.is_object() {
+        out += "\nNewton iterations per step in the same runs (from `tilted` the outer links of long chains whip, and at a fixed h Newton needs more of them):\n\n";
+        out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
+        for (k, n) in sizes.iter().enumerate() {
+            out += &format!("| {} |", n.as_u64().unwrap_or(0));
+            for key in [
+                "hamel_averaged",
+                "hamel_midpoint",
+                "rattle",
+                "stormer_verlet",
+                "energy_momentum",
+            ] {
+                out += &format!(" {} |", ratio(&its[key][k]));
+            }
+            out += "\n";
+        }
+    }
     out += &format!("\n{END}");
     out
 }
