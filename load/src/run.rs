@@ -342,6 +342,7 @@ impl Run {
             "newton_iterations_mean": self.newton.mean(),
             "newton_iterations_max": self.newton.max_iterations,
             "newton_factorizations_mean": self.newton.factorizations_mean(),
+            "newton_restarts": self.newton.restarts,
             "newton_tolerance": self.options.newton.tolerance,
             "newton_iteration_bound": self.options.newton.max_iterations,
             "ns_per_step": self.ns_per_step,

@@ -174,12 +174,15 @@ fn failed_double_pendulum(h: f64, steps: u64, max_iterations: usize) -> hamel_lo
 /// to it names no cause (nothing points at one).
 #[test]
 fn a_failed_step_names_its_cause_only_where_the_run_shows_one() {
-    // At h = 0.16 the energy drifts by a few per cent (below the 10 % that
-    // flags a finished run), then a solve diverges some 400 steps in.
-    let drifted = failed_double_pendulum(0.16, 3000, 30);
+    // At h = 0.25 the energy drifts by a few per cent (below the 10 % that
+    // flags a finished run), then a solve diverges a few steps in, and
+    // again when restarted from the plain predictor. (At h = 0.16 the
+    // first failure, some 400 steps in, is restarted past since the
+    // restart came, and the run fails later after a jump of its energy.)
+    let drifted = failed_double_pendulum(0.25, 3000, 30);
     let cause = drifted.cause().expect("a cause");
     assert!(
-        cause.contains("no longer resolves the motion") && cause.contains("h = 0.08"),
+        cause.contains("no longer resolves the motion") && cause.contains("h = 0.125"),
         "{cause}"
     );
     assert!(

@@ -77,6 +77,13 @@ where
         self.pivots.fill(NO_PIVOT);
     }
 
+    /// Whether nothing is remembered (a first step, or after
+    /// [`NewtonMemory::forget`]): a solve from such a memory starts from the
+    /// scheme's own predictor and finds its own pivots and contraction.
+    pub(crate) fn is_blank(&self) -> bool {
+        self.known == 0 && self.contraction.is_none() && self.pivots.iter().all(|&p| p == NO_PIVOT)
+    }
+
     /// Whether the predictor reads `older` (see
     /// `newton::predictor::CUBIC_MIN`): where it does not, they are neither
     /// copied nor cloned (the smallest steps copy the memory in and out).

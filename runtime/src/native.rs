@@ -479,7 +479,7 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             params,
             scratch: self.scratch.as_mut_ptr(),
         };
-        let done = newton::advance(
+        let done = newton::advance_once(
             &sys,
             h,
             e,

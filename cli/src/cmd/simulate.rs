@@ -92,6 +92,12 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
         run.backend,
         run.prepare_ms
     );
+    if run.newton.restarts > 0 {
+        hamel_cli::out!(
+            "{} steps solved only when Newton was started again from the scheme's own predictor (the extrapolated guess failed): the motion is fast for this step size",
+            run.newton.restarts
+        );
+    }
     hamel_cli::out!(
         "wrote {} (trajectory.csv, diagnostics.csv, summary.json{})",
         dir.display(),

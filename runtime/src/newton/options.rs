@@ -72,6 +72,11 @@ pub struct NewtonStats {
     /// Jacobian factorizations over all steps (fewer than iterations where
     /// Newton keeps factors: at round-off, in chord iterations, simplified)
     pub factorizations: u64,
+    /// steps whose solve failed from the extrapolated guess and succeeded
+    /// when started again from the scheme's own predictor, with nothing
+    /// remembered (see `newton::step::advance`); counted in the other
+    /// figures by that second solve
+    pub restarts: u64,
 }
 
 impl NewtonStats {
