@@ -355,21 +355,13 @@ fn double_pendulum() -> Result<DspTimes, Boxed> {
 const CHAIN_SIZES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
 /// The schemes timed on the chain in maximal coordinates.
 const CARTESIAN: [&str; 3] = ["rattle", "stormer_verlet", "energy_momentum"];
-/// Every scheme timed on a chain, in the table's order.
-const SCHEMES: [&str; 5] = [
-    "hamel_averaged",
-    "hamel_midpoint",
-    "rattle",
-    "stormer_verlet",
-    "energy_momentum",
-];
 
 /// Step times of the chains, one entry per size of [`CHAIN_SIZES`] (`None`:
 /// not timed at that size).
 struct Chains {
     /// director form, averaged Hamel (a sparse tableau from 6 links on)
     hamel_ns: Vec<Option<f64>>,
-    /// Newton iterations per step of each of [`SCHEMES`], per size
+    /// Newton iterations per step of each of `render::CHAIN_SCHEMES`, per size
     iterations: Vec<Vec<Option<f64>>>,
     /// its exponent over 16 … the largest size timed
     averaged_exponent: Option<f64>,
@@ -404,8 +396,9 @@ fn chains() -> Result<Chains, Boxed> {
     let mut midpoint_ns: Vec<Option<f64>> = Vec::new();
     let mut cartesian_ns: Vec<[Option<f64>; 3]> = Vec::new();
     let mut fastest: Vec<Option<(f64, &str)>> = Vec::new();
-    // Newton iterations per step, per scheme (in `SCHEMES` order), per size.
-    let mut iterations: Vec<Vec<Option<f64>>> = vec![Vec::new(); SCHEMES.len()];
+    // Newton iterations per step, per scheme (in `render::CHAIN_SCHEMES`
+    // order), per size.
+    let mut iterations: Vec<Vec<Option<f64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
     println!(
         "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
@@ -423,7 +416,7 @@ fn chains() -> Result<Chains, Boxed> {
         let director = [n <= max_averaged, n <= max_midpoint];
         let (names, ns, its) = chain_times(n, director)?;
         let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
-        for (row, scheme) in iterations.iter_mut().zip(SCHEMES) {
+        for (row, (scheme, _)) in iterations.iter_mut().zip(render::CHAIN_SCHEMES) {
             row.push(names.iter().position(|&s| s == scheme).map(|k| its[k]));
         }
         hamel_ns.push(time_of("hamel_averaged"));
@@ -593,10 +586,10 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
                 "rattle": exponents[0], "stormer_verlet": exponents[1], "energy_momentum": exponents[2],
                 "fastest": fastest_exponent,
             },
-            "iterations_per_step": SCHEMES
+            "iterations_per_step": render::CHAIN_SCHEMES
                 .iter()
                 .zip(iterations)
-                .map(|(s, row)| (s.to_string(), serde_json::json!(row)))
+                .map(|((s, _), row)| (s.to_string(), serde_json::json!(row)))
                 .collect::<serde_json::Map<_, _>>(),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),
             "fastest_scheme": fastest_scheme,

@@ -47,18 +47,8 @@ fn the_committed_results_cover_every_table_row() {
     );
     assert!(r["chain"]["exponent_16_128"]["hamel_averaged"].is_f64());
     // Newton's iterations per step beside every time.
-    for key in [
-        "hamel_averaged",
-        "hamel_midpoint",
-        "rattle",
-        "stormer_verlet",
-        "energy_momentum",
-    ] {
-        let times = &r["chain"][if key == "hamel_averaged" {
-            "hamel_ns".to_string()
-        } else {
-            format!("{key}_ns")
-        }];
+    for (key, times) in render::CHAIN_SCHEMES {
+        let times = &r["chain"][times];
         let its = &r["chain"]["iterations_per_step"][key];
         for k in 0..sizes.len() {
             assert_eq!(

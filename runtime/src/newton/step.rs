@@ -188,6 +188,23 @@ where
     pub newton: &'s mut NewtonMemory<X>,
 }
 
+impl<Z: Dim, X: Dim> StepParts<'_, Z, X>
+where
+    DefaultAllocator: Allocator<Z> + Allocator<X>,
+{
+    /// The same parts, borrowed for a shorter while (a step tried twice).
+    #[inline(always)]
+    fn reborrow(&mut self) -> StepParts<'_, Z, X> {
+        StepParts {
+            z: &mut *self.z,
+            lo: &mut *self.lo,
+            warm: &mut *self.warm,
+            step: &mut *self.step,
+            newton: &mut *self.newton,
+        }
+    }
+}
+
 /// One step: Newton solve, increment, (compensated) update. On error nothing
 /// is changed. A solve that fails from what the state remembers is tried
 /// once more from the scheme's own predictor (see [`restart`]).
@@ -201,7 +218,7 @@ pub fn advance<S, Z, X>(
     compensated: bool,
     stats: &mut NewtonStats,
     work: &mut Workspace<Z, X>,
-    st: StepParts<'_, Z, X>,
+    mut st: StepParts<'_, Z, X>,
 ) -> Result<(), StepError>
 where
     S: Kernels<Z, X> + ?Sized,
@@ -209,39 +226,9 @@ where
     X: Dim,
     DefaultAllocator: Alloc<Z, X>,
 {
-    let StepParts {
-        z,
-        lo,
-        warm,
-        step,
-        newton,
-    } = st;
-    let parts = StepParts {
-        z: &mut *z,
-        lo: &mut *lo,
-        warm: &mut *warm,
-        step: &mut *step,
-        newton: &mut *newton,
-    };
-    match advance_once(sys, h, e, opt, compensated, stats, work, parts) {
+    match advance_once(sys, h, e, opt, compensated, stats, work, st.reborrow()) {
         Ok(()) => Ok(()),
-        Err(failed) => restart(
-            sys,
-            h,
-            e,
-            opt,
-            compensated,
-            stats,
-            work,
-            StepParts {
-                z,
-                lo,
-                warm,
-                step,
-                newton,
-            },
-            failed,
-        ),
+        Err(failed) => restart(sys, h, e, opt, compensated, stats, work, st, failed),
     }
 }
 
@@ -269,7 +256,7 @@ fn restart<S, Z, X>(
     compensated: bool,
     stats: &mut NewtonStats,
     work: &mut Workspace<Z, X>,
-    st: StepParts<'_, Z, X>,
+    mut st: StepParts<'_, Z, X>,
     failed: StepError,
 ) -> Result<(), StepError>
 where
@@ -285,6 +272,7 @@ where
     let remembered = st.newton.clone();
     let before = (st.z.clone(), st.lo.clone(), st.warm.clone(), *st.step, *stats);
     st.newton.forget();
+    let solved = advance_once(sys, h, e, opt, compensated, stats, work, st.reborrow());
     let StepParts {
         z,
         lo,
@@ -292,14 +280,6 @@ where
         step,
         newton,
     } = st;
-    let parts = StepParts {
-        z: &mut *z,
-        lo: &mut *lo,
-        warm: &mut *warm,
-        step: &mut *step,
-        newton: &mut *newton,
-    };
-    let solved = advance_once(sys, h, e, opt, compensated, stats, work, parts);
     // Where the last steps' solutions lay from the plain predictor (their
     // errors), this one must lie about as far: a root much farther off is
     // another branch of the step's equations, not the motion's continuation
