@@ -14,7 +14,8 @@
 //!
 //! With `-- --write` it also saves that JSON, with the date, machine and load,
 //! to `bench/speed/results.json` and renders README.md's speed tables from it
-//! (`bench/speed/render.rs`; `tests/readme_speed.rs` checks that they agree).
+//! (`bench/speed/render.rs`; `tests/readme_speed.rs` checks that they agree);
+//! `-- --render` renders them from the committed JSON without measuring.
 
 use std::time::Instant;
 
@@ -120,20 +121,6 @@ fn model_file(name: &str, n: Option<usize>) -> Result<hamel_load::Model, Boxed> 
     Ok(read_model(format!("{dir}{name}.hamel").as_ref(), &size)?)
 }
 
-/// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) to the sizes
-/// and times given.
-fn fitted_exponent(points: &[(usize, f64)]) -> Option<f64> {
-    if points.len() < 2 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let (xs, ys): (Vec<f64>, Vec<f64>) = points.iter().map(|&(s, t)| ((s as f64).ln(), t.ln())).unzip();
-    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
-    Some(sxy / sxx)
-}
-
 /// Runs every contender once per round, `rounds` times, interleaved; returns
 /// each one's median.
 fn interleaved(rounds: usize, contenders: &mut [&mut dyn FnMut() -> Result<f64, Boxed>]) -> Result<Vec<f64>, Boxed> {
@@ -159,6 +146,12 @@ fn interleaved_boxed(rounds: usize, contenders: &mut [Contender]) -> Result<Vec<
 }
 
 fn main() -> Result<(), Boxed> {
+    if std::env::args().any(|a| a == "--render") {
+        // README.md's speed tables from the committed results, unmeasured.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let results = std::fs::read_to_string(root.join("bench/speed/results.json"))?;
+        return write_readme(&serde_json::from_str(&results)?);
+    }
     let sphere = sphere()?;
     println!();
     let dsp = double_pendulum()?;
@@ -203,12 +196,18 @@ fn write(mut summary: serde_json::Value) -> Result<(), Boxed> {
     });
     let results = root.join("bench/speed/results.json");
     std::fs::write(&results, serde_json::to_string_pretty(&summary)? + "\n")?;
-    let readme_path = root.join("README.md");
+    println!("wrote {}", results.display());
+    write_readme(&summary)
+}
+
+/// Renders README.md's speed tables from `summary`.
+fn write_readme(summary: &serde_json::Value) -> Result<(), Boxed> {
+    let readme_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&readme_path)?;
     let old = render::section(&readme).ok_or("README.md has no speed section markers")?;
-    let readme = readme.replacen(old, &render::render(&summary), 1);
+    let readme = readme.replacen(old, &render::render(summary), 1);
     std::fs::write(&readme_path, readme)?;
-    println!("wrote {} and README.md's speed tables", results.display());
+    println!("wrote README.md's speed tables");
     Ok(())
 }
 
@@ -429,7 +428,7 @@ fn chains() -> Result<Chains, Boxed> {
     // Step time against N over 16 … 128: the exponent of each Cartesian
     // scheme, and of the fastest form at each size.
     let fit = |f: &dyn Fn(usize) -> Option<f64>| {
-        fitted_exponent(
+        render::fitted_exponent(
             &CHAIN_SIZES
                 .iter()
                 .enumerate()

@@ -22,6 +22,20 @@ pub const CHAIN_SCHEMES: [(&str, &str); 5] = [
     ("energy_momentum", "energy_momentum_ns"),
 ];
 
+/// Exponent `p` of the least-squares fit `t ≈ c N^p` (log–log) to the
+/// points `(N, t)`; `None` from fewer than two.
+pub fn fitted_exponent(points: &[(usize, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (xs, ys): (Vec<f64>, Vec<f64>) = points.iter().map(|&(s, t)| ((s as f64).ln(), t.ln())).unzip();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    Some(sxy / sxx)
+}
+
 fn ns(v: &Value) -> String {
     v.as_f64().map_or("–".into(), |x| format!("{x:.0}"))
 }
@@ -113,6 +127,21 @@ pub fn render(r: &Value) -> String {
             }
             out += "\n";
         }
+        // The step's arithmetic alone: time per iteration against N.
+        out += "| exponent of time per iteration in N, 16 … 128 |";
+        for (scheme, times) in CHAIN_SCHEMES {
+            let points: Vec<(usize, f64)> = sizes
+                .iter()
+                .enumerate()
+                .filter_map(|(k, n)| {
+                    let n = n.as_u64()? as usize;
+                    let t = c[times][k].as_f64()? / its[scheme][k].as_f64()?;
+                    (n >= 16).then_some((n, t))
+                })
+                .collect();
+            out += &format!(" {} |", fitted_exponent(&points).map_or("–".into(), |p| format!("{p:.2}")));
+        }
+        out += "\n";
     }
     out += &format!("\n{END}");
     out
