@@ -139,7 +139,10 @@ pub fn render(r: &Value) -> String {
                     (n >= 16).then_some((n, t))
                 })
                 .collect();
-            out += &format!(" {} |", fitted_exponent(&points).map_or("–".into(), |p| format!("{p:.2}")));
+            out += &format!(
+                " {} |",
+                fitted_exponent(&points).map_or("–".into(), |p| format!("{p:.2}"))
+            );
         }
         out += "\n";
     }
