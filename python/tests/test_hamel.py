@@ -77,7 +77,7 @@ def test_a_size_too_large_is_refused_for_the_scheme_asked(monkeypatch):
     with pytest.raises(ValueError) as e:
         chain.simulate("hamel_averaged", h=0.01, steps=1)
     msg = str(e.value)
-    assert "deriving the model would take about" in msg and "at N = 200 for hamel_averaged (measured" in msg, msg
+    assert "deriving the model would take about" in msg and "at N = 200 for hamel_averaged's sparse step (measured" in msg, msg
     assert "HAMEL_MAX_DERIVE_SECONDS" in msg, msg
 
 
