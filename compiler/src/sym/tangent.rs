@@ -20,6 +20,12 @@ pub struct Point {
     index: HashMap<Id, usize>,
     /// the value of each node of `order`
     value: Vec<f64>,
+    /// the positions in `order` of each node's children, in the node's
+    /// order: node `k`'s are `kids[first[k]..first[k + 1]]`. A tangent pass
+    /// reads them instead of hashing each child (a director chain's
+    /// invariant check takes one pass per velocity over an O(N²) graph).
+    kids: Vec<usize>,
+    first: Vec<usize>,
 }
 
 impl Point {
@@ -46,6 +52,12 @@ impl Point {
                 }
             }
         }
+        let (mut kids, mut first) = (Vec::new(), Vec::with_capacity(order.len() + 1));
+        for &id in &order {
+            first.push(kids.len());
+            kids.extend(g.children(id).into_iter().map(|c| index[&c]));
+        }
+        first.push(kids.len());
         let mut value = vec![0.0; order.len()];
         for (k, &id) in order.iter().enumerate() {
             let at = |c: &Id| value[index[c]];
@@ -59,7 +71,13 @@ impl Point {
                 Node::Atan2(y, x) => f64::atan2(at(y), at(x)),
             };
         }
-        Self { order, index, value }
+        Self {
+            order,
+            index,
+            value,
+            kids,
+            first,
+        }
     }
 
     /// The value of `id`, one of the roots or a node they reach.
@@ -70,34 +88,45 @@ impl Point {
     /// The derivative of each of `roots` (among those evaluated) along the
     /// direction that moves symbol `s` at rate `tangent_of(s)`.
     pub fn tangent(&self, g: &Graph, roots: &[Id], tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+        // Only the nodes the roots reach: the point may hold far more (the
+        // force beside the momentum), and a pass per direction visits them.
+        let mut need = vec![false; self.order.len()];
+        let mut stack: Vec<usize> = roots.iter().filter_map(|r| self.index.get(r).copied()).collect();
+        while let Some(k) = stack.pop() {
+            if !need[k] {
+                need[k] = true;
+                stack.extend(&self.kids[self.first[k]..self.first[k + 1]]);
+            }
+        }
         let mut dot = vec![0.0; self.order.len()];
         for (k, &id) in self.order.iter().enumerate() {
-            let d = |c: &Id| dot[self.index[c]];
-            let v = |c: &Id| self.value[self.index[c]];
+            if !need[k] {
+                continue;
+            }
+            // The children's positions, in `g.children`'s order: the
+            // operands of each node below, as its match reads them.
+            let kids = &self.kids[self.first[k]..self.first[k + 1]];
+            let d = |j: usize| dot[kids[j]];
+            let v = |j: usize| self.value[kids[j]];
             dot[k] = match g.node(id) {
                 Node::Const(_) => 0.0,
                 Node::Sym(s) => tangent_of(*s),
-                Node::Add(ts) => ts.iter().map(d).sum(),
-                Node::Mul(fs) => {
+                Node::Add(_) => (0..kids.len()).map(d).sum(),
+                Node::Mul(_) => {
                     // Σ_i ḟ_i Π_{j≠i} f_j, without dividing by a zero factor.
                     let mut sum = 0.0;
-                    for (i, f) in fs.iter().enumerate() {
-                        let df = d(f);
+                    for i in 0..kids.len() {
+                        let df = d(i);
                         if df != 0.0 {
-                            let rest: f64 = fs
-                                .iter()
-                                .enumerate()
-                                .filter(|&(j, _)| j != i)
-                                .map(|(_, f)| v(f))
-                                .product();
+                            let rest: f64 = (0..kids.len()).filter(|&j| j != i).map(v).product();
                             sum += df * rest;
                         }
                     }
                     sum
                 }
-                Node::Pow(b, e) => {
-                    let (db, de) = (d(b), d(e));
-                    let (bv, ev) = (v(b), v(e));
+                Node::Pow(_, _) => {
+                    let (db, de) = (d(0), d(1));
+                    let (bv, ev) = (v(0), v(1));
                     let mut t = 0.0;
                     if db != 0.0 {
                         t += ev * pow_value(bv, ev - 1.0) * db;
@@ -107,17 +136,17 @@ impl Point {
                     }
                     t
                 }
-                Node::Call(f, a) => {
-                    let da = d(a);
+                Node::Call(f, _) => {
+                    let da = d(0);
                     if da == 0.0 {
                         0.0
                     } else {
-                        outer(*f, v(a), self.value[k]) * da
+                        outer(*f, v(0), self.value[k]) * da
                     }
                 }
-                Node::Atan2(y, x) => {
-                    let (yv, xv) = (v(y), v(x));
-                    (xv * d(y) - yv * d(x)) / (xv * xv + yv * yv)
+                Node::Atan2(_, _) => {
+                    let (yv, xv) = (v(0), v(1));
+                    (xv * d(0) - yv * d(1)) / (xv * xv + yv * yv)
                 }
             };
         }
