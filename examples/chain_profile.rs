@@ -93,10 +93,16 @@ fn main() -> Result<(), Boxed> {
     let mut samples = vec![Vec::new(); sizes.len()];
     let mut stats = vec![(0.0, 0.0); sizes.len()];
     let mut cpu = vec![Vec::new(); sizes.len()];
-    let mut kept = systems
-        .iter()
-        .map(|sys| DynStepper::new(sys, h))
-        .collect::<Result<Vec<_>, _>>()?;
+    // One stepper per size across rounds where the speed example's way is
+    // asked; else a fresh one each round.
+    let mut kept = if speed_like {
+        systems
+            .iter()
+            .map(|sys| DynStepper::new(sys, h))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
     for _ in 0..rounds {
         for (k, sys) in systems.iter().enumerate() {
             let steps = steps_of(sizes[k]);

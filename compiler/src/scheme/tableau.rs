@@ -145,12 +145,22 @@ fn total_derivative(
     g.add(&terms)
 }
 
+/// Every symbol of the tableau mapped to its definition with `map`'s
+/// substitutions (coordinates and velocities to a stage, or none), each
+/// substituted once on the earlier ones' nodes: the expressions share them
+/// and grow as the definitions do, not as their expansion.
+fn definitions(g: &mut Graph, sparse: &Sparse, mut map: SubstMap) -> SubstMap {
+    for (_, s, d) in &sparse.symbols {
+        let e = g.substitute(*d, &map);
+        map.insert(*s, e);
+    }
+    map
+}
+
 /// `exprs` (in the model's coordinates, velocities and the tableau's
 /// symbols) at the stage `(stage_q, stage_v)` with every symbol replaced
 /// by its definition there: for quantities of a known stage (the averaged
-/// step's start, the state), which no unknown enters. Each definition is
-/// substituted once, reading the earlier ones' nodes, so the expressions
-/// share them and grow as the definitions do, not as their expansion.
+/// step's start, the state), which no unknown enters.
 pub(super) fn at_stage(
     g: &mut Graph,
     sparse: &Sparse,
@@ -161,10 +171,7 @@ pub(super) fn at_stage(
     let mut map = SubstMap::default();
     map.extend(q.iter().copied().zip(stage_q.iter().copied()));
     map.extend(v.iter().copied().zip(stage_v.iter().copied()));
-    for (_, s, d) in &sparse.symbols {
-        let e = g.substitute(*d, &map);
-        map.insert(*s, e);
-    }
+    let map = definitions(g, sparse, map);
     g.substitute_all(exprs, &map)
 }
 
@@ -190,15 +197,15 @@ pub(super) fn attach(
             needed.extend(reads(g, *d, &all));
         }
     }
+    // Each symbol's value at the physical state, its first guess.
+    let expanded = definitions(g, sparse, SubstMap::default());
     let mut to_unknown = SubstMap::default();
-    let mut expanded = SubstMap::default();
     let mut rows = Vec::new();
     for (k, (label, s, d)) in sparse.symbols.iter().enumerate() {
-        let e = g.substitute(*d, &expanded);
-        expanded.insert(*s, e);
         if !needed.contains(s) {
             continue;
         }
+        let e = expanded[s];
         let (u, w) = (g.symbol(&format!("__xt{k}")), g.symbol(&format!("__wt{k}")));
         to_unknown.insert(*s, u);
         rows.push((u, *d));

@@ -60,15 +60,16 @@ impl Point {
         first.push(kids.len());
         let mut value = vec![0.0; order.len()];
         for (k, &id) in order.iter().enumerate() {
-            let at = |c: &Id| value[index[c]];
+            let kids = &kids[first[k]..first[k + 1]];
+            let at = |j: usize| value[kids[j]];
             value[k] = match g.node(id) {
                 Node::Const(bits) => f64::from_bits(*bits),
                 Node::Sym(s) => value_of(*s),
-                Node::Add(ts) => ts.iter().map(at).sum(),
-                Node::Mul(fs) => fs.iter().map(at).product(),
-                Node::Pow(b, e) => pow_value(at(b), at(e)),
-                Node::Call(f, a) => f.apply(at(a)),
-                Node::Atan2(y, x) => f64::atan2(at(y), at(x)),
+                Node::Add(_) => (0..kids.len()).map(at).sum(),
+                Node::Mul(_) => (0..kids.len()).map(at).product(),
+                Node::Pow(_, _) => pow_value(at(0), at(1)),
+                Node::Call(f, _) => f.apply(at(0)),
+                Node::Atan2(_, _) => f64::atan2(at(0), at(1)),
             };
         }
         Self {

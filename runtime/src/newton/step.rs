@@ -228,7 +228,9 @@ where
 {
     match advance_once(sys, h, e, opt, compensated, stats, work, st.reborrow()) {
         Ok(()) => Ok(()),
-        Err(failed) => restart(sys, h, e, opt, compensated, stats, work, st, failed),
+        Err(failed) => restart(stats, st, failed, |stats, parts| {
+            advance_once(sys, h, e, opt, compensated, stats, work, parts)
+        }),
     }
 }
 
@@ -247,23 +249,16 @@ where
 /// is as it was.
 #[cold]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn restart<S, Z, X>(
-    sys: &S,
-    h: f64,
-    e: &[f64],
-    opt: &NewtonOptions,
-    compensated: bool,
+fn restart<Z, X>(
     stats: &mut NewtonStats,
-    work: &mut Workspace<Z, X>,
     mut st: StepParts<'_, Z, X>,
     failed: StepError,
+    mut once: impl FnMut(&mut NewtonStats, StepParts<'_, Z, X>) -> Result<(), StepError>,
 ) -> Result<(), StepError>
 where
-    S: Kernels<Z, X> + ?Sized,
     Z: Dim,
     X: Dim,
-    DefaultAllocator: Alloc<Z, X>,
+    DefaultAllocator: Allocator<Z> + Allocator<X>,
 {
     if st.newton.is_blank() {
         return Err(failed);
@@ -272,7 +267,7 @@ where
     let remembered = st.newton.clone();
     let before = (st.z.clone(), st.lo.clone(), st.warm.clone(), *st.step, *stats);
     st.newton.forget();
-    let solved = advance_once(sys, h, e, opt, compensated, stats, work, st.reborrow());
+    let solved = once(stats, st.reborrow());
     let StepParts {
         z,
         lo,
