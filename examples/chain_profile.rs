@@ -29,6 +29,7 @@ fn main() -> Result<(), Boxed> {
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
     let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
     let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
+    let init = std::env::var("INITIAL").unwrap_or_else(|_| "tilted".into());
     let path = format!("{}/models/{model_name}.hamel", env!("CARGO_MANIFEST_DIR"));
     let mut systems = Vec::new();
     for &n in &sizes {
@@ -57,7 +58,7 @@ fn main() -> Result<(), Boxed> {
     if std::env::var_os("TRACE").is_some() {
         let sys = systems.last().ok_or("no size")?;
         let mut st = DynStepper::new(sys, h)?;
-        let mut s = sys.initial("tilted")?;
+        let mut s = sys.initial(&init)?;
         for k in 0..steps_of(*sizes.last().ok_or("no size")?) {
             let (i0, f0) = (st.stats.iterations, st.stats.factorizations);
             st.step(&mut s)?;
@@ -72,7 +73,7 @@ fn main() -> Result<(), Boxed> {
     if let Ok(secs) = std::env::var("SPIN") {
         let secs: f64 = secs.parse()?;
         let sys = systems.last().ok_or("no size")?;
-        let start = sys.initial("tilted")?;
+        let start = sys.initial(&init)?;
         let t0 = Instant::now();
         let mut total = 0u64;
         while t0.elapsed().as_secs_f64() < secs {
@@ -113,7 +114,7 @@ fn main() -> Result<(), Boxed> {
                 fresh = DynStepper::new(sys, h)?;
                 &mut fresh
             };
-            let mut s = sys.initial("tilted")?;
+            let mut s = sys.initial(&init)?;
             let (t0, c0) = (Instant::now(), cpu_ns());
             for _ in 0..steps {
                 st.step(&mut s)?;

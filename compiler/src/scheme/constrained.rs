@@ -182,6 +182,7 @@ impl MomentumStep {
             base: self.base,
             work: self.work,
             auxiliary: vec![],
+            kinetic_metric: None,
         }
     }
 }

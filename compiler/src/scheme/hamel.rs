@@ -135,7 +135,15 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
         Kinematics::Averaged => step.q1().to_vec(),
     };
     let (q, v) = (step.q.clone(), step.v.clone());
+    let mut eqs = eqs;
+    // The health kernels' metric: the observation's where it has one, else
+    // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E).
+    let metric = eqs.observation.metric.take().or_else(|| {
+        let v = &step.v;
+        g.degree_at_most(&mech.p, v, 1).then(|| jacobian(&mut g, &mech.p, v))
+    });
     let mut draft = step.draft(kin, eqs, predictor);
+    draft.kinetic_metric = metric;
     if let Some(s) = &sparse {
         tableau::attach(&mut g, &mut draft, s, (&q, &stage_q), (&v, &xi1));
     }
@@ -191,6 +199,9 @@ struct Observation {
     rhs: Vec<Id>,
     solution: Vec<Id>,
     v: Vec<Id>,
+    /// `∂p/∂ξ` in the physical symbols where the observation derived it
+    /// for every velocity (see [`StepSystem::kinetic_metric`])
+    metric: Option<Vec<Vec<Id>>>,
 }
 
 impl<'a> Step<'a> {
@@ -416,6 +427,7 @@ impl<'a> Step<'a> {
             solution: y,
             matrix,
             rhs,
+            metric: kept.iter().copied().eq(0..m).then_some(hess),
         })
     }
 
@@ -504,6 +516,7 @@ impl<'a> Step<'a> {
                 rhs: vec![],
                 solution: vec![],
                 v: xi0,
+                metric: None,
             },
             init_state,
         }
@@ -556,6 +569,7 @@ impl<'a> Step<'a> {
             base,
             work: eqs.work,
             auxiliary: vec![],
+            kinetic_metric: None,
         }
     }
 }

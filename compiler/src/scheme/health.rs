@@ -16,7 +16,8 @@ use super::step::{InvariantKind, StepSystem};
 #[derive(Clone, Debug)]
 pub struct HealthKernels {
     /// the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]`, row-major:
-    /// `M` the Hessian of the energy in the velocities, `A` the
+    /// `M` the Hessian of the energy in the velocities (`∂p/∂ξ` where the
+    /// scheme gave it, [`StepSystem::kinetic_metric`]), `A` the
     /// velocity-level constraint rows
     pub metric: Vec<Id>,
     /// the size of `K`
@@ -50,7 +51,12 @@ impl StepSystem {
         // whole metric where the mass matrix does.
         let timed: Vec<Id> = self.time.map(|(_, t)| t).into_iter().collect();
         let mut rows: Vec<Vec<Id>> = Vec::new();
-        if let Some(e) = energy {
+        if let Some(metric) = self.kinetic_metric.take() {
+            // The scheme's own `∂p/∂ξ`: the Hessian of the energy where the
+            // Lagrangian is quadratic in the velocities (the schemes that
+            // derive it require that), and the Legendre condition itself.
+            rows = metric;
+        } else if let Some(e) = energy {
             // One derivative per velocity across the rows, which share most
             // of their terms (a chain's metric couples every link).
             let grads = gradient(g, e, &v);

@@ -20,7 +20,10 @@ use super::InvariantKind;
 /// The kind of each of `model.invariants`, in order. Works on a copy of
 /// `graph`: the derivatives it takes must not number nodes of the step's
 /// own graph (term order, and so rounding, follows node numbers).
-pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
+///
+/// `metric`, `∂p/∂ξ` where the scheme derived it, spares the momentum test
+/// a directional derivative of the momenta per velocity at each point.
+pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>) -> Vec<InvariantKind> {
     if model.invariants.is_empty() {
         return vec![];
     }
@@ -58,7 +61,7 @@ pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
             let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
             if g.depends_on(inv.expr, &v) {
                 if dv.iter().all(|&d| velocity_free(&g, d)) {
-                    if conserved(model, &g, inv.expr) {
+                    if conserved(model, &g, inv.expr, metric) {
                         InvariantKind::Momentum
                     } else {
                         InvariantKind::Monitored
@@ -90,7 +93,7 @@ pub(crate) fn classify(model: &Model, graph: &Graph) -> Vec<InvariantKind> {
 /// them: the motion then keeps another level set of the same constraints.
 /// When no point can be evaluated (the frame fits no rule, the metric is
 /// singular everywhere tried) the quantity keeps its linear form's kind.
-fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
+fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) -> bool {
     let mut m = model.clone();
     m.graph = graph.clone();
     let Ok(frame) = super::Frame::of(&mut m) else {
@@ -99,6 +102,7 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
     let mech = super::mechanics::Mechanics::of(&mut m, &frame);
     let (q, v) = (m.q_syms(), m.v_syms());
     let (nq, nv) = (q.len(), v.len());
+    let metric = metric.filter(|rows| rows.len() == nv && rows.iter().all(|r| r.len() == nv));
     let g = &mut m.graph;
     // Constraint functions c(q, ξ), each linear in ξ.
     let mut cons: Vec<Id> = model.velocity_constraints.iter().map(|c| c.expr).collect();
@@ -150,6 +154,7 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
         .chain(&cons)
         .chain(&j_q)
         .chain(&j_v)
+        .chain(metric.into_iter().flatten().flatten())
         .copied()
         .collect();
     let mut tangent = vec![0.0; values.len()];
@@ -196,14 +201,27 @@ fn conserved(model: &Model, graph: &Graph, j: Id) -> bool {
         let p_q_psi_xi = along(&mut tangent, &q_dir, &mech.p);
         let c_q_psi_xi = along(&mut tangent, &q_dir, &cons);
         // KKT system [[M, Cᵀ], [C, 0]] (ξ', λ) = (F − P_q Ψξ, −C_q Ψξ), rows of
-        // the independent constraints only; column b of M is p's derivative
-        // along velocity b.
+        // the independent constraints only; M is the scheme's `∂p/∂ξ` at the
+        // point where it gave one, else column b is p's derivative along
+        // velocity b (one pass over the momenta per velocity: O(N³) on a
+        // director chain).
         let nc = rows.len();
         let n = nv + nc;
         let mut a = vec![vec![0.0; n + 1]; n];
-        for (b, &s) in vs.iter().enumerate() {
-            for (r, m_rb) in along(&mut tangent, &[(s, 1.0)], &mech.p).into_iter().enumerate() {
-                a[r][b] = m_rb;
+        match metric {
+            Some(rows) => {
+                for (r, row) in rows.iter().enumerate() {
+                    for (b, &e) in row.iter().enumerate() {
+                        a[r][b] = val(&at, e);
+                    }
+                }
+            }
+            None => {
+                for (b, &s) in vs.iter().enumerate() {
+                    for (r, m_rb) in along(&mut tangent, &[(s, 1.0)], &mech.p).into_iter().enumerate() {
+                        a[r][b] = m_rb;
+                    }
+                }
             }
         }
         for r in 0..nv {
@@ -395,7 +413,7 @@ mod tests {
 
     fn kinds(src: &str) -> Vec<(String, InvariantKind)> {
         let model = crate::load("t.hamel", src).unwrap();
-        let k = classify(&model, &model.graph);
+        let k = classify(&model, &model.graph, None);
         model.invariants.iter().map(|i| i.name.clone()).zip(k).collect()
     }
 

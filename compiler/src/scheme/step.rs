@@ -119,6 +119,11 @@ pub struct StepSystem {
     /// the kernels that judge a state (see [`StepSystem::add_health`]);
     /// `None` until derived
     pub health: Option<super::health::HealthKernels>,
+    /// `∂p/∂ξ`, the Hessian of the Lagrangian in the velocities (row-major,
+    /// in the physical symbols), where the scheme derived it for its own
+    /// use: [`StepSystem::add_health`] takes it instead of differentiating
+    /// the energy twice, which on a director chain builds O(N³) nodes
+    pub kinetic_metric: Option<Vec<Vec<Id>>>,
     /// for a rheonomic model (time in its Lagrangian or a holonomic
     /// constraint): the index of the state component that carries the time
     /// `t_k` of the state (the last), and the symbol of time in the
@@ -420,6 +425,8 @@ pub struct Draft {
     /// unknowns the scheme added to keep the Jacobian sparse (see
     /// [`StepSystem::auxiliary`])
     pub auxiliary: Vec<Id>,
+    /// `∂p/∂ξ` where the scheme derived it ([`StepSystem::kinetic_metric`])
+    pub kinetic_metric: Option<Vec<Vec<Id>>>,
 }
 
 impl Draft {
@@ -428,7 +435,7 @@ impl Draft {
     /// states, Jacobians, increment form.
     pub fn assemble(self, model: &Model, graph: Graph, energy: Id) -> StepSystem {
         let slot = |(sym, name): (Id, String)| Slot { name, sym };
-        let (invariants, mut graph) = monitored(model, graph, energy);
+        let (invariants, mut graph) = monitored(model, graph, energy, self.kinetic_metric.as_deref());
         let forced = model.force.is_some() || !model.inputs.is_empty();
         let exogenous: Vec<Slot> = if forced {
             std::iter::once(Slot {
@@ -478,6 +485,7 @@ impl Draft {
             sensitivity: None,
             frame: None,
             health: None,
+            kinetic_metric: d.kinetic_metric,
             time,
             phys_q: model
                 .coords
@@ -553,13 +561,13 @@ impl Draft {
 /// The quantities a run monitors: the energy, the model's invariants (their
 /// kind decided from what each is), its constraints and, in generalized
 /// coordinates, each holonomic constraint's hidden velocity constraint.
-fn monitored(model: &Model, graph: Graph, energy: Id) -> (Vec<Invariant>, Graph) {
+fn monitored(model: &Model, graph: Graph, energy: Id, metric: Option<&[Vec<Id>]>) -> (Vec<Invariant>, Graph) {
     let mut invariants = vec![Invariant {
         name: "energy".into(),
         kind: InvariantKind::Energy,
         expr: energy,
     }];
-    let kinds = super::invariants::classify(model, &graph);
+    let kinds = super::invariants::classify(model, &graph, metric);
     invariants.extend(model.invariants.iter().zip(kinds).map(|(i, kind)| Invariant {
         name: i.name.clone(),
         kind,

@@ -243,6 +243,7 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         base,
         work,
         auxiliary: vec![],
+        kinetic_metric: None,
     };
     draft.assemble(&model, g, mech.energy)
 }
