@@ -53,33 +53,32 @@ pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>)
         let r = rate_of(&mut g, c.expr);
         constraint_rows.push(gradient(&mut g, r, &v));
     }
-    model
-        .invariants
-        .iter()
-        .map(|inv| {
-            let dv = gradient(&mut g, inv.expr, &v);
-            let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
-            if g.depends_on(inv.expr, &v) {
-                if dv.iter().all(|&d| velocity_free(&g, d)) {
-                    if conserved(model, &g, inv.expr, metric) {
-                        InvariantKind::Momentum
-                    } else {
-                        InvariantKind::Monitored
-                    }
-                } else {
-                    InvariantKind::Monitored
-                }
+    // Geometric candidates are judged together (`kept_all`): the points and
+    // the constraint rows' basis at each are theirs in common.
+    let mut kinds = Vec::with_capacity(model.invariants.len());
+    let mut geometric: Vec<(usize, Vec<Id>)> = Vec::new();
+    for (k, inv) in model.invariants.iter().enumerate() {
+        let dv = gradient(&mut g, inv.expr, &v);
+        let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
+        kinds.push(if g.depends_on(inv.expr, &v) {
+            if dv.iter().all(|&d| velocity_free(&g, d)) && conserved(model, &g, inv.expr, metric) {
+                InvariantKind::Momentum
             } else {
-                let r = rate_of(&mut g, inv.expr);
-                let row = gradient(&mut g, r, &v);
-                if kept(&g, model, &row, &constraint_rows) {
-                    InvariantKind::Geometric
-                } else {
-                    InvariantKind::Monitored
-                }
+                InvariantKind::Monitored
             }
-        })
-        .collect()
+        } else {
+            let r = rate_of(&mut g, inv.expr);
+            geometric.push((k, gradient(&mut g, r, &v)));
+            InvariantKind::Monitored
+        });
+    }
+    let rows: Vec<Vec<Id>> = geometric.iter().map(|(_, row)| row.clone()).collect();
+    for ((k, _), is_kept) in geometric.iter().zip(kept_all(&g, model, &rows, &constraint_rows)) {
+        if is_kept {
+            kinds[*k] = InvariantKind::Geometric;
+        }
+    }
+    kinds
 }
 
 /// Whether the quantity `j` (linear in the velocities) is conserved by the
@@ -326,52 +325,67 @@ fn solve_least_squares(mut a: Vec<Vec<f64>>, nv: usize) -> Option<Vec<f64>> {
     Some(x)
 }
 
-/// Whether `row` lies in the span of `rows` at every one of a few
+/// Whether each of `rows` lies in the span of `basis` at every one of a few
 /// pseudo-random points (positions and velocities in ±[0.3, 1.3], inputs and
 /// time 0.5, parameters at their defaults); points where something is not
-/// finite are skipped, and a row that is nowhere finite is not kept.
-fn kept(g: &Graph, model: &Model, row: &[Id], rows: &[Vec<Id>]) -> bool {
+/// finite are skipped, and a row that is nowhere finite is not kept. Every
+/// row meets the same points, and the basis is evaluated and made
+/// orthonormal once at each (per row it was O(N³) on a chain's N lengths:
+/// 2.8 s of a 128-link derivation).
+fn kept_all(g: &Graph, model: &Model, rows: &[Vec<Id>], basis: &[Vec<Id>]) -> Vec<bool> {
     let index_of = |id: Id| match g.node(id) {
-        Node::Sym(s) => Some(*s),
+        Node::Sym(s) => Some(*s as usize),
         _ => None,
     };
-    let params: Vec<(u32, f64)> = model
-        .params
-        .iter()
-        .filter_map(|p| index_of(p.sym).map(|s| (s, p.default)))
-        .collect();
-    let free: Vec<u32> = model
+    let mut values = vec![0.5; g.symbol_count()];
+    for p in &model.params {
+        if let Some(s) = index_of(p.sym) {
+            values[s] = p.default;
+        }
+    }
+    let free: Vec<usize> = model
         .coords
         .iter()
         .chain(&model.vels)
         .filter_map(|s| index_of(s.sym))
         .collect();
     let mut next = sample_points(0x9e37_79b9_7f4a_7c15, 0.3);
-    let mut checked = 0;
+    let mut verdict: Vec<Option<bool>> = vec![None; rows.len()];
+    let mut checked = vec![0; rows.len()];
     for _ in 0..12 {
-        let values: Vec<(u32, f64)> = free.iter().map(|&s| (s, next())).collect();
-        let value_of = |s: u32| {
-            values
-                .iter()
-                .chain(&params)
-                .find(|(k, _)| *k == s)
-                .map_or(0.5, |(_, x)| *x)
-        };
+        if verdict.iter().all(Option::is_some) {
+            break;
+        }
+        for &s in &free {
+            values[s] = next();
+        }
+        let value_of = |s: u32| values[s as usize];
         let eval = |e: &[Id]| -> Vec<f64> { e.iter().map(|&x| g.eval(x, &value_of)).collect() };
-        let r = eval(row);
-        let basis: Vec<Vec<f64>> = rows.iter().map(|c| eval(c)).collect();
-        if r.iter().chain(basis.iter().flatten()).any(|x| !x.is_finite()) {
+        let b: Vec<Vec<f64>> = basis.iter().map(|c| eval(c)).collect();
+        if b.iter().flatten().any(|x| !x.is_finite()) {
             continue;
         }
-        if !in_span(&r, &basis) {
-            return false;
-        }
-        checked += 1;
-        if checked == 3 {
-            return true;
+        let longest = b.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
+        let ortho = orthonormal_to(&b, longest);
+        for (k, row) in rows.iter().enumerate() {
+            if verdict[k].is_some() {
+                continue;
+            }
+            let r = eval(row);
+            if r.iter().any(|x| !x.is_finite()) {
+                continue;
+            }
+            if !in_span(&r, &ortho, longest) {
+                verdict[k] = Some(false);
+                continue;
+            }
+            checked[k] += 1;
+            if checked[k] == 3 {
+                verdict[k] = Some(true);
+            }
         }
     }
-    false
+    verdict.into_iter().map(|v| v == Some(true)).collect()
 }
 
 /// A deterministic stream (xorshift) of values in ±[lo, lo + 1]: points
@@ -392,14 +406,14 @@ pub(crate) fn sample_points(seed: u64, lo: f64) -> impl FnMut() -> f64 {
     }
 }
 
-/// Whether `r` is a combination of `basis` to round-off: Gram–Schmidt (twice,
-/// for orthogonality) on the basis, then the residual of `r`.
-fn in_span(r: &[f64], basis: &[Vec<f64>]) -> bool {
-    let scale = dot(r, r).sqrt() + basis.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
-    let ortho = orthonormal_to(basis, scale);
+/// Whether `r` is a combination of the orthonormal rows `ortho` (of a basis
+/// whose longest row is `longest`) to round-off: the residual of `r`, taken
+/// twice for orthogonality.
+fn in_span(r: &[f64], ortho: &[Vec<f64>], longest: f64) -> bool {
+    let scale = dot(r, r).sqrt() + longest;
     let mut res = r.to_vec();
     for _ in 0..2 {
-        for o in &ortho {
+        for o in ortho {
             let c = dot(&res, o);
             res.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
         }
@@ -522,9 +536,11 @@ mod tests {
     #[test]
     fn span_test_separates_members_from_strangers() {
         let basis = vec![vec![1.0, 1.0, 0.0], vec![0.0, 1.0, 1.0]];
-        assert!(in_span(&[2.0, 3.0, 1.0], &basis));
-        assert!(!in_span(&[1.0, 0.0, 0.0], &basis));
-        assert!(in_span(&[0.0, 0.0, 0.0], &[]));
-        assert!(!in_span(&[1e-3, 0.0], &[]));
+        let longest = 2f64.sqrt();
+        let ortho = orthonormal_to(&basis, longest);
+        assert!(in_span(&[2.0, 3.0, 1.0], &ortho, longest));
+        assert!(!in_span(&[1.0, 0.0, 0.0], &ortho, longest));
+        assert!(in_span(&[0.0, 0.0, 0.0], &[], 0.0));
+        assert!(!in_span(&[1e-3, 0.0], &[], 0.0));
     }
 }
