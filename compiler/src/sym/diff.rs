@@ -25,6 +25,16 @@ impl Differentiator {
 
     /// `∂e/∂var`.
     pub fn diff(&mut self, g: &mut Graph, e: Id) -> Id {
+        self.diff_within(g, e, None)
+    }
+
+    /// [`Differentiator::diff`], told which nodes depend on the variable
+    /// (`dependent[node]`, for every node `e` reaches): the others are zero
+    /// without a walk through them.
+    fn diff_within(&mut self, g: &mut Graph, e: Id, dependent: Option<&[bool]>) -> Id {
+        if dependent.is_some_and(|d| !d[e.index()]) {
+            return g.constant(0.0);
+        }
         if let Some(&d) = self.memo.get(&e) {
             return d;
         }
@@ -32,13 +42,13 @@ impl Differentiator {
             Node::Const(_) => g.constant(0.0),
             Node::Sym(_) => g.constant(if e == self.var { 1.0 } else { 0.0 }),
             Node::Add(ts) => {
-                let ds: Vec<Id> = ts.iter().map(|&t| self.diff(g, t)).collect();
+                let ds: Vec<Id> = ts.iter().map(|&t| self.diff_within(g, t, dependent)).collect();
                 g.add(&ds)
             }
             Node::Mul(fs) => {
                 let mut terms = Vec::new();
                 for i in 0..fs.len() {
-                    let di = self.diff(g, fs[i]);
+                    let di = self.diff_within(g, fs[i], dependent);
                     if g.is_const(di, 0.0) {
                         continue;
                     }
@@ -50,8 +60,8 @@ impl Differentiator {
                 g.add(&terms)
             }
             Node::Pow(b, ex) => {
-                let db = self.diff(g, b);
-                let de = self.diff(g, ex);
+                let db = self.diff_within(g, b, dependent);
+                let de = self.diff_within(g, ex, dependent);
                 if g.is_const(de, 0.0) {
                     // d(b^n) = n b^(n-1) db
                     let m1 = g.constant(-1.0);
@@ -70,7 +80,7 @@ impl Differentiator {
             }
             Node::Atan2(y, x) => {
                 // d atan2(y, x) = (x dy − y dx) / (x² + y²)
-                let (dy, dx) = (self.diff(g, y), self.diff(g, x));
+                let (dy, dx) = (self.diff_within(g, y, dependent), self.diff_within(g, x, dependent));
                 let a = g.mul2(x, dy);
                 let b = g.mul2(y, dx);
                 let num = g.sub(a, b);
@@ -80,7 +90,7 @@ impl Differentiator {
                 g.div(num, den)
             }
             Node::Call(f, a) => {
-                let da = self.diff(g, a);
+                let da = self.diff_within(g, a, dependent);
                 if g.is_const(da, 0.0) {
                     da
                 } else {
@@ -166,13 +176,83 @@ pub fn jacobian(g: &mut Graph, fs: &[Id], vars: &[Id]) -> Vec<Vec<Id>> {
         }
     }
     let mut rows = vec![vec![zero; vars.len()]; fs.len()];
+    // Each variable's walk visits only the nodes that depend on it, found
+    // upwards from the variable through the functions' nodes' parents: a
+    // chain's momenta each read every velocity, and walking all of them
+    // once per velocity was most of a 128-link derivation. The derivatives
+    // are the walk's own (a node that does not depend on the variable has
+    // derivative zero either way).
+    let up = Parents::of(g, fs);
+    let mut dependent = vec![false; g.len()];
+    let mut marked: Vec<usize> = Vec::new();
     for (j, &v) in vars.iter().enumerate() {
+        if readers[j].is_empty() {
+            continue;
+        }
+        up.mark_from(v, &mut dependent, &mut marked);
         let mut d = Differentiator::new(v);
         for &i in &readers[j] {
-            rows[i][j] = d.diff(g, fs[i]);
+            rows[i][j] = d.diff_within(g, fs[i], Some(&dependent));
         }
+        for &k in &marked {
+            dependent[k] = false;
+        }
+        marked.clear();
     }
     rows
+}
+
+/// The parents of every node the roots reach, in compressed rows.
+struct Parents {
+    /// `list[start[k]..start[k + 1]]`: the parents of node `k`
+    start: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Parents {
+    fn of(g: &Graph, roots: &[Id]) -> Parents {
+        let n = g.len();
+        let mut seen = vec![false; n];
+        let mut stack: Vec<Id> = roots.to_vec();
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        while let Some(x) = stack.pop() {
+            if std::mem::replace(&mut seen[x.index()], true) {
+                continue;
+            }
+            for c in g.children(x) {
+                edges.push((c.index() as u32, x.index() as u32));
+                stack.push(c);
+            }
+        }
+        let mut start = vec![0u32; n + 1];
+        for &(c, _) in &edges {
+            start[c as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0u32; edges.len()];
+        for &(c, p) in &edges {
+            list[fill[c as usize] as usize] = p;
+            fill[c as usize] += 1;
+        }
+        Parents { start, list }
+    }
+
+    /// Marks `v` and every node above it in `dependent`, listing them in
+    /// `marked`.
+    fn mark_from(&self, v: Id, dependent: &mut [bool], marked: &mut Vec<usize>) {
+        let mut stack = vec![v.index()];
+        while let Some(k) = stack.pop() {
+            if std::mem::replace(&mut dependent[k], true) {
+                continue;
+            }
+            marked.push(k);
+            let (a, b) = (self.start[k] as usize, self.start[k + 1] as usize);
+            stack.extend(self.list[a..b].iter().map(|&p| p as usize));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +302,45 @@ mod tests {
                 (exact - approx).abs() < 1e-8 * (1.0 + exact.abs()),
                 "{k}: {exact} vs {approx}"
             );
+        }
+    }
+
+    #[test]
+    fn jacobian_entries_are_the_full_walk_s_nodes() {
+        // Functions of three variables sharing sub-expressions, with parts
+        // that do not depend on some variables (powers, atan2, calls): the
+        // walk restricted to dependent nodes must build the same nodes as
+        // differentiating each entry alone, and evaluate like them.
+        let mut g = Graph::new();
+        let (x, y, z) = (g.symbol("x"), g.symbol("y"), g.symbol("z"));
+        let xy = g.mul2(x, y);
+        let s = g.call(Func::Sin, xy);
+        let zz = g.powf(z, 2.5);
+        let at = g.atan2(y, z);
+        let r = g.powf(x, -0.5);
+        let f0 = g.add(&[s, zz, at]);
+        let f1 = g.mul(&[s, r, at]);
+        let e = g.call(Func::Exp, zz);
+        let f2 = g.add(&[e, r]);
+        let fs = [f0, f1, f2];
+        let vars = [x, y, z];
+        let jac = jacobian(&mut g, &fs, &vars);
+        for (i, &f) in fs.iter().enumerate() {
+            for (j, &v) in vars.iter().enumerate() {
+                let alone = Differentiator::new(v).diff(&mut g, f);
+                assert_eq!(jac[i][j], alone, "entry ({i}, {j})");
+            }
+        }
+        let pt = [0.7, 1.3, 0.4];
+        for (i, &f) in fs.iter().enumerate() {
+            for j in 0..3 {
+                let exact = g.eval(jac[i][j], &|s| pt[s as usize]);
+                let approx = fd(&g, f, j as u32, &pt);
+                assert!(
+                    (exact - approx).abs() < 1e-7 * (1.0 + exact.abs()),
+                    "({i}, {j}): {exact} vs {approx}"
+                );
+            }
         }
     }
 
