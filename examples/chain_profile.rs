@@ -10,7 +10,8 @@
 //! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
 //! `STEPS` the steps per round (`STEPS=speed`: 4000 / N, at least 50, and one
 //! stepper per size kept across rounds, as `examples/speed.rs` times them); `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
-//! choice of a sparse tableau (default by size).
+//! choice of a sparse tableau (default by size); `INITIAL` names the model's
+//! initial state (default `tilted`).
 
 use std::time::Instant;
 
