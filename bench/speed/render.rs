@@ -118,7 +118,7 @@ pub fn render(r: &Value) -> String {
     // Where the step's time comes from besides N: Newton's iterations.
     let its = &c["iterations_per_step"];
     if its.is_object() {
-        out += "\nNewton iterations per step in the same runs (a longer chain is stiffer, its top link carrying the weight of all N, and from `tilted` its outer links whip: at a fixed h Newton needs more of them, from a state whose link rates stay bounded along the chain too; the time per iteration is what grows with N alone):\n\n";
+        out += "\nNewton iterations per step in the same runs (a longer chain is stiffer, its top link carrying the weight of all N, and from `tilted` its outer links whip: at a fixed h Newton needs more of them; the time per iteration is what grows with N alone):\n\n";
         out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
         for (k, n) in sizes.iter().enumerate() {
             out += &format!("| {} |", n.as_u64().unwrap_or(0));

@@ -73,7 +73,6 @@ pub struct Evaluator {
     scratch: RefCell<Scratch>,
 }
 
-/// The kernels the fixed-size drivers call, which get direct entries.
 /// Kernels a run calls rarely (the health kernels, when it checks a state;
 /// the state from physical data, once per run): when one has more than
 /// [`COLD_JIT_MAX`] instructions the JIT leaves it to the interpreter, as
@@ -86,6 +85,7 @@ const COLD: [Kernel; 3] = [Kernel::Metric, Kernel::FrameCheck, Kernel::InitState
 /// See [`COLD`].
 const COLD_JIT_MAX: usize = 20_000;
 
+/// The kernels the fixed-size drivers call, which get direct entries.
 const HOT: [Kernel; 4] = [
     Kernel::Residual,
     Kernel::ResidualJacobian,

@@ -124,7 +124,7 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     step.sparse = sparse.as_ref();
     let qbar = midpoint(&mut g, step.q0(), step.q1());
     let predictor = step.predictor(&mut g);
-    let eqs = match kin {
+    let mut eqs = match kin {
         Kinematics::Midpoint => step.midpoint(&mut g, &qbar)?,
         Kinematics::Averaged => step.averaged(&mut g, &qbar),
     };
@@ -135,7 +135,6 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
         Kinematics::Averaged => step.q1().to_vec(),
     };
     let (q, v) = (step.q.clone(), step.v.clone());
-    let mut eqs = eqs;
     // The health kernels' metric: the observation's where it has one, else
     // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E).
     let metric = eqs.observation.metric.take().or_else(|| {

@@ -56,7 +56,7 @@ pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>)
     // Geometric candidates are judged together (`kept_all`): the points and
     // the constraint rows' basis at each are theirs in common.
     let mut kinds = Vec::with_capacity(model.invariants.len());
-    let mut geometric: Vec<(usize, Vec<Id>)> = Vec::new();
+    let (mut geometric, mut rows): (Vec<usize>, Vec<Vec<Id>>) = (Vec::new(), Vec::new());
     for (k, inv) in model.invariants.iter().enumerate() {
         let dv = gradient(&mut g, inv.expr, &v);
         let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
@@ -68,14 +68,14 @@ pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>)
             }
         } else {
             let r = rate_of(&mut g, inv.expr);
-            geometric.push((k, gradient(&mut g, r, &v)));
+            geometric.push(k);
+            rows.push(gradient(&mut g, r, &v));
             InvariantKind::Monitored
         });
     }
-    let rows: Vec<Vec<Id>> = geometric.iter().map(|(_, row)| row.clone()).collect();
-    for ((k, _), is_kept) in geometric.iter().zip(kept_all(&g, model, &rows, &constraint_rows)) {
+    for (k, is_kept) in geometric.into_iter().zip(kept_all(&g, model, &rows, &constraint_rows)) {
         if is_kept {
-            kinds[*k] = InvariantKind::Geometric;
+            kinds[k] = InvariantKind::Geometric;
         }
     }
     kinds
