@@ -20,6 +20,7 @@
 mod codegen;
 mod ir;
 mod kept;
+mod lu;
 
 use codegen::{compile_all, host_isa};
 use cranelift_codegen::ir::AbiParam;
@@ -28,6 +29,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use hamel_kernel::{Func, Outputs, Partition, Program};
 use ir::{calls_in_order, direct_calls_in_order, Imports, Part};
+pub use lu::{LuCode, LU_COMPILED};
 
 /// Why a program could not be compiled.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! The evaluation core every hamel back-end shares: register programs
 //! ([`program`]), their interpreter in `f64` or double-double ([`dd`]), the
 //! elementary functions ([`func`]), how long programs are cut into parts
-//! ([`partition`]), which numbers a parameter may hold ([`value`]), and the typed words the crates share about a step
+//! ([`partition`]), a sparse LU written out as its steps ([`lu_plan`]), which numbers a parameter may hold ([`value`]), and the typed words the crates share about a step
 //! ([`vocabulary`]). It knows nothing of Rust tokens or of machine code: the
 //! compiler writes programs, the Rust printer, the interpreter and the JIT
 //! read them.
@@ -11,6 +11,7 @@
 pub mod dd;
 pub mod func;
 pub mod hash;
+pub mod lu_plan;
 pub mod partition;
 pub mod program;
 pub mod value;
@@ -18,6 +19,7 @@ pub mod vocabulary;
 
 pub use dd::Dd;
 pub use func::Func;
+pub use lu_plan::{LuPlan, LuStep};
 pub use partition::{Outputs, Partition};
 pub use program::{Instr, Program, Value};
 pub use vocabulary::{Arg, Exogenous, InvariantKind, Kernel};

@@ -31,6 +31,7 @@ pub mod ensemble;
 pub mod evaluator;
 pub mod initial;
 pub mod inputs;
+mod lu_jit;
 pub mod run;
 pub mod steps;
 pub mod system;

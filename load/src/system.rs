@@ -514,6 +514,10 @@ impl Kernels<Dyn, Dyn> for System {
         (!self.step.pattern.is_empty()).then_some(&self.step.pattern[..])
     }
 
+    fn lu_compiler(&self) -> Option<&'static dyn hamel_runtime::lu_code::LuCompiler> {
+        (self.kernels.backend() == Backend::Jit).then_some(&crate::lu_jit::JIT_LU as _)
+    }
+
     fn kernel_ops(&self) -> Option<(usize, usize)> {
         let ops = |k: Kernel| self.step.function(k).map(|f| f.program.instrs.len());
         Some((ops(Kernel::Residual)?, ops(Kernel::ResidualJacobian)?))

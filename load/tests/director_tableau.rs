@@ -160,3 +160,28 @@ fn long_chains_take_about_two_newton_iterations_per_step_at_h_0_01() {
         );
     }
 }
+
+/// The JIT compiles the sparse LU's steps once they settle (see
+/// `hamel_runtime::lu_code`): the states are those of the replayed LU to
+/// the bit, over runs long enough for pivots to move (h = 0.01) and for
+/// most factorizations to run compiled (h = 1e-3).
+#[test]
+fn compiled_lu_steps_give_the_replay_s_states() {
+    let sys = chain(16, TableauChoice::Keep, Backend::Jit);
+    for (h, steps) in [(1e-3, 1500), (0.01, 600)] {
+        let (mut a, mut b) = (sys.initial("tilted").unwrap(), sys.initial("tilted").unwrap());
+        let mut compiled = DynStepper::new(&sys, h).unwrap();
+        let mut replayed = DynStepper::new(&sys, h).unwrap().with_compiled_lu(false);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for _ in 0..steps {
+            compiled.step(&mut a).unwrap();
+            replayed.step(&mut b).unwrap();
+            assert_eq!(bits(a.z.as_slice()), bits(b.z.as_slice()), "h = {h}, step {}", a.step);
+        }
+        assert_eq!(replayed.compiled_factorizations(), 0);
+        if hamel_jit::LU_COMPILED {
+            let share = compiled.compiled_factorizations() as f64 / compiled.stats.factorizations as f64;
+            assert!(share > 0.5, "h = {h}: {share} of the factorizations ran compiled");
+        }
+    }
+}

@@ -84,6 +84,14 @@ where
         None
     }
 
+    /// A compiler for the steps of the sparse LU of the Jacobian's pattern
+    /// ([`Kernels::jacobian_pattern`]; see [`crate::lu_code`]): a back-end
+    /// that generates code at run time lends one. `None` (the default):
+    /// the LU replays its steps.
+    fn lu_compiler(&self) -> Option<&'static dyn crate::lu_code::LuCompiler> {
+        None
+    }
+
     /// The hot kernels as native functions, with the parameter values they
     /// take: a stepper of small sizes then drives them with a Newton
     /// driver monomorphized for those sizes (see [`crate::native`]).

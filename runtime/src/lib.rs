@@ -19,6 +19,7 @@ pub mod run;
 mod error;
 mod kernels;
 mod linearize;
+pub mod lu_code;
 mod memory;
 mod monitor;
 mod newton;

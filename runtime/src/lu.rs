@@ -128,6 +128,21 @@ where
         }
     }
 
+    /// Lends the factorizations of a pattern (see [`Lu::set_pattern`],
+    /// called before) a compiler for their steps: once the same steps have
+    /// served long enough, they run compiled, with the same results to the
+    /// bit (see [`crate::lu_code`]); `None` takes it back, and the code
+    /// compiled. No effect without a pattern.
+    pub fn set_compiler(&mut self, compiler: Option<&'static dyn crate::lu_code::LuCompiler>) {
+        self.schedule.set_compiler(compiler);
+    }
+
+    /// How many factorizations ran compiled steps (see [`Lu::set_compiler`]),
+    /// and how many times the steps were compiled.
+    pub fn compiled_factorizations(&self) -> (u64, u64) {
+        (self.schedule.compiled_factorizations, self.schedule.compilations)
+    }
+
     /// The matrix to factor next as the values of the entries of the
     /// pattern given to [`Lu::set_pattern`], in its order (every other
     /// entry is zero): fill them, then call [`Lu::factor_in_place`]. `None`

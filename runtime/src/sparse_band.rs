@@ -39,7 +39,10 @@
 //! pivot moves (counted in [`Schedule::recordings`]), not in the steps
 //! between.
 
+use std::sync::Arc;
+
 use crate::lu::FactorError;
+use crate::lu_code::{CompiledLu, LuCompiler, LuPlan, LuStep};
 use crate::memory::NO_PIVOT;
 use crate::packed_band::{at, first_within, largest, leading, pivot};
 
@@ -114,7 +117,65 @@ pub(crate) struct Schedule {
     /// a slot outgrew [`MAX_WINDOWS`]: the next factorization records
     /// every step anew
     reset: bool,
+    /// compiles the steps once they have settled (see [`crate::lu_code`])
+    compiler: Option<&'static dyn LuCompiler>,
+    /// the sequences of steps compiled so far (none after a reset, whose
+    /// window ids start again)
+    compiled: Vec<Compiled>,
+    /// the runs of steps of the last factorization that compiled code took:
+    /// `(first step, step after the last, index into compiled)`, in order
+    /// (the replay took the others); the solve takes them from it too
+    ran: Vec<(usize, usize, usize)>,
+    /// factorizations since a step last changed
+    settled: u64,
+    /// a step changed in this factorization (a variant swapped in, or
+    /// operations recorded)
+    changed: bool,
+    /// how many times steps were compiled
+    pub(crate) compilations: u64,
+    /// factorizations so far, and at the last compilation
+    factorizations: u64,
+    last_compilation: u64,
+    /// factorizations begun by compiled steps
+    pub(crate) compiled_factorizations: u64,
 }
+
+/// A sequence of steps, compiled, with what it was compiled from.
+#[derive(Clone, Debug)]
+struct Compiled {
+    code: Arc<dyn CompiledLu>,
+    /// the steps (their pivots: offsets from the diagonal)
+    plan: LuPlan,
+    /// the structure before each step (a [`Step::window`])
+    windows: Vec<u32>,
+    /// the last factorization it took steps of (see `Schedule::factorizations`)
+    used: u64,
+}
+
+/// Where a replay stopped (see [`Schedule::replay`]): done, or the step to
+/// record from, or the step compiled code can take from, with the
+/// structure before it.
+enum Stop {
+    Done,
+    Record(usize, u32),
+    Compiled(usize, u32),
+}
+
+/// Factorizations without a changed step before the steps of the last are
+/// compiled (where compiled code did not already run them all): compiling
+/// costs about as much as a hundred replays save on a chain, and the
+/// 32-link director chain's pivots (`tilted`, h = 1e-3) move every 50 to 80
+/// factorizations, between three sequences of steps that recur.
+pub(crate) const SETTLE: u64 = 16;
+
+/// Compiled sequences kept per schedule: a new one replaces the one
+/// unused longest.
+const MAX_SEQUENCES: usize = 8;
+
+/// Factorizations between compilations at least: where pivots keep
+/// moving to new sequences, compiling costs at most a tenth of the
+/// factorizations (about 25 replays' worth each on a chain).
+const COMPILE_EVERY: u64 = 256;
 
 /// Where a matrix to factor is.
 #[derive(Clone, Copy, Debug)]
@@ -329,11 +390,159 @@ impl Schedule {
     pub(crate) fn factor(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
         let n = self.shape.2;
         self.kept.resize(n, NO_PIVOT);
-        self.factor_keeping(source, ab, perm)?;
+        self.changed = false;
+        self.ran.clear();
+        self.factorizations += 1;
+        if self.compiler.is_none() {
+            self.compiled.clear();
+        }
+        let done = self.factor_keeping(source, ab, perm);
+        if self.changed || done.is_err() {
+            self.settled = 0;
+        } else {
+            self.settled += 1;
+        }
+        done?;
         for (kept, (k, &p)) in self.kept.iter_mut().zip(perm.iter().enumerate()) {
             *kept = offset(p - k);
         }
+        let covered = self.ran.iter().map(|&(a, b, _)| b - a).sum::<usize>() == n;
+        if self.settled == SETTLE && !covered {
+            self.compile();
+        }
         Ok(())
+    }
+
+    /// Lends the schedule a compiler for its steps once they settle, or
+    /// takes it back with what it compiled (from the next factorization:
+    /// the last one's solve may still use it).
+    pub(crate) fn set_compiler(&mut self, compiler: Option<&'static dyn LuCompiler>) {
+        self.compiler = compiler;
+    }
+
+    /// Compiles the steps the last factorization took, where a compiler
+    /// was lent and the pivots are kept, at most once every
+    /// [`COMPILE_EVERY`] factorizations.
+    #[cold]
+    fn compile(&mut self) {
+        let Some(compiler) = self.compiler else { return };
+        let soon = self.compilations > 0 && self.factorizations - self.last_compilation < COMPILE_EVERY;
+        if self.dense || self.keep.is_none() || !self.recorded() || soon {
+            return;
+        }
+        // The sequence replaced is one this factorization did not take
+        // steps of (its solve is still to come).
+        let slot = if self.compiled.len() < MAX_SEQUENCES {
+            self.compiled.len()
+        } else {
+            let free = (0..self.compiled.len()).filter(|&i| self.ran.iter().all(|r| r.2 != i));
+            match free.min_by_key(|&i| self.compiled[i].used) {
+                Some(i) => i,
+                None => return,
+            }
+        };
+        self.compilations += 1;
+        self.last_compilation = self.factorizations;
+        let (plan, windows) = self.plan();
+        if let Some(code) = compiler.compile(&plan) {
+            let c = Compiled {
+                code,
+                plan,
+                windows,
+                used: self.factorizations,
+            };
+            if slot == self.compiled.len() {
+                self.compiled.push(c);
+            } else {
+                self.compiled[slot] = c;
+            }
+        }
+    }
+
+    /// The steps the last factorization took, as a plan (see
+    /// [`crate::lu_code`]), and the structure before each: those of the
+    /// compiled code where it took them, the replayed ones elsewhere.
+    fn plan(&self) -> (LuPlan, Vec<u32>) {
+        let (kl, ku, n) = self.shape;
+        let ld = leading(kl, ku);
+        let mut steps = Vec::with_capacity(n);
+        let mut windows = Vec::with_capacity(n);
+        let mut runs = self.ran.iter().peekable();
+        for (k, s) in self.steps.iter().enumerate() {
+            while runs.next_if(|&&(_, b, _)| b <= k).is_some() {}
+            match runs.peek() {
+                Some(&&(a, _, c)) if a <= k => {
+                    steps.push(self.compiled[c].plan.steps[k].clone());
+                    windows.push(self.compiled[c].windows[k]);
+                }
+                _ => {
+                    steps.push(LuStep {
+                        diagonal: at(ld, kl, ku, k, k),
+                        pivot: s.pivot,
+                        candidates: s.candidates().to_vec(),
+                        swaps: s.swaps().to_vec(),
+                        multipliers: s.multipliers().to_vec(),
+                        upper: s.upper().to_vec(),
+                    });
+                    windows.push(s.window);
+                }
+            }
+        }
+        let plan = LuPlan {
+            stride: ld - 1,
+            len: n * ld,
+            steps,
+        };
+        (plan, windows)
+    }
+
+    /// Compiled steps on `ab` from step `k`, whose structure is `window`,
+    /// as far as their pivots are the ones kept and pass their checks (of
+    /// the compiled sequences whose step `k` is this one, the one that
+    /// agrees longest), with their interchanges in `perm`: the step they
+    /// stopped before and its structure, or `None` where no sequence
+    /// agrees at `k`.
+    #[inline]
+    fn factor_compiled(
+        &mut self,
+        k: usize,
+        window: u32,
+        ab: &mut [f64],
+        perm: &mut [usize],
+        tiny: f64,
+    ) -> Option<(usize, u32)> {
+        let keep = self.keep?;
+        let kept = &self.kept[k..];
+        let agree = |c: &Compiled| {
+            let here = c.windows[k] == window;
+            let steps = &c.plan.steps[k..];
+            if here {
+                steps.iter().zip(kept).take_while(|(s, &p)| s.pivot == p).count()
+            } else {
+                0
+            }
+        };
+        let (which, agreed) = self
+            .compiled
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i, agree(c)))
+            .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))?;
+        if agreed == 0 {
+            return None;
+        }
+        let c = &self.compiled[which];
+        let taken = c.code.factor(ab, k, k + agreed, tiny, keep);
+        for (j, p) in perm.iter_mut().enumerate().take(taken).skip(k) {
+            *p = j + c.plan.steps[j].pivot as usize;
+        }
+        let next = c.windows.get(taken).copied().unwrap_or(0);
+        if taken > k {
+            self.ran.push((k, taken, which));
+            self.compiled[which].used = self.factorizations;
+            self.compiled_factorizations += u64::from(k == 0);
+        }
+        Some((taken, next))
     }
 
     /// [`Schedule::factor`], keeping `kept`.
@@ -357,6 +566,9 @@ impl Schedule {
                 ab[z as usize] = 0.0;
             }
         } else {
+            self.changed = true;
+            // Window ids start again: compiled sequences would name others.
+            self.compiled.clear();
             // Everything is recorded anew (a failed recording keeps none):
             // no structure is named any more, and ids may start again.
             ab.fill(0.0);
@@ -367,23 +579,30 @@ impl Schedule {
         let big = self.gather_checked(source, ab)?;
         let tiny = big * 1e3 * f64::EPSILON;
         let first = self.steps.first().map_or(0, |step| step.window);
-        let mut from = if recorded {
-            self.replay(0, first, ab, perm, tiny)?
+        let mut next = if recorded {
+            Stop::Compiled(0, first)
         } else {
-            Some((0, first))
+            Stop::Record(0, first)
         };
-        while let Some((k, window)) = from {
-            from = match self.record(k, window, ab, perm, tiny) {
-                Ok(Some((back, window))) => self.replay(back, window, ab, perm, tiny)?,
-                Ok(None) => None,
-                Err(e) => {
-                    // Nothing half-recorded is kept.
-                    self.steps.clear();
-                    return Err(e);
-                }
+        loop {
+            next = match next {
+                Stop::Done => return Ok(()),
+                Stop::Compiled(k, window) => match self.factor_compiled(k, window, ab, perm, tiny) {
+                    Some((j, _)) if j == n => Stop::Done,
+                    Some((j, window)) => self.replay(j, window, ab, perm, tiny)?,
+                    None => self.replay(k, window, ab, perm, tiny)?,
+                },
+                Stop::Record(k, window) => match self.record(k, window, ab, perm, tiny) {
+                    Ok(Some((back, window))) => self.replay(back, window, ab, perm, tiny)?,
+                    Ok(None) => Stop::Done,
+                    Err(e) => {
+                        // Nothing half-recorded is kept.
+                        self.steps.clear();
+                        return Err(e);
+                    }
+                },
             };
         }
-        Ok(())
     }
 
     /// The pattern's entries of `source` into `ab`, with the checks of
@@ -426,10 +645,11 @@ impl Schedule {
     }
 
     /// Replays the recorded operations from step `from` on, whose window
-    /// has structure `window`: `None` when done, or the first step (and its
-    /// structure) for which no variant was recorded with its structure and
-    /// the pivot chosen (kept, or the rule's; `ab` then holds the matrix as the banded
-    /// LU has it before that step).
+    /// has structure `window`, until done, or until the first step (and
+    /// its structure) for which no variant was recorded with its structure
+    /// and the pivot chosen (kept, or the rule's; `ab` then holds the
+    /// matrix as the banded LU has it before that step), or a later step
+    /// where compiled steps agree with the structure and the pivot kept.
     fn replay(
         &mut self,
         from: usize,
@@ -437,21 +657,28 @@ impl Schedule {
         ab: &mut [f64],
         perm: &mut [usize],
         tiny: f64,
-    ) -> Result<Option<(usize, u32)>, FactorError> {
+    ) -> Result<Stop, FactorError> {
         let (kl, ku, _) = self.shape;
         let ld = leading(kl, ku);
         let stride = ld - 1;
         let (threshold, keep) = (self.threshold, self.keep);
-        let (spare, kept) = (&mut self.spare, &self.kept);
+        let (spare, kept, changed) = (&mut self.spare, &self.kept, &mut self.changed);
+        let compiled = &self.compiled;
         for (k, step) in self.steps.iter_mut().enumerate().skip(from) {
+            // Not at `from`: compiled steps may have stopped there.
+            let takes = |c: &Compiled| c.windows[k] == window && c.plan.steps[k].pivot == kept[k];
+            if k > from && compiled.iter().any(takes) {
+                return Ok(Stop::Compiled(k, window));
+            }
             // A variant of this structure in use; variants of one structure
             // share their candidates.
             if step.window != window {
                 let others = &mut spare[k].others;
                 let Some(v) = others.iter().position(|v| v.window == window) else {
-                    return Ok(Some((k, window)));
+                    return Ok(Stop::Record(k, window));
                 };
                 std::mem::swap(step, &mut others[v]);
+                *changed = true;
             }
             // The recorded pivot while it passes the check, else the row
             // `pivot` chooses among all rows of the band (the others are
@@ -472,9 +699,10 @@ impl Schedule {
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
                 let Some(v) = others.iter().position(|v| v.window == window && v.pivot == chosen) else {
-                    return Ok(Some((k, window)));
+                    return Ok(Stop::Record(k, window));
                 };
                 std::mem::swap(step, &mut others[v]);
+                *changed = true;
             }
             let step = &*step;
             let p = step.pivot as usize;
@@ -508,7 +736,7 @@ impl Schedule {
             }
             window = step.next;
         }
-        Ok(None)
+        Ok(Stop::Done)
     }
 
     /// The structure of step `k`'s active window in `nz`, a bit per entry.
@@ -564,6 +792,7 @@ impl Schedule {
         let (kl, ku, n) = self.shape;
         let ld = leading(kl, ku);
         self.recordings += 1;
+        self.changed = true;
         // The structure before step `from`: the pattern, where no earlier
         // step reaches; its window as interned. `work` is the pattern
         // between recordings: a recording changes only the columns its
@@ -742,21 +971,42 @@ impl Schedule {
         let ld = leading(kl, ku);
         let stride = ld - 1;
         let v = &mut v[..n];
-        for (k, step) in self.steps.iter().enumerate() {
-            v.swap(k, perm[k]);
-            let (d, vk) = (at(ld, kl, ku, k, k), v[k]);
-            for &o in step.multipliers() {
-                v[k + o as usize] -= ab[d + o as usize] * vk;
+        // The runs of steps compiled code took, by that code (which takes
+        // the band and right-hand side of the lengths it was given in the
+        // factorization: it cannot refuse them here); the replay's between.
+        let forward = |v: &mut [f64], steps: std::ops::Range<usize>| {
+            for k in steps {
+                v.swap(k, perm[k]);
+                let (d, vk) = (at(ld, kl, ku, k, k), v[k]);
+                for &o in self.steps[k].multipliers() {
+                    v[k + o as usize] -= ab[d + o as usize] * vk;
+                }
             }
-        }
-        for i in (0..n).rev() {
-            let d = at(ld, kl, ku, i, i);
-            let mut s = v[i];
-            for &c in self.steps[i].upper() {
-                s -= ab[d + c as usize * stride] * v[i + c as usize];
+        };
+        let backward = |v: &mut [f64], rows: std::ops::Range<usize>| {
+            for i in rows.rev() {
+                let d = at(ld, kl, ku, i, i);
+                let mut s = v[i];
+                for &c in self.steps[i].upper() {
+                    s -= ab[d + c as usize * stride] * v[i + c as usize];
+                }
+                v[i] = s * ab[d];
             }
-            v[i] = s * ab[d];
+        };
+        let mut k = 0;
+        for &(a, b, c) in &self.ran {
+            forward(v, k..a);
+            self.compiled[c].code.forward(ab, v, a, b);
+            k = b;
         }
+        forward(v, k..n);
+        let mut i = n;
+        for &(a, b, c) in self.ran.iter().rev() {
+            backward(v, b..i);
+            self.compiled[c].code.backward(ab, v, a, b);
+            i = a;
+        }
+        backward(v, 0..i);
     }
 }
 
@@ -933,6 +1183,78 @@ mod tests {
                 assert!(moved >= 5, "{moved} recordings after a pivot moved");
             }
         }
+    }
+
+    /// Plans "compiled" into their own reference ([`LuPlan::factor`]): what
+    /// the schedule does with compiled code, without a code generator.
+    #[derive(Debug)]
+    struct Reference;
+    static REFERENCE: Reference = Reference;
+
+    #[derive(Debug)]
+    struct Planned(LuPlan);
+
+    impl LuCompiler for Reference {
+        fn compile(&self, plan: &LuPlan) -> Option<Arc<dyn CompiledLu>> {
+            Some(Arc::new(Planned(plan.clone())))
+        }
+    }
+
+    impl CompiledLu for Planned {
+        fn factor(&self, ab: &mut [f64], from: usize, limit: usize, tiny: f64, keep: f64) -> usize {
+            self.0.factor(ab, from, limit, tiny, keep)
+        }
+        fn forward(&self, ab: &[f64], v: &mut [f64], from: usize, upto: usize) -> bool {
+            self.0.forward(ab, v, from, upto);
+            true
+        }
+        fn backward(&self, ab: &[f64], v: &mut [f64], from: usize, upto: usize) -> bool {
+            self.0.backward(ab, v, from, upto);
+            true
+        }
+    }
+
+    /// With a compiler lent, settled steps run as compiled sequences, the
+    /// replay taking over where a pivot moves and handing back where a
+    /// sequence agrees again: the factors, interchanges and solutions are
+    /// the replay's to the bit, through pivots that come and go.
+    #[test]
+    fn compiled_sequences_give_the_replay_s_bits() {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (mut whole, mut parts) = (0, 0);
+        // A kept pivot must be half its column's largest in the second
+        // round: pivots then move often.
+        let cases = [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))];
+        for ((n, band), keep) in cases.into_iter().flat_map(|c| [(c, KEEP), (c, 0.5)]) {
+            let ld = leading(band.0, band.1);
+            let (structure, values) = matrices(n, band, 700);
+            let mut replayed = Schedule::new(&structure, band, n, THRESHOLD, Some(keep));
+            let mut compiled = Schedule::new(&structure, band, n, THRESHOLD, Some(keep));
+            compiled.set_compiler(Some(&REFERENCE));
+            let (mut ab, mut ab_c) = (vec![0.0; n * ld], vec![0.0; n * ld]);
+            let (mut perm, mut perm_c) = (vec![0; n], vec![0; n]);
+            for (t, a) in values.iter().enumerate() {
+                let want = replayed.factor(Source::Matrix(a), &mut ab, &mut perm);
+                let got = compiled.factor(Source::Matrix(a), &mut ab_c, &mut perm_c);
+                assert_eq!(got, want, "n = {n}, matrix {t}");
+                if got.is_err() {
+                    continue;
+                }
+                let covered: usize = compiled.ran.iter().map(|r| r.1 - r.0).sum();
+                whole += usize::from(covered == n);
+                parts += usize::from(covered > 0 && covered < n);
+                assert_eq!(perm_c, perm, "n = {n}, matrix {t}");
+                assert_eq!(bits(&ab_c), bits(&ab), "n = {n}, matrix {t}");
+                let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
+                let (mut x, mut y) = (rhs.clone(), rhs.clone());
+                replayed.solve(&ab, &perm, &mut x);
+                compiled.solve(&ab_c, &perm_c, &mut y);
+                assert_eq!(bits(&y), bits(&x), "n = {n}, matrix {t}");
+            }
+            assert!(compiled.compilations >= 1, "n = {n}: nothing compiled");
+        }
+        // Both kinds of factorization happened.
+        assert!(whole > 100 && parts > 10, "{whole} wholly and {parts} partly compiled");
     }
 
     /// Threshold pivoting keeps pivots where plain partial pivoting moves

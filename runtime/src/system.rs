@@ -138,6 +138,7 @@ where
         let mut work = Workspace::with_costs(z, x, band, ops);
         if let Some(pattern) = system.jacobian_pattern() {
             work.set_pattern(pattern);
+            work.set_lu_compiler(system.lu_compiler());
         }
         work.fix_sizes(&*system);
         Ok(Self {
@@ -219,6 +220,22 @@ where
             self.work.unfix_sizes();
         }
         self
+    }
+
+    /// The same stepper with the steps of its sparse LU compiled once they
+    /// settle (the default, where the system lends a compiler:
+    /// [`Kernels::lu_compiler`]) or always replayed. Both take the same
+    /// iterations to the same states, to the bit.
+    pub fn with_compiled_lu(mut self, on: bool) -> Self {
+        let compiler = if on { self.system.lu_compiler() } else { None };
+        self.work.set_lu_compiler(compiler);
+        self
+    }
+
+    /// Factorizations whose first steps ran as compiled code (see
+    /// [`StepperOf::with_compiled_lu`]).
+    pub fn compiled_factorizations(&self) -> u64 {
+        self.work.compiled_factorizations()
     }
 
     /// The same stepper with compensated summation of the increments switched on or off.

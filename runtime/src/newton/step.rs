@@ -90,6 +90,17 @@ where
         self.lu.set_pattern(pattern);
     }
 
+    /// Lends the LU a compiler for its factorization's steps, or takes it
+    /// back (see [`Lu::set_compiler`]).
+    pub fn set_lu_compiler(&mut self, compiler: Option<&'static dyn crate::lu_code::LuCompiler>) {
+        self.lu.set_compiler(compiler);
+    }
+
+    /// Factorizations whose first steps ran as compiled code.
+    pub fn compiled_factorizations(&self) -> u64 {
+        self.lu.compiled_factorizations().0
+    }
+
     /// Steps through the run-time-sized driver only, whatever the sizes.
     pub fn unfix_sizes(&mut self) {
         self.fixed = None;
