@@ -1,17 +1,20 @@
 //! Native code for a sparse LU's steps ([`LuPlan`]): the factorization
-//! and the solve as straight-line code, one IEEE operation per operation
-//! of the plan and in its order, so that the factors and solutions are
-//! those of the runtime's replay to the bit.
+//! and the solve, one IEEE operation per operation of the plan and in its
+//! order (adjacent rows two at a time in packed SSE2, each lane the scalar
+//! operation), so that the factors and solutions are those of the
+//! runtime's replay to the bit.
 //!
 //! A replay reads each step's offsets from lists and walks them in loops;
-//! here they are constants in the instructions. The code is a few
+//! here they are constants in the instructions. Steps that repeat (a
+//! chain's links: the same offsets a fixed distance further on) are one
+//! loop ([`x64::Layout`]); the others are written out. The code is a few
 //! instructions repeated (load, multiply, subtract, store at constant
-//! offsets from two pointers), so it is written directly as x86-64 SSE2
-//! machine code ([`x64`]) instead of through cranelift: cranelift took
-//! 17 ms for the 16-link director chain's 1725 updates (about 1 µs per
+//! offsets from a pointer), so it is written directly as x86-64 machine
+//! code ([`x64`]) instead of through cranelift: cranelift took 17 ms for
+//! the 16-link director chain's 1725 updates written out (about 1 µs per
 //! IR instruction, register allocation and lowering of code that needs
-//! neither), more than a thousand replays of it save; writing the bytes
-//! takes microseconds, so a plan is compiled as soon as its steps settle.
+//! neither), more than a thousand replays of it save; this takes about
+//! 0.2 ms, so a plan is compiled as soon as its steps settle.
 //! cranelift-jit still provides the executable memory. On other targets
 //! there is no compiled plan (the replay goes on).
 
@@ -37,6 +40,10 @@ pub struct LuCode {
     n: usize,
     /// the packed band's length
     len: usize,
+    /// the plan, whose reference takes steps the code cannot be entered at
+    plan: LuPlan,
+    /// where the code loops
+    layout: x64::Layout,
 }
 
 // SAFETY: the compiled functions touch only the arrays they are given; the
@@ -74,7 +81,12 @@ impl LuCode {
         if !plan.in_bounds() || far {
             return Err(JitError("an LU plan naming entries outside its band".into()));
         }
-        let code = [x64::factor(plan), x64::forward(plan), x64::backward(plan)];
+        let layout = x64::Layout::of(plan);
+        let code = [
+            x64::factor(plan, layout),
+            x64::forward(plan, layout),
+            x64::backward(plan, layout),
+        ];
         let isa = host_isa()?;
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         // The declared signatures only name the functions: the bytes are
@@ -104,6 +116,8 @@ impl LuCode {
             backward,
             n: plan.steps.len(),
             len: plan.len,
+            plan: plan.clone(),
+            layout,
         })
     }
 
@@ -118,8 +132,18 @@ impl LuCode {
         if ab.len() < self.len || from >= limit {
             return from;
         }
+        // Inside a loop's repetition, the reference takes the steps to the
+        // next one (the code is entered at repetitions).
+        let mut from = from;
+        if !self.layout.entry(from) {
+            let next = (self.layout.repetition(from) + self.layout.period).min(limit);
+            from = self.plan.factor(ab, from, next, tiny, keep);
+            if from < next || from == limit {
+                return from;
+            }
+        }
         // SAFETY: every index the plan names is below `self.len` (checked
-        // when compiled), `ab` is that long, and `from` is a step.
+        // when compiled), `ab` is that long, and `from` is an entry.
         unsafe { (self.factor)(ab.as_mut_ptr(), from as u64, limit as u64, tiny, keep) as usize }
     }
 
@@ -131,6 +155,15 @@ impl LuCode {
         let upto = upto.min(self.n);
         if ab.len() < self.len || v.len() < self.n || from >= upto {
             return false;
+        }
+        let mut from = from;
+        if !self.layout.entry(from) {
+            let next = (self.layout.repetition(from) + self.layout.period).min(upto);
+            self.plan.forward(ab, v, from, next);
+            from = next;
+            if from == upto {
+                return true;
+            }
         }
         // SAFETY: as in `factor`; the rows named are below `self.n`.
         unsafe { (self.forward)(ab.as_ptr(), v.as_mut_ptr(), from as u64, upto as u64) };
@@ -144,6 +177,15 @@ impl LuCode {
         let upto = upto.min(self.n);
         if ab.len() < self.len || v.len() < self.n || from >= upto {
             return false;
+        }
+        let mut upto = upto;
+        if !self.layout.top(upto - 1) {
+            let bottom = self.layout.repetition(upto - 1).max(from);
+            self.plan.backward(ab, v, bottom, upto);
+            upto = bottom;
+            if upto == from {
+                return true;
+            }
         }
         // SAFETY: as in `forward`.
         unsafe { (self.backward)(ab.as_ptr(), v.as_mut_ptr(), from as u64, (upto - 1) as u64) };
@@ -187,6 +229,25 @@ mod x64 {
     const ANDPD: (u8, u8) = (0x66, 0x54);
     const XORPD: (u8, u8) = (0x66, 0x57);
     const UCOMISD: (u8, u8) = (0x66, 0x2E);
+    const MOVUPD_LOAD: (u8, u8) = (0x66, 0x10);
+    const MOVUPD_STORE: (u8, u8) = (0x66, 0x11);
+    const MULPD: (u8, u8) = (0x66, 0x59);
+    const SUBPD: (u8, u8) = (0x66, 0x5C);
+    const UNPCKLPD: (u8, u8) = (0x66, 0x14);
+
+    /// Row offsets as slots: `(offset, whether the next row is in the slot
+    /// too)`, adjacent rows paired from the first of a run.
+    fn pairs(offsets: &[u16]) -> Vec<(usize, bool)> {
+        let mut slots = Vec::with_capacity(offsets.len());
+        let mut i = 0;
+        while i < offsets.len() {
+            let o = offsets[i] as usize;
+            let two = offsets.get(i + 1).is_some_and(|&p| p as usize == o + 1);
+            slots.push((o, two));
+            i += 1 + usize::from(two);
+        }
+        slots
+    }
 
     /// Machine code being written.
     #[derive(Default)]
@@ -212,21 +273,50 @@ mod x64 {
         }
 
         /// `op reg, [base + 8 · index]` (or the store, `[…], reg`); `base`
-        /// is `rdi` or `rsi`, which need neither REX.B nor a SIB byte.
+        /// is `rdi`, `rsi` or `r8`–`r10`, none of which needs a SIB byte.
         fn rm(&mut self, (prefix, op): (u8, u8), reg: u8, base: u8, index: usize) {
             self.code.push(prefix);
-            if reg >= 8 {
-                self.code.push(0x44);
+            let rex = 0x40 | ((reg >> 3) << 2) | (base >> 3);
+            if rex != 0x40 {
+                self.code.push(rex);
             }
             self.code.extend([0x0F, op]);
             let disp = 8 * index as i64;
             if disp < 128 {
-                self.code.push(0x40 | ((reg & 7) << 3) | base);
+                self.code.push(0x40 | ((reg & 7) << 3) | (base & 7));
                 self.code.push(disp as u8);
             } else {
-                self.code.push(0x80 | ((reg & 7) << 3) | base);
+                self.code.push(0x80 | ((reg & 7) << 3) | (base & 7));
                 self.code.extend((disp as i32).to_le_bytes());
             }
+        }
+
+        /// `op r64, imm32` for `op` = `/digit` of opcode 81 (add 0, sub 5,
+        /// cmp 7), any register below `r16`.
+        fn imm(&mut self, digit: u8, reg: u8, value: usize) {
+            self.code
+                .extend([0x48 | (reg >> 3), 0x81, 0xC0 | (digit << 3) | (reg & 7)]);
+            self.code.extend((value as u32).to_le_bytes());
+        }
+
+        /// `mov dst, src` (64-bit registers below `r16`).
+        fn mov(&mut self, dst: u8, src: u8) {
+            self.code.extend([
+                0x48 | ((src >> 3) << 2) | (dst >> 3),
+                0x89,
+                0xC0 | ((src & 7) << 3) | (dst & 7),
+            ]);
+        }
+
+        /// `rax ← r9 + j` (the step index in a loop).
+        fn step_index(&mut self, j: usize) {
+            self.code.extend([0x49, 0x8D, 0x81]);
+            self.code.extend((j as u32).to_le_bytes());
+        }
+
+        /// `cmp reg, rax` (a register below `r8`).
+        fn cmp_rax(&mut self, reg: u8) {
+            self.code.extend([0x48, 0x39, 0xC0 | reg]);
         }
 
         /// `xmm ← bits` (through `rax`).
@@ -315,193 +405,526 @@ mod x64 {
     const JBE: Option<u8> = Some(0x86);
     const JB: Option<u8> = Some(0x82);
     const JA: Option<u8> = Some(0x87);
-    /// Integer argument registers after the first two: `rsi`, `rdx`, `rcx`.
+    /// Integer registers: arguments after the first two (`rsi`, `rdx`,
+    /// `rcx`), and the loop's band and right-hand side pointers (`r8`,
+    /// `r10`) and step index (`r9`).
     const RSI: u8 = 6;
     const RDX: u8 = 2;
     const RCX: u8 = 1;
+    const R8: u8 = 8;
+    const R9: u8 = 9;
+    const R10: u8 = 10;
+    const ADD: u8 = 0;
+    const SUB: u8 = 5;
+    const CMP: u8 = 7;
+
+    /// Where the plan's steps repeat: steps `start .. end` are `(end −
+    /// start) / period` repetitions of the first `period` of them, at
+    /// diagonals `period · ld` further on each time (a chain's links). The
+    /// code holds one repetition as a loop; the other steps are written
+    /// out.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(super) struct Layout {
+        pub(super) start: usize,
+        pub(super) period: usize,
+        pub(super) end: usize,
+        /// the band entries between one repetition's diagonals and the next's
+        pub(super) shift: usize,
+    }
+
+    /// Repetitions fewer than this are written out.
+    const MIN_REPEATS: usize = 3;
+    /// Periods tried.
+    const MAX_PERIOD: usize = 64;
+
+    impl Layout {
+        /// The layout of the fewest steps written out (straight-line
+        /// steps, one repetition).
+        pub(super) fn of(plan: &LuPlan) -> Layout {
+            let steps = &plan.steps;
+            let n = steps.len();
+            let same = |a: usize, b: usize| {
+                let (x, y) = (&steps[a], &steps[b]);
+                x.pivot == y.pivot
+                    && x.candidates == y.candidates
+                    && x.swaps == y.swaps
+                    && x.multipliers == y.multipliers
+                    && x.upper == y.upper
+            };
+            let mut best = Layout {
+                start: n,
+                period: 0,
+                end: n,
+                shift: 0,
+            };
+            let mut written = n;
+            for period in 1..=MAX_PERIOD.min(n / MIN_REPEATS) {
+                // The longest run of steps equal to the step `period` on.
+                let mut k = 0;
+                while k + period < n {
+                    if !same(k, k + period) {
+                        k += 1;
+                        continue;
+                    }
+                    let from = k;
+                    while k + period < n && same(k, k + period) {
+                        k += 1;
+                    }
+                    // Steps from .. k + period repeat with this period.
+                    let repeats = (k + period - from) / period;
+                    let shift = steps[from + period].diagonal - steps[from].diagonal;
+                    let uniform = (from..from + (repeats - 1) * period)
+                        .all(|j| steps[j + period].diagonal - steps[j].diagonal == shift);
+                    if repeats >= MIN_REPEATS && uniform && n - repeats * period + period < written {
+                        written = n - repeats * period + period;
+                        best = Layout {
+                            start: from,
+                            period,
+                            end: from + repeats * period,
+                            shift,
+                        };
+                    }
+                }
+            }
+            best
+        }
+
+        fn looped(&self) -> bool {
+            self.period > 0
+        }
+
+        /// Whether code may be entered at step `k` (forward): written-out
+        /// steps and the first of each repetition.
+        pub(super) fn entry(&self, k: usize) -> bool {
+            !self.looped() || k < self.start || k >= self.end || (k - self.start).is_multiple_of(self.period)
+        }
+
+        /// Whether the backward solve may be entered at row `k`: written-out
+        /// rows and the last of each repetition.
+        pub(super) fn top(&self, k: usize) -> bool {
+            !self.looped() || k < self.start || k >= self.end || (k + 1 - self.start).is_multiple_of(self.period)
+        }
+
+        /// Where the repetition holding step `k` begins.
+        pub(super) fn repetition(&self, k: usize) -> usize {
+            self.start + (k - self.start) / self.period * self.period
+        }
+    }
+
+    /// Where a step's code is: written out at step `k` (its entries at
+    /// their indices from `rdi`, `rsi`), or step `j` of the loop (from
+    /// `r8`, `r10`, the step index `r9 + j`).
+    #[derive(Clone, Copy)]
+    enum At {
+        Out(usize),
+        Loop(usize),
+    }
+
+    impl At {
+        fn bases(self) -> (u8, u8) {
+            match self {
+                At::Out(_) => (AB, V),
+                At::Loop(_) => (R8, R10),
+            }
+        }
+    }
 
     /// `fn(ab, from, limit, tiny, keep) -> the step stopped before`: steps
-    /// `from .. limit` (`from < limit ≤ n`).
-    pub(super) fn factor(plan: &LuPlan) -> Vec<u8> {
+    /// `from .. limit` (`from < limit ≤ n`, `from` an entry of `layout`).
+    pub(super) fn factor(plan: &LuPlan, layout: Layout) -> Vec<u8> {
         let mut a = Asm::default();
-        let stride = plan.stride;
+        let n = plan.steps.len();
         a.rr(MOVAPD, TINY, 0);
         a.rr(MOVAPD, KEEP, 1);
         a.constant(MASK, !(1u64 << 63));
         a.constant(ONE, 1f64.to_bits());
-        let entries: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        let stops: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        a.dispatch(RSI, entries.clone());
-        for (k, s) in plan.steps.iter().enumerate() {
-            let d = s.diagonal;
-            a.bind(entries[k]);
-            a.cmp(RDX, k);
-            a.jump(JBE, stops[k]);
-            // big = fold of |a(k + o, k)|: `maxsd a, big` is `a > big ? a : big`.
-            a.rr(XORPD, BIG, BIG);
-            for &o in &s.candidates {
-                a.rm(MOVSD_LOAD, ENTRY, AB, d + o as usize);
-                a.rr(ANDPD, ENTRY, MASK);
-                a.rr(MAXSD, ENTRY, BIG);
-                a.rr(MOVAPD, BIG, ENTRY);
-            }
-            // Stop where big ≤ tiny (or unordered) …
-            a.rr(UCOMISD, BIG, TINY);
-            a.jump(JBE, stops[k]);
-            // … or |pivot| < keep · big (or unordered).
-            a.rm(MOVSD_LOAD, ENTRY, AB, d + s.pivot as usize);
-            a.rr(ANDPD, ENTRY, MASK);
-            a.rr(MOVAPD, ROW, KEEP);
-            a.rr(MULSD, ROW, BIG);
-            a.rr(UCOMISD, ENTRY, ROW);
-            a.jump(JB, stops[k]);
-            let p = s.pivot as usize;
-            for &c in &s.swaps {
-                let e = d + c as usize * stride;
-                a.rm(MOVSD_LOAD, ENTRY, AB, e);
-                a.rm(MOVSD_LOAD, ROW, AB, e + p);
-                a.rm(MOVSD_STORE, ROW, AB, e);
-                a.rm(MOVSD_STORE, ENTRY, AB, e + p);
-            }
-            a.rr(MOVAPD, INV, ONE);
-            a.rm(DIVSD, INV, AB, d);
-            a.rm(MOVSD_STORE, INV, AB, d);
-            for chunk in s.multipliers.chunks(HELD_M) {
-                for (j, &o) in chunk.iter().enumerate() {
-                    let m = FIRST_M + j as u8;
-                    a.rm(MOVSD_LOAD, m, AB, d + o as usize);
-                    a.rr(MULSD, m, INV);
-                    a.rm(MOVSD_STORE, m, AB, d + o as usize);
-                }
-                for &c in &s.upper {
-                    let u = d + c as usize * stride;
-                    a.rm(MOVSD_LOAD, ROW, AB, u);
-                    for (j, &o) in chunk.iter().enumerate() {
-                        a.rm(MOVSD_LOAD, ENTRY, AB, u + o as usize);
-                        a.rr(MOVAPD, BIG, FIRST_M + j as u8);
-                        a.rr(MULSD, BIG, ROW);
-                        a.rr(SUBSD, ENTRY, BIG);
-                        a.rm(MOVSD_STORE, ENTRY, AB, u + o as usize);
-                    }
-                }
-            }
+        let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
+        let stops: Vec<usize> = (0..n).map(|_| a.label()).collect();
+        let (refuse, ret_rax, body) = (a.label(), a.label(), a.label());
+        let entries = entries(&mut a, n, layout, &labels, refuse);
+        a.dispatch(RSI, entries.iter().map(|e| e.0).collect());
+        for k in 0..layout.start.min(n) {
+            a.bind(labels[k]);
+            factor_step(&mut a, plan, k, At::Out(k), stops[k]);
         }
-        a.ret(plan.steps.len());
-        // Each step's stop: return the steps taken before it.
+        if layout.looped() {
+            a.mov(R8, AB);
+            a.code.extend([0x49, 0xC7, 0xC1]);
+            a.code.extend((layout.start as u32).to_le_bytes());
+            a.bind(body);
+            for j in 0..layout.period {
+                factor_step(&mut a, plan, layout.start + j, At::Loop(j), ret_rax);
+            }
+            a.imm(ADD, R8, 8 * layout.shift);
+            a.imm(ADD, R9, layout.period);
+            a.imm(CMP, R9, layout.end);
+            a.jump(JB, body);
+        }
+        for k in layout.end.max(layout.start)..n {
+            a.bind(labels[k]);
+            factor_step(&mut a, plan, k, At::Out(k), stops[k]);
+        }
+        a.ret(n);
         for (k, &stop) in stops.iter().enumerate() {
             a.bind(stop);
             a.ret(k);
         }
+        a.bind(ret_rax);
+        a.code.push(0xC3);
+        a.bind(refuse);
+        a.mov(0, RSI);
+        a.code.push(0xC3);
+        repetition_stubs(&mut a, layout, &entries, body, false);
         a.finish()
     }
 
+    /// The dispatch table's targets: each step's label, a stub of each
+    /// repetition's first step (`(label, Some(repetition))`), `refuse`
+    /// elsewhere.
+    fn entries(a: &mut Asm, n: usize, layout: Layout, labels: &[usize], refuse: usize) -> Vec<(usize, Option<usize>)> {
+        (0..n)
+            .map(|k| {
+                if k < layout.start || k >= layout.end {
+                    (labels[k], None)
+                } else if layout.entry(k) {
+                    (a.label(), Some((k - layout.start) / layout.period))
+                } else {
+                    (refuse, None)
+                }
+            })
+            .collect()
+    }
+
+    /// The stubs that enter repetition `i` at its first step (forward) or
+    /// its last (backward, `top`): the loop's pointers and index set, and
+    /// for the backward solve the next row's value loaded.
+    fn repetition_stubs(a: &mut Asm, layout: Layout, entries: &[(usize, Option<usize>)], body: usize, top: bool) {
+        let n = entries.len();
+        for &(label, repetition) in entries {
+            let Some(i) = repetition else { continue };
+            a.bind(label);
+            // lea r8, [rdi + 8 · shift · i]; lea r10, [rsi + 8 · period · i]; mov r9, start + period · i
+            a.code.extend([0x4C, 0x8D, 0x87]);
+            a.code.extend(((8 * layout.shift * i) as u32).to_le_bytes());
+            a.code.extend([0x4C, 0x8D, 0x96]);
+            a.code.extend(((8 * layout.period * i) as u32).to_le_bytes());
+            a.code.extend([0x49, 0xC7, 0xC1]);
+            a.code.extend(((layout.start + layout.period * i) as u32).to_le_bytes());
+            let row = layout.start + layout.period * (i + 1);
+            if top && row < n {
+                a.rm(MOVSD_LOAD, NEXT, V, row);
+            }
+            a.jump(None, body);
+        }
+    }
+
+    /// Step `k` of the factorization, its code at `at`; a refused step
+    /// jumps to `stop` (with `rax` = its index in a loop).
+    fn factor_step(a: &mut Asm, plan: &LuPlan, k: usize, at: At, stop: usize) {
+        let s = &plan.steps[k];
+        let stride = plan.stride;
+        let (base, _) = at.bases();
+        let d = s.diagonal;
+        match at {
+            At::Out(k) => a.cmp(RDX, k),
+            At::Loop(j) => {
+                a.step_index(j);
+                a.cmp_rax(RDX);
+            }
+        }
+        a.jump(JBE, stop);
+        // big = fold of |a(k + o, k)|: `maxsd a, big` is `a > big ? a : big`.
+        a.rr(XORPD, BIG, BIG);
+        for &o in &s.candidates {
+            a.rm(MOVSD_LOAD, ENTRY, base, d + o as usize);
+            a.rr(ANDPD, ENTRY, MASK);
+            a.rr(MAXSD, ENTRY, BIG);
+            a.rr(MOVAPD, BIG, ENTRY);
+        }
+        // Stop where big ≤ tiny (or unordered) …
+        a.rr(UCOMISD, BIG, TINY);
+        a.jump(JBE, stop);
+        // … or |pivot| < keep · big (or unordered).
+        a.rm(MOVSD_LOAD, ENTRY, base, d + s.pivot as usize);
+        a.rr(ANDPD, ENTRY, MASK);
+        a.rr(MOVAPD, ROW, KEEP);
+        a.rr(MULSD, ROW, BIG);
+        a.rr(UCOMISD, ENTRY, ROW);
+        a.jump(JB, stop);
+        let p = s.pivot as usize;
+        for &c in &s.swaps {
+            let e = d + c as usize * stride;
+            a.rm(MOVSD_LOAD, ENTRY, base, e);
+            a.rm(MOVSD_LOAD, ROW, base, e + p);
+            a.rm(MOVSD_STORE, ROW, base, e);
+            a.rm(MOVSD_STORE, ENTRY, base, e + p);
+        }
+        a.rr(MOVAPD, INV, ONE);
+        a.rm(DIVSD, INV, base, d);
+        a.rm(MOVSD_STORE, INV, base, d);
+        // Multipliers in adjacent rows are updated two at a time (packed
+        // SSE2: each lane the scalar operation, to the bit).
+        let slots = pairs(&s.multipliers);
+        for chunk in slots.chunks(HELD_M) {
+            for (j, &(o, two)) in chunk.iter().enumerate() {
+                let m = FIRST_M + j as u8;
+                a.rm(MOVSD_LOAD, m, base, d + o);
+                a.rr(MULSD, m, INV);
+                a.rm(MOVSD_STORE, m, base, d + o);
+                if two {
+                    a.rm(MOVSD_LOAD, ENTRY, base, d + o + 1);
+                    a.rr(MULSD, ENTRY, INV);
+                    a.rm(MOVSD_STORE, ENTRY, base, d + o + 1);
+                    a.rr(UNPCKLPD, m, ENTRY);
+                }
+            }
+            for &c in &s.upper {
+                let u = d + c as usize * stride;
+                a.rm(MOVSD_LOAD, ROW, base, u);
+                a.rr(UNPCKLPD, ROW, ROW);
+                for (j, &(o, two)) in chunk.iter().enumerate() {
+                    let (load, mul, sub, store) = if two {
+                        (MOVUPD_LOAD, MULPD, SUBPD, MOVUPD_STORE)
+                    } else {
+                        (MOVSD_LOAD, MULSD, SUBSD, MOVSD_STORE)
+                    };
+                    a.rm(load, ENTRY, base, u + o);
+                    a.rr(MOVAPD, BIG, FIRST_M + j as u8);
+                    a.rr(mul, BIG, ROW);
+                    a.rr(sub, ENTRY, BIG);
+                    a.rm(store, ENTRY, base, u + o);
+                }
+            }
+        }
+    }
+
     // Registers of the solves: a factor's entry and products (0), v[k] or
-    // the row's sum (1), the entry updated (2), and the value handed to the
-    // next row (3): each value of `v` the next row reads first (`v[k + 1]`
-    // forward, `v[i + 1]` backward) is kept in a register as well as
-    // stored, so that the chain from one row to the next does not wait for
-    // a store to reach its load. Code entered at a row takes it from memory.
+    // the row's sum (1), the entry updated (2), the value handed to the
+    // next row (3), v[k] in both lanes (4): each value of `v` the next row
+    // reads first (`v[k + 1]` forward, `v[i + 1]` backward) is kept in a
+    // register as well as stored, so that the chain from one row to the
+    // next does not wait for a store to reach its load. Code entered at a
+    // row takes it from memory.
     const NEXT: u8 = 3;
 
     /// `fn(ab, v, from, upto)`: the forward substitution through steps
-    /// `from .. upto` (`from < upto ≤ n`).
-    pub(super) fn forward(plan: &LuPlan) -> Vec<u8> {
+    /// `from .. upto` (`from < upto ≤ n`, `from` an entry of `layout`).
+    pub(super) fn forward(plan: &LuPlan, layout: Layout) -> Vec<u8> {
         let mut a = Asm::default();
-        let end = a.label();
-        let checks: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        let bodies: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        // Entries: a step that takes v[k] from a register is entered through
-        // a stub that loads it.
+        let n = plan.steps.len();
+        let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
+        let (end, refuse, body) = (a.label(), a.label(), a.label());
+        let entries = entries(&mut a, n, layout, &labels, refuse);
+        a.dispatch(RDX, entries.iter().map(|e| e.0).collect());
+        // Straight-line steps entered take v[k] from memory: their label is
+        // a stub where the step before hands it on.
         let mut stubs = Vec::new();
-        let mut entries = checks.clone();
         let mut handed = false;
-        for (k, s) in plan.steps.iter().enumerate() {
-            if s.pivot == 0 && handed {
-                entries[k] = a.label();
-                stubs.push((k, entries[k]));
+        let step = |a: &mut Asm, k: usize, at: At, handed: &mut bool| {
+            let s = &plan.steps[k];
+            let (ab, v) = at.bases();
+            let row = match at {
+                At::Out(k) => k,
+                At::Loop(j) => layout.start + j,
+            };
+            match at {
+                At::Out(k) => a.cmp(RCX, k),
+                At::Loop(j) => {
+                    a.step_index(j);
+                    a.cmp_rax(RCX);
+                }
             }
-            handed = s.multipliers.contains(&1);
-        }
-        a.dispatch(RDX, entries);
-        let mut handed = false;
-        for (k, s) in plan.steps.iter().enumerate() {
-            a.bind(checks[k]);
-            a.cmp(RCX, k);
             a.jump(JBE, end);
             let p = s.pivot as usize;
             if p != 0 {
-                a.rm(MOVSD_LOAD, 2, V, k);
-                a.rm(MOVSD_LOAD, 1, V, k + p);
-                a.rm(MOVSD_STORE, 1, V, k);
-                a.rm(MOVSD_STORE, 2, V, k + p);
-            } else if handed {
+                a.rm(MOVSD_LOAD, 2, v, row);
+                a.rm(MOVSD_LOAD, 1, v, row + p);
+                a.rm(MOVSD_STORE, 1, v, row);
+                a.rm(MOVSD_STORE, 2, v, row + p);
+            } else if *handed {
                 a.rr(MOVAPD, 1, NEXT);
             } else {
-                a.rm(MOVSD_LOAD, 1, V, k);
+                a.rm(MOVSD_LOAD, 1, v, row);
             }
-            a.bind(bodies[k]);
-            handed = false;
-            for &o in &s.multipliers {
-                let r = if o == 1 { NEXT } else { 2 };
-                a.rm(MOVSD_LOAD, 0, AB, s.diagonal + o as usize);
+            // v[k + 1] first (the next step waits for it), then the other
+            // rows, adjacent ones two at a time.
+            *handed = s.multipliers.contains(&1);
+            if *handed {
+                a.rm(MOVSD_LOAD, 0, ab, s.diagonal + 1);
                 a.rr(MULSD, 0, 1);
-                a.rm(MOVSD_LOAD, r, V, k + o as usize);
-                a.rr(SUBSD, r, 0);
-                a.rm(MOVSD_STORE, r, V, k + o as usize);
-                handed |= o == 1;
+                a.rm(MOVSD_LOAD, NEXT, v, row + 1);
+                a.rr(SUBSD, NEXT, 0);
+                a.rm(MOVSD_STORE, NEXT, v, row + 1);
             }
+            let rest: Vec<u16> = s.multipliers.iter().copied().filter(|&o| o != 1).collect();
+            if !rest.is_empty() {
+                a.rr(MOVAPD, 4, 1);
+                a.rr(UNPCKLPD, 4, 4);
+            }
+            for (o, two) in pairs(&rest) {
+                let (load, mul, sub, store) = if two {
+                    (MOVUPD_LOAD, MULPD, SUBPD, MOVUPD_STORE)
+                } else {
+                    (MOVSD_LOAD, MULSD, SUBSD, MOVSD_STORE)
+                };
+                a.rm(load, 0, ab, s.diagonal + o);
+                a.rr(mul, 0, 4);
+                a.rm(load, 2, v, row + o);
+                a.rr(sub, 2, 0);
+                a.rm(store, 2, v, row + o);
+            }
+        };
+        for k in 0..layout.start.min(n) {
+            if handed && plan.steps[k].pivot == 0 {
+                stubs.push((labels[k], a.label(), k));
+                let (_, inside, _) = stubs[stubs.len() - 1];
+                a.bind(inside);
+            } else {
+                a.bind(labels[k]);
+            }
+            step(&mut a, k, At::Out(k), &mut handed);
+        }
+        if layout.looped() {
+            a.mov(R8, AB);
+            a.mov(R10, V);
+            a.code.extend([0x49, 0xC7, 0xC1]);
+            a.code.extend((layout.start as u32).to_le_bytes());
+            a.bind(body);
+            // The first step of a repetition takes v[k] from memory.
+            handed = false;
+            for j in 0..layout.period {
+                step(&mut a, layout.start + j, At::Loop(j), &mut handed);
+            }
+            a.imm(ADD, R8, 8 * layout.shift);
+            a.imm(ADD, R10, 8 * layout.period);
+            a.imm(ADD, R9, layout.period);
+            a.imm(CMP, R9, layout.end);
+            a.jump(JB, body);
+        }
+        for k in layout.end.max(layout.start)..n {
+            if handed && plan.steps[k].pivot == 0 {
+                stubs.push((labels[k], a.label(), k));
+                let (_, inside, _) = stubs[stubs.len() - 1];
+                a.bind(inside);
+            } else {
+                a.bind(labels[k]);
+            }
+            step(&mut a, k, At::Out(k), &mut handed);
         }
         a.bind(end);
         a.code.push(0xC3);
-        for (k, stub) in stubs {
-            a.bind(stub);
+        a.bind(refuse);
+        a.code.push(0xC3);
+        // An entered step whose v[k] the step before hands on: v[k] from
+        // memory, then the step's code after its check and load.
+        for (label, inside, k) in stubs {
+            a.bind(label);
             a.cmp(RCX, k);
             a.jump(JBE, end);
-            a.rm(MOVSD_LOAD, 1, V, k);
-            a.jump(None, bodies[k]);
+            a.rm(MOVSD_LOAD, NEXT, V, k);
+            a.jump(None, inside);
         }
+        repetition_stubs(&mut a, layout, &entries, body, false);
         a.finish()
     }
 
     /// `fn(ab, v, lo, top)`: the backward substitution of rows `top` down
-    /// to `lo` (`lo ≤ top < n`; the rows after `top` substituted already).
-    pub(super) fn backward(plan: &LuPlan) -> Vec<u8> {
+    /// to `lo` (`lo ≤ top < n`, `top` a top of `layout`; the rows after it
+    /// substituted already).
+    pub(super) fn backward(plan: &LuPlan, layout: Layout) -> Vec<u8> {
         let mut a = Asm::default();
         let stride = plan.stride;
         let n = plan.steps.len();
-        let end = a.label();
-        let rows: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        let stubs: Vec<usize> = plan.steps.iter().map(|_| a.label()).collect();
-        a.dispatch(RCX, stubs.clone());
-        let mut handed = false;
-        for (i, s) in plan.steps.iter().enumerate().rev() {
-            a.bind(rows[i]);
-            a.cmp(RDX, i);
+        let (end, refuse, body) = (a.label(), a.label(), a.label());
+        let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
+        // Tops: written-out rows (through a stub that loads the next row's
+        // value) and the last row of each repetition.
+        let stubs: Vec<usize> = (0..n).map(|_| a.label()).collect();
+        let entries: Vec<(usize, Option<usize>)> = (0..n)
+            .map(|k| {
+                if k < layout.start || k >= layout.end {
+                    (stubs[k], None)
+                } else if layout.top(k) {
+                    (a.label(), Some((k - layout.start) / layout.period))
+                } else {
+                    (refuse, None)
+                }
+            })
+            .collect();
+        a.dispatch(RCX, entries.iter().map(|e| e.0).collect());
+        let row = |a: &mut Asm, k: usize, at: At, handed: bool| {
+            let s = &plan.steps[k];
+            let (ab, v) = at.bases();
+            let r = match at {
+                At::Out(k) => k,
+                At::Loop(j) => layout.start + j,
+            };
+            match at {
+                At::Out(k) => a.cmp(RDX, k),
+                At::Loop(j) => {
+                    a.step_index(j);
+                    a.cmp_rax(RDX);
+                }
+            }
             a.jump(JA, end);
-            a.rm(MOVSD_LOAD, 1, V, i);
+            a.rm(MOVSD_LOAD, 1, v, r);
             for &c in &s.upper {
-                a.rm(MOVSD_LOAD, 0, AB, s.diagonal + c as usize * stride);
+                a.rm(MOVSD_LOAD, 0, ab, s.diagonal + c as usize * stride);
                 if c == 1 && handed {
                     a.rr(MULSD, 0, NEXT);
                 } else {
-                    a.rm(MULSD, 0, V, i + c as usize);
+                    a.rm(MULSD, 0, v, r + c as usize);
                 }
                 a.rr(SUBSD, 1, 0);
             }
-            a.rm(MULSD, 1, AB, s.diagonal);
-            a.rm(MOVSD_STORE, 1, V, i);
+            a.rm(MULSD, 1, ab, s.diagonal);
+            a.rm(MOVSD_STORE, 1, v, r);
             a.rr(MOVAPD, NEXT, 1);
-            handed = true;
+        };
+        for k in (layout.end.max(layout.start)..n).rev() {
+            a.bind(labels[k]);
+            row(&mut a, k, At::Out(k), true);
+        }
+        if layout.looped() {
+            let last = (layout.end - layout.start) / layout.period - 1;
+            a.code.extend([0x4C, 0x8D, 0x87]);
+            a.code.extend(((8 * layout.shift * last) as u32).to_le_bytes());
+            a.code.extend([0x4C, 0x8D, 0x96]);
+            a.code.extend(((8 * layout.period * last) as u32).to_le_bytes());
+            a.code.extend([0x49, 0xC7, 0xC1]);
+            a.code
+                .extend(((layout.start + layout.period * last) as u32).to_le_bytes());
+            a.bind(body);
+            for j in (0..layout.period).rev() {
+                row(&mut a, layout.start + j, At::Loop(j), true);
+            }
+            a.imm(SUB, R8, 8 * layout.shift);
+            a.imm(SUB, R10, 8 * layout.period);
+            a.imm(SUB, R9, layout.period);
+            a.imm(CMP, R9, layout.start);
+            // Signed: the index may go below zero when the loop starts at 0.
+            a.code.extend([0x0F, 0x8D]);
+            a.jumps.push((a.code.len(), body));
+            a.code.extend([0; 4]);
+        }
+        for k in (0..layout.start.min(n)).rev() {
+            a.bind(labels[k]);
+            row(&mut a, k, At::Out(k), true);
         }
         a.bind(end);
         a.code.push(0xC3);
-        for (i, &stub) in stubs.iter().enumerate() {
-            a.bind(stub);
-            if i + 1 < n {
-                a.rm(MOVSD_LOAD, NEXT, V, i + 1);
+        a.bind(refuse);
+        a.code.push(0xC3);
+        for k in 0..n {
+            if k < layout.start || k >= layout.end {
+                a.bind(stubs[k]);
+                if k + 1 < n {
+                    a.rm(MOVSD_LOAD, NEXT, V, k + 1);
+                }
+                a.jump(None, labels[k]);
             }
-            a.jump(None, rows[i]);
         }
+        repetition_stubs(&mut a, layout, &entries, body, true);
         a.finish()
     }
 }
@@ -558,6 +981,27 @@ mod tests {
         (ab, plan)
     }
 
+    /// A diagonally dominant band whose plan pivots on the row below at
+    /// every `period`-th step: its steps repeat with that period but for
+    /// the last ones (the band narrows), so its code loops.
+    fn periodic(n: usize, kl: usize, ku: usize, period: usize) -> (Vec<f64>, LuPlan) {
+        let (mut ab, mut plan) = band(n, kl, ku, 7);
+        let ld = 2 * kl + ku + 1;
+        for k in 0..n {
+            ab[k * ld + kl + ku] += 10.0;
+        }
+        for (k, s) in plan.steps.iter_mut().enumerate() {
+            let cols = (kl + ku).min(n - 1 - k);
+            s.pivot = u16::from(k % period == 1 && k + 1 < n);
+            s.swaps = if s.pivot == 0 {
+                vec![]
+            } else {
+                (0..=cols as u16).collect()
+            };
+        }
+        (ab, plan)
+    }
+
     fn bits(x: &[f64]) -> Vec<u64> {
         x.iter().map(|v| v.to_bits()).collect()
     }
@@ -600,6 +1044,51 @@ mod tests {
             plan.backward(&got, &mut z, a, m);
             code.backward(&got, &mut z, 0, a);
             assert_eq!(bits(&z), bits(&x));
+        }
+    }
+
+    /// Steps that repeat are one loop: the code, entered and left at any
+    /// step (the reference taking the steps of a repetition it cannot be
+    /// entered at), gives the reference's bits.
+    #[test]
+    fn looped_steps_are_the_reference_to_the_bit() {
+        if !LU_COMPILED {
+            return;
+        }
+        for (n, kl, ku, period) in [(40, 2, 3, 1), (47, 3, 2, 3), (60, 4, 4, 5)] {
+            let (ab, plan) = periodic(n, kl, ku, period);
+            let layout = x64::Layout::of(&plan);
+            assert!(
+                layout.period >= 1 && layout.end - layout.start >= 3 * layout.period,
+                "{layout:?}"
+            );
+            let code = LuCode::compile(&plan).unwrap();
+            let (tiny, keep) = (1e-300, 1e-3);
+            let mut want = ab.clone();
+            assert_eq!(plan.factor(&mut want, 0, n, tiny, keep), n);
+            for cuts in [vec![], vec![1], vec![n / 2 + 1, n / 2 + 2], vec![7, 13, n - 2]] {
+                let mut got = ab.clone();
+                let mut from = 0;
+                for &to in cuts.iter().chain([&n]) {
+                    assert_eq!(code.factor(&mut got, from, to, tiny, keep), to, "{cuts:?}");
+                    from = to;
+                }
+                assert_eq!(bits(&got), bits(&want), "n = {n}, cuts {cuts:?}");
+                let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+                let mut x = b.clone();
+                plan.forward(&want, &mut x, 0, n);
+                plan.backward(&want, &mut x, 0, n);
+                // The solve in runs (forward in order, backward in reverse).
+                let mut y = b.clone();
+                let runs: Vec<usize> = [0].into_iter().chain(cuts.iter().copied()).chain([n]).collect();
+                for w in runs.windows(2) {
+                    assert!(code.forward(&got, &mut y, w[0], w[1]));
+                }
+                for w in runs.windows(2).rev() {
+                    assert!(code.backward(&got, &mut y, w[0], w[1]));
+                }
+                assert_eq!(bits(&y), bits(&x), "n = {n}, cuts {cuts:?}");
+            }
         }
     }
 

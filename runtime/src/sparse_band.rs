@@ -110,6 +110,10 @@ pub(crate) struct Schedule {
     zeros: Vec<u32>,
     /// the packed entries in `zeros`
     zeroed: Vec<bool>,
+    /// `zeros` as ranges of adjacent entries, sorted (a fill-in column's
+    /// rows are adjacent): zeroed as runs, not entry by entry; empty when
+    /// `zeros` grew since
+    zero_runs: Vec<(u32, u32)>,
     /// how many times operations were recorded (from some step on)
     pub(crate) recordings: u64,
     /// and how many steps were recorded in all
@@ -148,6 +152,8 @@ struct Compiled {
     plan: LuPlan,
     /// the structure before each step (a [`Step::window`])
     windows: Vec<u32>,
+    /// each step's interchange (`k` + its pivot)
+    perm: Vec<usize>,
     /// the last factorization it took steps of (see `Schedule::factorizations`)
     used: u64,
 }
@@ -305,6 +311,20 @@ fn value_if_candidate(o: u16, candidates: &[u16], value: &impl Fn(u16) -> f64) -
     -1.0
 }
 
+/// Sorted entries as ranges of adjacent ones, `(first, last + 1)`.
+fn runs(entries: &[u32]) -> Vec<(u32, u32)> {
+    let mut sorted = entries.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for e in sorted {
+        match out.last_mut() {
+            Some(run) if run.1 == e => run.1 = e + 1,
+            _ => out.push((e, e + 1)),
+        }
+    }
+    out
+}
+
 fn offset(v: usize) -> u16 {
     u16::try_from(v).expect("a band of fewer than 2¹⁶ diagonals")
 }
@@ -403,8 +423,13 @@ impl Schedule {
             self.settled += 1;
         }
         done?;
-        for (kept, (k, &p)) in self.kept.iter_mut().zip(perm.iter().enumerate()) {
-            *kept = offset(p - k);
+        // The pivots compiled steps took are those kept (they agreed).
+        let mut from = 0;
+        for (to, next) in self.ran.iter().map(|r| (r.0, r.1)).chain([(n, n)]) {
+            for k in from..to {
+                self.kept[k] = offset(perm[k] - k);
+            }
+            from = next;
         }
         let covered = self.ran.iter().map(|&(a, b, _)| b - a).sum::<usize>() == n;
         if self.settled == SETTLE && !covered {
@@ -447,6 +472,12 @@ impl Schedule {
         if let Some(code) = compiler.compile(&plan) {
             let c = Compiled {
                 code,
+                perm: plan
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .map(|(k, s)| k + s.pivot as usize)
+                    .collect(),
                 plan,
                 windows,
                 used: self.factorizations,
@@ -533,9 +564,7 @@ impl Schedule {
         }
         let c = &self.compiled[which];
         let taken = c.code.factor(ab, k, k + agreed, tiny, keep);
-        for (j, p) in perm.iter_mut().enumerate().take(taken).skip(k) {
-            *p = j + c.plan.steps[j].pivot as usize;
-        }
+        perm[k..taken].copy_from_slice(&c.perm[k..taken]);
         let next = c.windows.get(taken).copied().unwrap_or(0);
         if taken > k {
             self.ran.push((k, taken, which));
@@ -562,8 +591,11 @@ impl Schedule {
         let reset = std::mem::take(&mut self.reset);
         let recorded = self.recorded() && !reset;
         if recorded {
-            for &z in &self.zeros {
-                ab[z as usize] = 0.0;
+            if self.zero_runs.is_empty() && !self.zeros.is_empty() {
+                self.zero_runs = runs(&self.zeros);
+            }
+            for &(a, b) in &self.zero_runs {
+                ab[a as usize..b as usize].fill(0.0);
             }
         } else {
             self.changed = true;
@@ -942,10 +974,12 @@ impl Schedule {
         let (d, stride, p) = (at(ld, kl, ku, k, k), ld - 1, step.pivot as usize);
         self.zeroed.resize(n * ld, false);
         let (pattern, zeroed, zeros) = (&self.pattern, &mut self.zeroed, &mut self.zeros);
+        let mut runs_stale = false;
         let mut zero = |e: usize| {
             if !pattern[e] && !zeroed[e] {
                 zeroed[e] = true;
                 zeros.push(index(e));
+                runs_stale = true;
             }
         };
         for &c in step.swaps() {
@@ -957,6 +991,9 @@ impl Schedule {
             for &o in step.multipliers() {
                 zero(d + c as usize * stride + o as usize);
             }
+        }
+        if runs_stale {
+            self.zero_runs.clear();
         }
     }
 
