@@ -1,8 +1,9 @@
 //! The evaluation core every hamel back-end shares: register programs
 //! ([`program`]), their interpreter in `f64` or double-double ([`dd`]), the
 //! elementary functions ([`func`]), how long programs are cut into parts
-//! ([`partition`]), a sparse LU written out as its steps ([`lu_plan`]), which numbers a parameter may hold ([`value`]), and the typed words the crates share about a step
-//! ([`vocabulary`]). It knows nothing of Rust tokens or of machine code: the
+//! ([`partition`]), a sparse LU written out as its steps ([`lu_plan`]),
+//! which numbers a parameter may hold ([`value`]), and the typed words the
+//! crates share about a step ([`vocabulary`]). It knows nothing of Rust tokens or of machine code: the
 //! compiler writes programs, the Rust printer, the interpreter and the JIT
 //! read them.
 

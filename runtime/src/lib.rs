@@ -5,21 +5,22 @@
 
 // The rooms a user or a host names by path: composition coefficients,
 // control design, the diagnosis of a state's health kernels, the
-// instruction-set ceiling, the LU generated code calls, the native kernels
-// of run-time back-ends, and the run loop's building blocks. Everything else is reached through the
-// curated `pub use` list below.
+// instruction-set ceiling, the LU generated code calls, what a back-end
+// lends the LU to compile its steps, the native kernels of run-time
+// back-ends, and the run loop's building blocks. Everything else is reached
+// through the curated `pub use` list below.
 pub mod compose;
 pub mod control;
 pub mod diagnosis;
 pub mod isa;
 pub mod lu;
+pub mod lu_code;
 pub mod native;
 pub mod run;
 
 mod error;
 mod kernels;
 mod linearize;
-pub mod lu_code;
 mod memory;
 mod monitor;
 mod newton;
