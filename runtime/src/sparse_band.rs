@@ -126,6 +126,10 @@ pub(crate) struct Schedule {
     /// `(first step, step after the last, index into compiled)`, in order
     /// (the replay took the others); the solve takes them from it too
     ran: Vec<(usize, usize, usize)>,
+    /// the compiled sequence whose pivots are all those kept, where the
+    /// last factorization ran wholly compiled and none were loaded since:
+    /// the next factorization need not compare them
+    whole: Option<usize>,
     /// factorizations since a step last changed
     settled: u64,
     /// a step changed in this factorization (a variant swapped in, or
@@ -370,8 +374,12 @@ impl Schedule {
         let n = self.shape.2;
         self.kept.resize(n, NO_PIVOT);
         if pivots.len() == n {
-            self.kept.copy_from_slice(pivots);
+            if self.kept != pivots {
+                self.whole = None;
+                self.kept.copy_from_slice(pivots);
+            }
         } else {
+            self.whole = None;
             self.kept.fill(NO_PIVOT);
         }
     }
@@ -397,6 +405,7 @@ impl Schedule {
         self.factorizations += 1;
         if self.compiler.is_none() {
             self.compiled.clear();
+            self.whole = None;
         }
         let done = self.factor_keeping(source, ab, perm);
         if self.changed || done.is_err() {
@@ -414,6 +423,10 @@ impl Schedule {
             from = next;
         }
         let covered = self.ran.iter().map(|&(a, b, _)| b - a).sum::<usize>() == n;
+        self.whole = match self.ran[..] {
+            [(0, end, c)] if end == n => Some(c),
+            _ => None,
+        };
         if self.settled == SETTLE && !covered {
             self.compile();
         }
@@ -525,6 +538,10 @@ impl Schedule {
         tiny: f64,
     ) -> Option<(usize, u32)> {
         let keep = self.keep?;
+        // The common case: the last factorization ran wholly compiled.
+        if let Some(c) = self.whole.filter(|_| k == 0) {
+            return Some(self.run_compiled(c, 0, self.shape.2, ab, perm, tiny, keep));
+        }
         let kept = &self.kept[k..];
         let agree = |c: &Compiled| {
             let here = c.windows[k] == window;
@@ -544,8 +561,25 @@ impl Schedule {
         if agreed == 0 {
             return None;
         }
+        Some(self.run_compiled(which, k, k + agreed, ab, perm, tiny, keep))
+    }
+
+    /// Compiled sequence `which` on `ab` from step `k` to at most `limit`:
+    /// the step it stopped before and its structure.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn run_compiled(
+        &mut self,
+        which: usize,
+        k: usize,
+        limit: usize,
+        ab: &mut [f64],
+        perm: &mut [usize],
+        tiny: f64,
+        keep: f64,
+    ) -> (usize, u32) {
         let c = &self.compiled[which];
-        let taken = c.code.factor(ab, k, k + agreed, tiny, keep);
+        let taken = c.code.factor(ab, k, limit, tiny, keep);
         perm[k..taken].copy_from_slice(&c.perm[k..taken]);
         let next = c.windows.get(taken).copied().unwrap_or(0);
         if taken > k {
@@ -553,7 +587,7 @@ impl Schedule {
             self.compiled[which].used = self.factorizations;
             self.compiled_factorizations += u64::from(k == 0);
         }
-        Some((taken, next))
+        (taken, next)
     }
 
     /// [`Schedule::factor`], keeping `kept`.
@@ -584,6 +618,7 @@ impl Schedule {
             self.changed = true;
             // Window ids start again: compiled sequences would name others.
             self.compiled.clear();
+            self.whole = None;
             // Everything is recorded anew (a failed recording keeps none):
             // no structure is named any more, and ids may start again.
             ab.fill(0.0);
