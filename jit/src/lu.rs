@@ -527,6 +527,28 @@ mod x64 {
                 At::Loop(_) => (R8, R10),
             }
         }
+
+        /// The step's row as its code names it: its own, or the first
+        /// repetition's (`r10` and `r8` move on).
+        fn row(self, layout: Layout) -> usize {
+            match self {
+                At::Out(k) => k,
+                At::Loop(j) => layout.start + j,
+            }
+        }
+
+        /// `cmp reg, k` for the step's index `k`, then a jump to `label`
+        /// on `cc` (in a loop `rax` is left holding `k`).
+        fn check(self, a: &mut Asm, reg: u8, cc: Option<u8>, label: usize) {
+            match self {
+                At::Out(k) => a.cmp(reg, k),
+                At::Loop(j) => {
+                    a.step_index(j);
+                    a.cmp_rax(reg);
+                }
+            }
+            a.jump(cc, label);
+        }
     }
 
     /// `fn(ab, from, limit, tiny, keep) -> the step stopped before`: steps
@@ -625,14 +647,7 @@ mod x64 {
         let stride = plan.stride;
         let (base, _) = at.bases();
         let d = s.diagonal;
-        match at {
-            At::Out(k) => a.cmp(RDX, k),
-            At::Loop(j) => {
-                a.step_index(j);
-                a.cmp_rax(RDX);
-            }
-        }
-        a.jump(JBE, stop);
+        at.check(a, RDX, JBE, stop);
         // big = fold of |a(k + o, k)|: `maxsd a, big` is `a > big ? a : big`.
         a.rr(XORPD, BIG, BIG);
         for &o in &s.candidates {
@@ -716,25 +731,13 @@ mod x64 {
         let (end, refuse, body) = (a.label(), a.label(), a.label());
         let entries = entries(&mut a, n, layout, &labels, refuse);
         a.dispatch(RDX, entries.iter().map(|e| e.0).collect());
-        // Straight-line steps entered take v[k] from memory: their label is
-        // a stub where the step before hands it on.
         let mut stubs = Vec::new();
         let mut handed = false;
         let step = |a: &mut Asm, k: usize, at: At, handed: &mut bool| {
             let s = &plan.steps[k];
             let (ab, v) = at.bases();
-            let row = match at {
-                At::Out(k) => k,
-                At::Loop(j) => layout.start + j,
-            };
-            match at {
-                At::Out(k) => a.cmp(RCX, k),
-                At::Loop(j) => {
-                    a.step_index(j);
-                    a.cmp_rax(RCX);
-                }
-            }
-            a.jump(JBE, end);
+            let row = at.row(layout);
+            at.check(a, RCX, JBE, end);
             let p = s.pivot as usize;
             if p != 0 {
                 a.rm(MOVSD_LOAD, 2, v, row);
@@ -774,15 +777,20 @@ mod x64 {
                 a.rm(store, 2, v, row + o);
             }
         };
-        for k in 0..layout.start.min(n) {
-            if handed && plan.steps[k].pivot == 0 {
-                stubs.push((labels[k], a.label(), k));
-                let (_, inside, _) = stubs[stubs.len() - 1];
+        // A written-out step: its label, or a stub's where the step before
+        // hands v[k] on (the stub loads it, then enters the step's code).
+        let mut out = |a: &mut Asm, k: usize, handed: &mut bool| {
+            if *handed && plan.steps[k].pivot == 0 {
+                let inside = a.label();
+                stubs.push((labels[k], inside, k));
                 a.bind(inside);
             } else {
                 a.bind(labels[k]);
             }
-            step(&mut a, k, At::Out(k), &mut handed);
+            step(a, k, At::Out(k), handed);
+        };
+        for k in 0..layout.start.min(n) {
+            out(&mut a, k, &mut handed);
         }
         if layout.looped() {
             a.mov(R8, AB);
@@ -802,14 +810,7 @@ mod x64 {
             a.jump(JB, body);
         }
         for k in layout.end.max(layout.start)..n {
-            if handed && plan.steps[k].pivot == 0 {
-                stubs.push((labels[k], a.label(), k));
-                let (_, inside, _) = stubs[stubs.len() - 1];
-                a.bind(inside);
-            } else {
-                a.bind(labels[k]);
-            }
-            step(&mut a, k, At::Out(k), &mut handed);
+            out(&mut a, k, &mut handed);
         }
         a.bind(end);
         a.code.push(0xC3);
@@ -855,18 +856,8 @@ mod x64 {
         let row = |a: &mut Asm, k: usize, at: At, handed: bool| {
             let s = &plan.steps[k];
             let (ab, v) = at.bases();
-            let r = match at {
-                At::Out(k) => k,
-                At::Loop(j) => layout.start + j,
-            };
-            match at {
-                At::Out(k) => a.cmp(RDX, k),
-                At::Loop(j) => {
-                    a.step_index(j);
-                    a.cmp_rax(RDX);
-                }
-            }
-            a.jump(JA, end);
+            let r = at.row(layout);
+            at.check(a, RDX, JA, end);
             a.rm(MOVSD_LOAD, 1, v, r);
             for &c in &s.upper {
                 a.rm(MOVSD_LOAD, 0, ab, s.diagonal + c as usize * stride);
