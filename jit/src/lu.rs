@@ -563,16 +563,14 @@ mod x64 {
         let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
         let stops: Vec<usize> = (0..n).map(|_| a.label()).collect();
         let (refuse, ret_rax, body) = (a.label(), a.label(), a.label());
-        let entries = entries(&mut a, n, layout, &labels, refuse);
+        let entries = entries(&mut a, layout, &labels, refuse, Layout::entry);
         a.dispatch(RSI, entries.iter().map(|e| e.0).collect());
         for k in 0..layout.start.min(n) {
             a.bind(labels[k]);
             factor_step(&mut a, plan, k, At::Out(k), stops[k]);
         }
         if layout.looped() {
-            a.mov(R8, AB);
-            a.code.extend([0x49, 0xC7, 0xC1]);
-            a.code.extend((layout.start as u32).to_le_bytes());
+            loop_pointers(&mut a, layout, 0);
             a.bind(body);
             for j in 0..layout.period {
                 factor_step(&mut a, plan, layout.start + j, At::Loop(j), ret_rax);
@@ -600,15 +598,33 @@ mod x64 {
         a.finish()
     }
 
-    /// The dispatch table's targets: each step's label, a stub of each
-    /// repetition's first step (`(label, Some(repetition))`), `refuse`
-    /// elsewhere.
-    fn entries(a: &mut Asm, n: usize, layout: Layout, labels: &[usize], refuse: usize) -> Vec<(usize, Option<usize>)> {
-        (0..n)
+    /// The loop's pointers and index at repetition `i`: `r8 = rdi + 8 ·
+    /// shift · i`, `r10 = rsi + 8 · period · i` (`lea`), `r9 = start +
+    /// period · i`.
+    fn loop_pointers(a: &mut Asm, layout: Layout, i: usize) {
+        a.code.extend([0x4C, 0x8D, 0x87]);
+        a.code.extend(((8 * layout.shift * i) as u32).to_le_bytes());
+        a.code.extend([0x4C, 0x8D, 0x96]);
+        a.code.extend(((8 * layout.period * i) as u32).to_le_bytes());
+        a.code.extend([0x49, 0xC7, 0xC1]);
+        a.code.extend(((layout.start + layout.period * i) as u32).to_le_bytes());
+    }
+
+    /// The dispatch table's targets: each written-out step's label in
+    /// `written`, a stub for each repetition at the step where `enters`
+    /// (`(label, Some(repetition))`), `refuse` elsewhere.
+    fn entries(
+        a: &mut Asm,
+        layout: Layout,
+        written: &[usize],
+        refuse: usize,
+        enters: fn(&Layout, usize) -> bool,
+    ) -> Vec<(usize, Option<usize>)> {
+        (0..written.len())
             .map(|k| {
                 if k < layout.start || k >= layout.end {
-                    (labels[k], None)
-                } else if layout.entry(k) {
+                    (written[k], None)
+                } else if enters(&layout, k) {
                     (a.label(), Some((k - layout.start) / layout.period))
                 } else {
                     (refuse, None)
@@ -625,13 +641,7 @@ mod x64 {
         for &(label, repetition) in entries {
             let Some(i) = repetition else { continue };
             a.bind(label);
-            // lea r8, [rdi + 8 · shift · i]; lea r10, [rsi + 8 · period · i]; mov r9, start + period · i
-            a.code.extend([0x4C, 0x8D, 0x87]);
-            a.code.extend(((8 * layout.shift * i) as u32).to_le_bytes());
-            a.code.extend([0x4C, 0x8D, 0x96]);
-            a.code.extend(((8 * layout.period * i) as u32).to_le_bytes());
-            a.code.extend([0x49, 0xC7, 0xC1]);
-            a.code.extend(((layout.start + layout.period * i) as u32).to_le_bytes());
+            loop_pointers(a, layout, i);
             let row = layout.start + layout.period * (i + 1);
             if top && row < n {
                 a.rm(MOVSD_LOAD, NEXT, V, row);
@@ -729,7 +739,7 @@ mod x64 {
         let n = plan.steps.len();
         let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
         let (end, refuse, body) = (a.label(), a.label(), a.label());
-        let entries = entries(&mut a, n, layout, &labels, refuse);
+        let entries = entries(&mut a, layout, &labels, refuse, Layout::entry);
         a.dispatch(RDX, entries.iter().map(|e| e.0).collect());
         let mut stubs = Vec::new();
         let mut handed = false;
@@ -793,10 +803,7 @@ mod x64 {
             out(&mut a, k, &mut handed);
         }
         if layout.looped() {
-            a.mov(R8, AB);
-            a.mov(R10, V);
-            a.code.extend([0x49, 0xC7, 0xC1]);
-            a.code.extend((layout.start as u32).to_le_bytes());
+            loop_pointers(&mut a, layout, 0);
             a.bind(body);
             // The first step of a repetition takes v[k] from memory.
             handed = false;
@@ -841,17 +848,7 @@ mod x64 {
         // Tops: written-out rows (through a stub that loads the next row's
         // value) and the last row of each repetition.
         let stubs: Vec<usize> = (0..n).map(|_| a.label()).collect();
-        let entries: Vec<(usize, Option<usize>)> = (0..n)
-            .map(|k| {
-                if k < layout.start || k >= layout.end {
-                    (stubs[k], None)
-                } else if layout.top(k) {
-                    (a.label(), Some((k - layout.start) / layout.period))
-                } else {
-                    (refuse, None)
-                }
-            })
-            .collect();
+        let entries = entries(&mut a, layout, &stubs, refuse, Layout::top);
         a.dispatch(RCX, entries.iter().map(|e| e.0).collect());
         let row = |a: &mut Asm, k: usize, at: At, handed: bool| {
             let s = &plan.steps[k];
@@ -877,14 +874,7 @@ mod x64 {
             row(&mut a, k, At::Out(k), true);
         }
         if layout.looped() {
-            let last = (layout.end - layout.start) / layout.period - 1;
-            a.code.extend([0x4C, 0x8D, 0x87]);
-            a.code.extend(((8 * layout.shift * last) as u32).to_le_bytes());
-            a.code.extend([0x4C, 0x8D, 0x96]);
-            a.code.extend(((8 * layout.period * last) as u32).to_le_bytes());
-            a.code.extend([0x49, 0xC7, 0xC1]);
-            a.code
-                .extend(((layout.start + layout.period * last) as u32).to_le_bytes());
+            loop_pointers(&mut a, layout, (layout.end - layout.start) / layout.period - 1);
             a.bind(body);
             for j in (0..layout.period).rev() {
                 row(&mut a, layout.start + j, At::Loop(j), true);
