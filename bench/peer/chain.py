@@ -890,13 +890,15 @@ def render(results):
         f"mode `{meta['mode']}`, script run {meta['minutes']:.1f} min"
         + (
             f" (verification and per-step rows from its `{meta['per_step_from']['mode']}` run of "
-            f"{meta['per_step_from']['minutes']:.1f} min, load average {meta['per_step_from']['load_average']})"
+            f"{meta['per_step_from']['date']}, {meta['per_step_from']['minutes']:.1f} min, "
+            f"load average {meta['per_step_from']['load_average']})"
             if "per_step_from" in meta
             else ""
         )
         + (
             f" (time-to-accuracy ladders from its `{meta['accuracy_from']['mode']}` run of "
-            f"{meta['accuracy_from']['minutes']:.1f} min, load average {meta['accuracy_from']['load_average']})"
+            f"{meta['accuracy_from']['date']}, {meta['accuracy_from']['minutes']:.1f} min, "
+            f"load average {meta['accuracy_from']['load_average']}, with the hamel of that day)"
             if "accuracy_from" in meta
             else ""
         )
@@ -1172,8 +1174,9 @@ def measure(args):
     if args.per_step_from:
         old = json.loads(args.per_step_from.read_text())
         results["verify"], results["per_step"] = old["verify"], old["per_step"]
+        origin = old["meta"].get("per_step_from", old["meta"])
         results["meta"]["per_step_from"] = {
-            k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")
+            k: origin[k] for k in ("date", "mode", "load_average", "minutes")
         }
     else:
         print("verify", flush=True)
@@ -1185,8 +1188,11 @@ def measure(args):
     if args.accuracy_from:
         old = json.loads(args.accuracy_from.read_text())
         results["accuracy"] = old["accuracy"]
+        # The run that measured the ladders: a file that reused them names
+        # it in its own `accuracy_from` (its own meta is the reusing run's).
+        origin = old["meta"].get("accuracy_from", old["meta"])
         results["meta"]["accuracy_from"] = {
-            k: old["meta"][k] for k in ("date", "mode", "load_average", "minutes")
+            k: origin[k] for k in ("date", "mode", "load_average", "minutes")
         }
         results["meta"]["minutes"] = (time.perf_counter() - t0) / 60
         return results
