@@ -74,12 +74,22 @@ impl RunFailed {
     }
 }
 
-/// `error`, and [`failure_cause`] where there is one.
+/// `error`, and [`failure_cause`] and [`failure_location`] where there are
+/// those.
 pub fn failure_message(error: &StepError, partial: &Run) -> String {
-    match failure_cause(error, partial) {
-        Some(c) => format!("{error}; {c}"),
-        None => error.to_string(),
-    }
+    let notes = [failure_cause(error, partial), failure_location(partial)];
+    notes
+        .into_iter()
+        .flatten()
+        .fold(error.to_string(), |m, note| format!("{m}; {note}"))
+}
+
+/// Where the failed step that ended `partial` resisted, in the model's
+/// terms: the unknown of Newton's largest last update (a link's, in a
+/// chain), where known.
+pub fn failure_location(partial: &Run) -> Option<String> {
+    let unknown = partial.failed_unknown.as_ref()?;
+    Some(format!("Newton's last update was largest in the unknown `{unknown}`"))
 }
 
 /// What the run up to a failed step (`partial`) says of the failure's
@@ -241,6 +251,10 @@ pub struct Run {
     /// the host stopped the run before its end (see [`run_until`]);
     /// `options.steps` is the number of steps taken
     pub stopped: bool,
+    /// of a run that ended at a failed step: the scheme's unknown in which
+    /// Newton's last update was largest (see
+    /// [`hamel_runtime::StepperOf::failed_unknown`]), where known
+    pub failed_unknown: Option<String>,
 }
 
 impl Run {
@@ -478,6 +492,7 @@ pub fn run_until(
             loop_ns_per_step: 0.0,
             monitored_every: watch_every,
             stopped: false,
+            failed_unknown: None,
         },
         taken: 0,
         qv: (vec![0.0; c.coordinates.len()], vec![0.0; c.velocities.len()]),
@@ -526,6 +541,13 @@ pub fn run_until(
             run.newton = stepper.stats;
             run.work = stepper.work_done;
             run.options.steps = state.step;
+            // Only these failures are a solve's (others leave it unset, or
+            // as an earlier failure left it).
+            let solve_failed = matches!(error, StepError::NotConverged { .. } | StepError::NonFinite { .. });
+            run.failed_unknown = stepper
+                .failed_unknown()
+                .filter(|_| solve_failed)
+                .and_then(|k| c.unknowns.get(k).cloned());
             return Err(RunFailed {
                 error,
                 partial: Box::new(run),

@@ -198,7 +198,10 @@ fn a_failed_step_names_its_cause_only_where_the_run_shows_one() {
         bounded.error
     );
     assert_eq!(bounded.cause(), None, "{}", bounded.message());
-    assert_eq!(bounded.message(), bounded.error.to_string());
+    // The message then adds only where the solve resisted.
+    let location = hamel_load::run::failure_location(&bounded.partial).expect("a location");
+    assert_eq!(bounded.message(), format!("{}; {location}", bounded.error));
+    eprintln!("{}", bounded.message());
 }
 
 /// The director chain's kinetic metric against its closed form, under every

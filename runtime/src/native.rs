@@ -416,6 +416,9 @@ pub(crate) trait FixedDriver: Send + Sync {
 
     /// A copy, with its own workspace.
     fn boxed(&self) -> Box<dyn FixedDriver>;
+
+    /// Where its last solve failed (see [`Workspace::failed_unknown`]).
+    fn last_failure(&self) -> Option<usize>;
 }
 
 /// The driver of `NZ` state components and `NX` unknowns.
@@ -513,6 +516,10 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             work: self.work.clone(),
             scratch: Vec::new(),
         })
+    }
+
+    fn last_failure(&self) -> Option<usize> {
+        self.work.last_failure()
     }
 }
 

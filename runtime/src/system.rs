@@ -238,6 +238,15 @@ where
         self.work.compiled_factorizations()
     }
 
+    /// After a step that failed: the unknown (an index into the scheme's
+    /// unknowns, [`Kernels::names`] with [`NameList::Unknowns`](crate::NameList::Unknowns)) in which
+    /// Newton's last update was largest or first non-finite, where the
+    /// step's equations resisted; `None` where not known (see
+    /// [`Workspace::failed_unknown`](crate::newton::Workspace::failed_unknown)).
+    pub fn failed_unknown(&self) -> Option<usize> {
+        self.work.failed_unknown()
+    }
+
     /// The same stepper with compensated summation of the increments switched on or off.
     pub fn with_compensation(mut self, on: bool) -> Self {
         self.compensated = on;

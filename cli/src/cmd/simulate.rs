@@ -27,6 +27,9 @@ pub fn simulate_cmd(case: &CaseArgs, scheme: Scheme) -> Result<(), Error> {
             if let Some(cause) = hamel_load::run::failure_cause(&error, &partial) {
                 eprintln!("note: {cause}");
             }
+            if let Some(location) = hamel_load::run::failure_location(&partial) {
+                eprintln!("note: {location}");
+            }
             return Err(Error::Step(error));
         }
         Err(e) => return Err(e),

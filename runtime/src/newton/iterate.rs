@@ -24,6 +24,10 @@ where
     pub(crate) lu: &'a mut Lu<X>,
     pub(crate) memory: &'a mut NewtonMemory<X>,
     pub(crate) costs: IterationCosts,
+    /// where a failed solve's last update was largest (see [`peak`]), or
+    /// `None` where it failed before one; written only when it fails (a
+    /// store on every step costs the sphere's)
+    pub(crate) failed_at: &'a mut Option<usize>,
 }
 
 /// Solves `R(x; z) = 0` from the predictor's guess, corrected by the
@@ -54,6 +58,7 @@ where
         lu,
         memory,
         costs,
+        failed_at,
     } = store;
     sys.predict(h, e, z, previous, x);
     // An explicit step (every unknown eliminated by the compiler: a
@@ -78,8 +83,10 @@ where
         // when every entry is (short of overflow, itself a failure).
         let rn2 = r.norm_squared();
         if refresh {
-            lu.factor_solve_in_place(r)
-                .map_err(|f| factor_error(f, step, it, rn2))?;
+            if let Err(f) = lu.factor_solve_in_place(r) {
+                *failed_at = None;
+                return Err(factor_error(f, step, it, rn2));
+            }
             walk.factored = true;
             walk.factorizations += 1;
         } else {
@@ -88,6 +95,7 @@ where
         *x -= &*r;
         let dn2 = r.norm_squared();
         if !dn2.is_finite() {
+            *failed_at = peak(r.as_slice());
             return Err(non_finite(step, it, rn2));
         }
         if walk.done(it, dn2, rn2, x, || z.norm_squared(), contraction, &tol, opt, costs)
@@ -100,12 +108,28 @@ where
         }
         walk.last_rn2 = rn2;
     }
+    *failed_at = peak(r.as_slice());
     residual::<S, Z, X, COMP>(sys, h, e, z, lo, x, r);
     Err(StepError::NotConverged {
         step,
         iterations: opt.max_iterations,
         residual: r.norm(),
     })
+}
+
+/// The entry of a failed solve's update that says where it failed: the
+/// first non-finite one, or else the largest in magnitude; `None` where all
+/// are zero.
+#[cold]
+pub(crate) fn peak(update: &[f64]) -> Option<usize> {
+    if let Some(k) = update.iter().position(|u| !u.is_finite()) {
+        return Some(k);
+    }
+    let (k, largest) = update.iter().enumerate().fold(
+        (0, 0.0f64),
+        |(k, m), (j, u)| if u.abs() > m { (j, u.abs()) } else { (k, m) },
+    );
+    (largest > 0.0).then_some(k)
 }
 
 /// What the loop knows between iterations.

@@ -36,6 +36,11 @@ where
     /// the driver of fixed sizes that steps a run-time-sized system's
     /// native kernels (see [`Workspace::fix_sizes`])
     fixed: Option<Box<dyn FixedDriver>>,
+    /// where the last failed solve's last update was largest (set by
+    /// the solve where it fails, and by the step where its update fails)
+    failed_at: Option<usize>,
+    /// what [`Workspace::failed_unknown`] says of the last failed step
+    reported: Option<usize>,
 }
 
 impl<Z: Dim, X: Dim> Workspace<Z, X>
@@ -70,6 +75,8 @@ where
             },
             dz: OVector::zeros_generic(z, U1),
             fixed: None,
+            failed_at: None,
+            reported: None,
         }
     }
 
@@ -112,6 +119,23 @@ where
         self.fixed.is_some()
     }
 
+    /// After a step that failed to converge or gave non-finite values: the
+    /// unknown (its index in the scheme's list) in which Newton's last
+    /// update was largest, or first non-finite — where the step's equations
+    /// resisted. `None` where that is not known: after a step that
+    /// succeeded, or failed otherwise (a singular matrix, an observation).
+    pub fn failed_unknown(&self) -> Option<usize> {
+        self.reported
+    }
+
+    /// Where the last solve failed, by the driver that took it.
+    pub(crate) fn last_failure(&self) -> Option<usize> {
+        match &self.fixed {
+            Some(f) => f.last_failure().or(self.failed_at),
+            None => self.failed_at,
+        }
+    }
+
     /// The solution of the last successful solve.
     #[cfg(test)]
     pub fn solution(&self) -> &OVector<f64, X> {
@@ -132,6 +156,8 @@ where
             memory: self.memory.clone(),
             costs: self.costs,
             fixed: self.fixed.as_ref().map(|f| f.boxed()),
+            failed_at: self.failed_at,
+            reported: self.reported,
         }
     }
 }
@@ -164,6 +190,7 @@ where
         lu,
         memory,
         costs,
+        failed_at,
         ..
     } = work;
     // A solve on its own: nothing carries over from an earlier one.
@@ -174,6 +201,7 @@ where
         lu,
         memory,
         costs: *costs,
+        failed_at,
     };
     match lo {
         Some(_) => iterate::<S, Z, X, true>(sys, h, e, z, lo, previous, step, opt, store),
@@ -239,9 +267,16 @@ where
 {
     match advance_once(sys, h, e, opt, compensated, stats, work, st.reborrow()) {
         Ok(()) => Ok(()),
-        Err(failed) => restart(stats, st, failed, |stats, parts| {
-            advance_once(sys, h, e, opt, compensated, stats, work, parts)
-        }),
+        Err(failed) => {
+            let first = work.last_failure();
+            let once = restart(stats, st, failed, |stats, parts| {
+                advance_once(sys, h, e, opt, compensated, stats, work, parts)
+            });
+            if once.is_err() {
+                work.reported = first.or(work.last_failure());
+            }
+            once
+        }
     }
 }
 
@@ -397,7 +432,13 @@ where
     // workspace.
     if X::try_to_usize().is_some_and(|n| n <= 8) && Z::try_to_usize().is_some() {
         let Workspace {
-            x, r, lu, dz, costs, ..
+            x,
+            r,
+            lu,
+            dz,
+            costs,
+            failed_at,
+            ..
         } = work;
         let (mut xl, mut rl, mut dzl) = (x.clone(), r.clone(), dz.clone());
         let mut memory = st.newton.clone();
@@ -414,6 +455,7 @@ where
                     lu: &mut *lu,
                     memory: &mut memory,
                     costs: *costs,
+                    failed_at: &mut *failed_at,
                 };
                 let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
                 if pivots {
@@ -439,7 +481,8 @@ where
                 solve(lu, true)?
             }
         };
-        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &mut memory, st)?;
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &mut memory, st)
+            .inspect_err(|_| *failed_at = None)?;
         x.copy_from(&xl);
         Ok(())
     } else {
@@ -450,6 +493,7 @@ where
             dz,
             memory,
             costs,
+            failed_at,
             ..
         } = work;
         // The state changes only if the step succeeds.
@@ -463,10 +507,11 @@ where
             lu,
             memory,
             costs: *costs,
+            failed_at,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
         lu.store_pivots(memory.pivots.as_mut_slice());
-        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st)
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st).inspect_err(|_| *failed_at = None)
     }
 }
 

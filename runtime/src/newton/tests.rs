@@ -128,6 +128,7 @@ fn iterate_with(sys: &Double<1>, contraction: Option<f64>, costs: IterationCosts
         lu: &mut lu,
         memory: &mut memory,
         costs,
+        failed_at: &mut None,
     };
     let opt = NewtonOptions::default();
     let solved = iterate::<_, _, _, false>(
@@ -374,4 +375,45 @@ fn a_failed_step_leaves_the_state_and_a_good_one_carries_the_contraction() {
     // ‖Δx₂‖/‖Δx₁‖² of Newton on x² − 2 from 1.5: about f''/(2f') = 1/(2√2).
     let c = state.newton.contraction.unwrap();
     assert!((c - 1.0 / 8f64.sqrt()).abs() < 0.05, "{c}");
+}
+
+/// Twelve equations, each `x_i = i` but the eighth, `x_7² + 1 = 0`, which
+/// has no real root: Newton settles the others at once and wanders in `x_7`.
+fn one_without_a_root(x7: f64) -> Double<12> {
+    let mut guess = SVector::<f64, 12>::from_element(0.5);
+    guess[7] = x7;
+    Double::new(
+        |x, _| SVector::<f64, 12>::from_fn(|i, _| if i == 7 { x[7] * x[7] + 1.0 } else { x[i] - i as f64 }),
+        |x| {
+            SMatrix::<f64, 12, 12>::from_fn(|i, j| {
+                if i != j {
+                    0.0
+                } else if i == 7 {
+                    2.0 * x[7]
+                } else {
+                    1.0
+                }
+            })
+        },
+        guess,
+    )
+}
+
+/// A failed step names the unknown that resisted, and only one that did:
+/// none after a singular matrix (no update was taken).
+#[test]
+fn a_failed_step_names_the_unknown_that_did_not_settle() {
+    let step = |sys: &Double<12>| {
+        let mut stepper = crate::StepperOf::new(sys, 0.1).unwrap();
+        let mut state = StateOf::<U1, Const<12>>::zeros(U1, Const::<12>);
+        let err = stepper.step(&mut state).unwrap_err();
+        (err, stepper.failed_unknown())
+    };
+    let (err, at) = step(&one_without_a_root(0.5));
+    assert!(matches!(err, StepError::NotConverged { .. }), "{err:?}");
+    assert_eq!(at, Some(7));
+    // x_7 = 0: the Jacobian is singular at the guess.
+    let (err, at) = step(&one_without_a_root(0.0));
+    assert!(matches!(err, StepError::Singular { .. }), "{err:?}");
+    assert_eq!(at, None);
 }
