@@ -362,6 +362,10 @@ struct Chains {
     hamel_ns: Vec<Option<f64>>,
     /// Newton iterations per step of each of `render::CHAIN_SCHEMES`, per size
     iterations: Vec<Vec<Option<f64>>>,
+    /// the same schemes' good steps of the check (see [`CHECKED`]), per size
+    lasts: Vec<Vec<Option<u64>>>,
+    /// the steps checked, per size (`None`: none timed)
+    horizons: Vec<Option<u64>>,
     /// its exponent over 16 … the largest size timed
     averaged_exponent: Option<f64>,
     /// director form, midpoint Hamel (a sparse tableau from 6 links on)
@@ -398,6 +402,8 @@ fn chains() -> Result<Chains, Boxed> {
     // Newton iterations per step, per scheme (in `render::CHAIN_SCHEMES`
     // order), per size.
     let mut iterations: Vec<Vec<Option<f64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
+    let mut lasts: Vec<Vec<Option<u64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
+    let mut horizons: Vec<Option<u64>> = Vec::new();
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
     println!(
         "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
@@ -410,14 +416,19 @@ fn chains() -> Result<Chains, Boxed> {
             cartesian_ns.push([None; 3]);
             fastest.push(None);
             iterations.iter_mut().for_each(|row| row.push(None));
+            lasts.iter_mut().for_each(|row| row.push(None));
+            horizons.push(None);
             continue;
         }
         let director = [n <= max_averaged, n <= max_midpoint];
-        let (names, ns, its) = chain_times(n, director)?;
+        let (names, ns, its, good) = chain_times(n, director)?;
         let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
-        for (row, (scheme, _)) in iterations.iter_mut().zip(render::CHAIN_SCHEMES) {
-            row.push(names.iter().position(|&s| s == scheme).map(|k| its[k]));
+        for ((row, lasted), (scheme, _)) in iterations.iter_mut().zip(&mut lasts).zip(render::CHAIN_SCHEMES) {
+            let k = names.iter().position(|&s| s == scheme);
+            row.push(k.map(|k| its[k]));
+            lasted.push(k.map(|k| good[k]));
         }
+        horizons.push(Some(timed_steps(n).max(CHECKED)));
         hamel_ns.push(time_of("hamel_averaged"));
         midpoint_ns.push(time_of("hamel_midpoint"));
         let cart = &ns[ns.len() - 3..];
@@ -453,6 +464,8 @@ fn chains() -> Result<Chains, Boxed> {
     Ok(Chains {
         hamel_ns,
         iterations,
+        lasts,
+        horizons,
         averaged_exponent,
         midpoint_ns,
         midpoint_exponent,
@@ -463,8 +476,23 @@ fn chains() -> Result<Chains, Boxed> {
     })
 }
 
-/// Names, ns per step and Newton iterations per step of the schemes timed.
-type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<f64>);
+/// Steps a round of the `n`-link chain times. Few at large N: from
+/// `tilted` the outer links turn ever faster with N, and at h = 0.01 the
+/// 128-link chain's Newton solves stop converging after about 50 steps.
+fn timed_steps(n: usize) -> u64 {
+    (4000 / n).max(50) as u64
+}
+
+/// Names, ns per step, Newton iterations per step and good steps of the
+/// check (see [`CHECKED`]) of the schemes timed.
+type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<f64>, Vec<u64>);
+
+/// Steps (1 s at h = 0.01) a chain's run from `tilted` is checked over, at
+/// least, besides those timed: a time is of a run that resolves its motion
+/// only where the run goes on. At h = 0.01 every 128-link run stops at
+/// steps 52–58, just after its 50 timed steps (the outer links whip), and
+/// the averaged 64-link one at step 94.
+const CHECKED: u64 = 100;
 
 /// The chain of `n` links under each scheme (the director ones first, the
 /// averaged and the midpoint one where `director` says): their names, step
@@ -485,10 +513,7 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
     }
     let prep = t0.elapsed().as_secs_f64();
-    // Few steps at large N: from `tilted` the outer links turn ever
-    // faster with N, and at h = 0.01 the 128-link chain's Newton solves
-    // stop converging after about 50 steps.
-    let steps = (4000 / n).max(50) as u64;
+    let steps = timed_steps(n);
     let starts = systems
         .iter()
         .map(|(_, sys)| sys.initial("tilted"))
@@ -520,7 +545,23 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         .iter()
         .map(|st| st.stats.iterations as f64 / st.stats.steps.max(1) as f64)
         .collect();
+    // How far each run goes from `tilted` with a fresh stepper: the timed
+    // steps and on, to CHECKED at least.
+    let horizon = steps.max(CHECKED);
+    let lasts: Vec<u64> = systems
+        .iter()
+        .zip(&starts)
+        .map(|((_, sys), start)| {
+            let mut stepper = DynStepper::new(sys, 0.01)?;
+            let mut s = start.clone();
+            let good = (0..horizon).take_while(|_| stepper.step(&mut s).is_ok()).count();
+            Ok(good as u64)
+        })
+        .collect::<Result<_, Boxed>>()?;
     let names: Vec<&'static str> = systems.iter().map(|(name, _)| *name).collect();
+    for (name, &good) in names.iter().zip(&lasts).filter(|&(_, &good)| good < horizon) {
+        println!("  ({name} at N = {n} fails at step {good} of {horizon})");
+    }
     let cell = |name: &str| {
         names
             .iter()
@@ -535,7 +576,7 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         cell("stormer_verlet"),
         cell("energy_momentum")
     );
-    Ok((names, ns, iterations))
+    Ok((names, ns, iterations, lasts))
 }
 
 /// The one JSON object the run ends with.
@@ -545,6 +586,8 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
     let Chains {
         hamel_ns,
         iterations,
+        lasts,
+        horizons,
         averaged_exponent,
         midpoint_ns,
         midpoint_exponent,
@@ -588,6 +631,12 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
             "iterations_per_step": render::CHAIN_SCHEMES
                 .iter()
                 .zip(iterations)
+                .map(|((s, _), row)| (s.to_string(), serde_json::json!(row)))
+                .collect::<serde_json::Map<_, _>>(),
+            "checked_steps": horizons,
+            "good_steps": render::CHAIN_SCHEMES
+                .iter()
+                .zip(lasts)
                 .map(|((s, _), row)| (s.to_string(), serde_json::json!(row)))
                 .collect::<serde_json::Map<_, _>>(),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),

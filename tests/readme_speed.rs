@@ -46,15 +46,28 @@ fn the_committed_results_cover_every_table_row() {
         "chain.hamel_ns: every size to 64"
     );
     assert!(r["chain"]["exponent_16_128"]["hamel_averaged"].is_f64());
-    // Newton's iterations per step beside every time.
+    // Newton's iterations per step beside every time, and how far the run
+    // went on: its good steps, at most those checked, which are at least
+    // the timed ones (4000 / N, 50 at least) and 1 s.
+    let checked = &r["chain"]["checked_steps"];
+    for (k, &n) in sizes.iter().enumerate() {
+        let want = (4000 / n).max(50).max(100);
+        assert_eq!(checked[k].as_u64(), Some(want), "chain.checked_steps[{k}]");
+    }
     for (key, times) in render::CHAIN_SCHEMES {
         let times = &r["chain"][times];
         let its = &r["chain"]["iterations_per_step"][key];
+        let good = &r["chain"]["good_steps"][key];
         for k in 0..sizes.len() {
             assert_eq!(
                 times[k].is_f64(),
                 its[k].as_f64().is_some_and(|x| x >= 1.0),
                 "chain.iterations_per_step.{key}[{k}]"
+            );
+            assert_eq!(
+                times[k].is_f64(),
+                good[k].as_u64().is_some_and(|g| g <= checked[k].as_u64().unwrap_or(0)),
+                "chain.good_steps.{key}[{k}]"
             );
         }
     }

@@ -115,6 +115,41 @@ pub fn render(r: &Value) -> String {
         ratio(&e["stormer_verlet"]),
         ratio(&e["energy_momentum"])
     );
+    // Runs that stop soon after their timed steps: their times are of a
+    // motion the step size resolves no further.
+    let (good, checked) = (&c["good_steps"], &c["checked_steps"]);
+    if good.is_object() {
+        let labels = [
+            "averaged Hamel",
+            "midpoint Hamel",
+            "RATTLE",
+            "Störmer–Verlet",
+            "energy–momentum",
+        ];
+        let mut stops = Vec::new();
+        for ((scheme, _), label) in CHAIN_SCHEMES.iter().zip(labels) {
+            for (k, n) in sizes.iter().enumerate() {
+                if let (Some(g), Some(h)) = (good[scheme][k].as_u64(), checked[k].as_u64()) {
+                    if g < h {
+                        stops.push(format!("{label} at N = {} (step {g} of {h})", n.as_u64().unwrap_or(0)));
+                    }
+                }
+            }
+        }
+        out += &if stops.is_empty() {
+            "
+Every run timed goes on from `tilted`, with a fresh stepper, over its timed steps and to 1 s at least.
+"
+            .to_string()
+        } else {
+            format!(
+                "
+Runs that stop when taken on from `tilted`, with a fresh stepper, over their timed steps and to 1 s at least: {}. Their times are of the steps before, and the exponents include them.
+",
+                stops.join(", ")
+            )
+        };
+    }
     // Where the step's time comes from besides N: Newton's iterations.
     let its = &c["iterations_per_step"];
     if its.is_object() {

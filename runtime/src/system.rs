@@ -238,10 +238,12 @@ where
         self.work.compiled_factorizations()
     }
 
-    /// After a step that failed: the unknown (an index into the scheme's
-    /// unknowns, [`Kernels::names`] with [`NameList::Unknowns`](crate::NameList::Unknowns)) in which
-    /// Newton's last update was largest or first non-finite, where the
-    /// step's equations resisted; `None` where not known (see
+    /// Right after a step that failed with [`StepError::NotConverged`] or
+    /// [`StepError::NonFinite`]: the unknown (an index into the scheme's
+    /// unknowns, [`Kernels::names`] with
+    /// [`NameList::Unknowns`](crate::NameList::Unknowns)) in which Newton's
+    /// last update was largest or first non-finite, where the step's
+    /// equations resisted (see
     /// [`Workspace::failed_unknown`](crate::newton::Workspace::failed_unknown)).
     pub fn failed_unknown(&self) -> Option<usize> {
         self.work.failed_unknown()

@@ -119,11 +119,12 @@ where
         self.fixed.is_some()
     }
 
-    /// After a step that failed to converge or gave non-finite values: the
-    /// unknown (its index in the scheme's list) in which Newton's last
-    /// update was largest, or first non-finite — where the step's equations
-    /// resisted. `None` where that is not known: after a step that
-    /// succeeded, or failed otherwise (a singular matrix, an observation).
+    /// Right after a step that failed with [`StepError::NotConverged`] or
+    /// [`StepError::NonFinite`]: the unknown (its index in the scheme's
+    /// list) in which Newton's last update was largest, or first
+    /// non-finite — where the step's equations resisted; `None` where the
+    /// solve failed before an update. After other steps it means nothing
+    /// (it is not reset on success: that would cost a store every step).
     pub fn failed_unknown(&self) -> Option<usize> {
         self.reported
     }
