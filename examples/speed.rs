@@ -579,6 +579,15 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
     Ok((names, ns, iterations, lasts))
 }
 
+/// Rows of `render::CHAIN_SCHEMES`, in order, as an object keyed by scheme.
+fn by_scheme<R: Into<serde_json::Value>>(rows: Vec<R>) -> serde_json::Map<String, serde_json::Value> {
+    render::CHAIN_SCHEMES
+        .iter()
+        .zip(rows)
+        .map(|((s, _), row)| (s.to_string(), row.into()))
+        .collect()
+}
+
 /// The one JSON object the run ends with.
 fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json::Value {
     let (sphere_ns, same_bits) = (&sphere.ns, sphere.same_bits);
@@ -628,17 +637,9 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
                 "rattle": exponents[0], "stormer_verlet": exponents[1], "energy_momentum": exponents[2],
                 "fastest": fastest_exponent,
             },
-            "iterations_per_step": render::CHAIN_SCHEMES
-                .iter()
-                .zip(iterations)
-                .map(|((s, _), row)| (s.to_string(), serde_json::json!(row)))
-                .collect::<serde_json::Map<_, _>>(),
+            "iterations_per_step": by_scheme(iterations.clone()),
             "checked_steps": horizons,
-            "good_steps": render::CHAIN_SCHEMES
-                .iter()
-                .zip(lasts)
-                .map(|((s, _), row)| (s.to_string(), serde_json::json!(row)))
-                .collect::<serde_json::Map<_, _>>(),
+            "good_steps": by_scheme(lasts.clone()),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),
             "fastest_scheme": fastest_scheme,
             "fastest_scheme_per_size": fastest.iter().map(|f| f.map(|(_, s)| s)).collect::<Vec<_>>(),
