@@ -243,8 +243,9 @@ where
     /// unknowns, [`Kernels::names`] with
     /// [`NameList::Unknowns`](crate::NameList::Unknowns)) in which Newton's
     /// last update was largest or first non-finite, where the step's
-    /// equations resisted (see
-    /// [`Workspace::failed_unknown`](crate::newton::Workspace::failed_unknown)).
+    /// equations resisted; `None` where the solve failed before an update.
+    /// After other steps it means nothing (it is not reset on success: that
+    /// would cost a store every step).
     pub fn failed_unknown(&self) -> Option<usize> {
         self.work.failed_unknown()
     }
