@@ -154,6 +154,11 @@ struct Compiled {
     windows: Vec<u32>,
     /// each step's interchange (`k` + its pivot)
     perm: Vec<usize>,
+    /// each step's pivot, as in `plan`, apart: the replay compares them at
+    /// every step and an entry at every step it might take, and read
+    /// through the plan's steps (a few hundred bytes apart) each costs a
+    /// load of its own cache line
+    pivots: Vec<u16>,
     /// the last factorization it took steps of (see `Schedule::factorizations`)
     used: u64,
 }
@@ -476,6 +481,7 @@ impl Schedule {
                     .enumerate()
                     .map(|(k, s)| k + s.pivot as usize)
                     .collect(),
+                pivots: plan.steps.iter().map(|s| s.pivot).collect(),
                 plan,
                 windows,
                 used: self.factorizations,
@@ -550,10 +556,8 @@ impl Schedule {
         }
         let kept = &self.kept[k..];
         let agree = |c: &Compiled| {
-            let here = c.windows[k] == window;
-            let steps = &c.plan.steps[k..];
-            if here {
-                steps.iter().zip(kept).take_while(|(s, &p)| s.pivot == p).count()
+            if c.windows[k] == window {
+                c.pivots[k..].iter().zip(kept).take_while(|(a, b)| a == b).count()
             } else {
                 0
             }
@@ -725,7 +729,7 @@ impl Schedule {
         let compiled = &self.compiled;
         for (k, step) in self.steps.iter_mut().enumerate().skip(from) {
             // Not at `from`: compiled steps may have stopped there.
-            let takes = |c: &Compiled| c.windows[k] == window && c.plan.steps[k].pivot == kept[k];
+            let takes = |c: &Compiled| c.windows[k] == window && c.pivots[k] == kept[k];
             if k > from && compiled.iter().any(takes) {
                 return Ok(Stop::Compiled(k, window));
             }
