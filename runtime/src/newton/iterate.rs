@@ -121,7 +121,7 @@ where
 /// first non-finite one, or else the largest in magnitude; `None` where all
 /// are zero.
 #[cold]
-pub(crate) fn peak(update: &[f64]) -> Option<usize> {
+fn peak(update: &[f64]) -> Option<usize> {
     if let Some(k) = update.iter().position(|u| !u.is_finite()) {
         return Some(k);
     }
