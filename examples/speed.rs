@@ -428,7 +428,7 @@ fn chains() -> Result<Chains, Boxed> {
             row.push(k.map(|k| its[k]));
             lasted.push(k.map(|k| good[k]));
         }
-        horizons.push(Some(timed_steps(n).max(CHECKED)));
+        horizons.push(Some(checked_steps(n)));
         hamel_ns.push(time_of("hamel_averaged"));
         midpoint_ns.push(time_of("hamel_midpoint"));
         let cart = &ns[ns.len() - 3..];
@@ -494,6 +494,12 @@ type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<f64>, Vec<u64>);
 /// the averaged 64-link one at step 94.
 const CHECKED: u64 = 100;
 
+/// Steps the `n`-link chain's runs are checked over: the timed ones and
+/// on, to [`CHECKED`] at least.
+fn checked_steps(n: usize) -> u64 {
+    timed_steps(n).max(CHECKED)
+}
+
 /// The chain of `n` links under each scheme (the director ones first, the
 /// averaged and the midpoint one where `director` says): their names, step
 /// times and iterations; prints the table's row.
@@ -545,9 +551,8 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         .iter()
         .map(|st| st.stats.iterations as f64 / st.stats.steps.max(1) as f64)
         .collect();
-    // How far each run goes from `tilted` with a fresh stepper: the timed
-    // steps and on, to CHECKED at least.
-    let horizon = steps.max(CHECKED);
+    // How far each run goes from `tilted` with a fresh stepper.
+    let horizon = checked_steps(n);
     let lasts: Vec<u64> = systems
         .iter()
         .zip(&starts)
