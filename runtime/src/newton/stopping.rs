@@ -67,6 +67,14 @@ impl Tolerance {
         rn2 > 0.25 * last_rn2 && rn2 <= residual_floor2(z2)
     }
 
+    /// Whether a residual (norm² `rn2`) is below its round-off floor
+    /// ([`RESIDUAL_FLOOR`] ulps of the state, of norm² `z2`): what an update
+    /// solved from it measures is round-off, not the iteration's error.
+    #[inline(always)]
+    pub(crate) fn residual_below_floor(&self, rn2: f64, z2: f64) -> bool {
+        rn2 <= residual_floor2(z2)
+    }
+
     /// The first-iteration rule: a first guess good to round-off leaves no
     /// contraction to measure (the next update is noise), so the last step's
     /// constant `c` judges it: Newton's error after this update is about

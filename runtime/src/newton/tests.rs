@@ -119,14 +119,23 @@ fn run<const N: usize>(sys: &Double<N>, opt: &NewtonOptions) -> Result<(usize, S
 /// One solve with what a last step told (`contraction`) and the costs given,
 /// through the loop itself: what it took, and the solution.
 fn iterate_with(sys: &Double<1>, contraction: Option<f64>, costs: IterationCosts) -> Result<(Solved, f64), StepError> {
-    let (mut x, mut r, mut lu) = (Vector1::zeros(), Vector1::zeros(), Lu::new(U1));
     let mut memory = NewtonMemory::new(U1);
     memory.contraction = contraction;
+    iterate_remembering(sys, &mut memory, costs)
+}
+
+/// [`iterate_with`], leaving in `memory` what the next step is told.
+fn iterate_remembering(
+    sys: &Double<1>,
+    memory: &mut NewtonMemory<U1>,
+    costs: IterationCosts,
+) -> Result<(Solved, f64), StepError> {
+    let (mut x, mut r, mut lu) = (Vector1::zeros(), Vector1::zeros(), Lu::new(U1));
     let store = Store {
         x: &mut x,
         r: &mut r,
         lu: &mut lu,
-        memory: &mut memory,
+        memory,
         costs,
         failed_at: &mut None,
     };
@@ -222,10 +231,15 @@ fn a_non_converging_problem_returns_not_converged_with_its_step() {
 /// `x − 1` plus noise `±δ` alternating with each evaluation, from the exact
 /// guess: every update is noise, of constant size `2δ` after the first.
 fn noisy(delta: f64) -> Double<1> {
+    noisy_from(delta, 1.0)
+}
+
+/// [`noisy`] from the guess `x0`.
+fn noisy_from(delta: f64, x0: f64) -> Double<1> {
     Double::new(
         move |x, k| Vector1::new(x[0] - 1.0 + if k % 2 == 0 { delta } else { -delta }),
         |_| SMatrix::<f64, 1, 1>::new(1.0),
-        Vector1::new(1.0),
+        Vector1::new(x0),
     )
 }
 
@@ -336,6 +350,27 @@ fn the_first_iteration_rule_needs_a_known_contraction() {
     assert_eq!(iterate_with(&exact(), None, none).unwrap().0.iterations, 2);
     // A constant of 1e12 predicts 1e-8: not done.
     assert_eq!(iterate_with(&exact(), Some(1e12), none).unwrap().0.iterations, 2);
+}
+
+#[test]
+fn a_second_update_at_round_off_does_not_raise_the_contraction() {
+    // x − 1 ± 1e-15 (below the residual's round-off floor, 64 ulps) from
+    // 1 + 1e-2: the first update lands within the noise, the second moves
+    // by 2e-15, which measured as Newton's error would give c = 2e-11.
+    let mut memory = NewtonMemory::new(U1);
+    memory.contraction = Some(1e-12);
+    let (solved, x) = iterate_remembering(&noisy_from(1e-15, 1.0 + 1e-2), &mut memory, IterationCosts(None)).unwrap();
+    assert_eq!(solved.iterations, 2);
+    assert!((x - 1.0).abs() <= 2e-15, "{x}");
+    // Round-off says nothing of c: the last step's is kept (it was doubled,
+    // step by step, up to the noise's 2e-11, holding every later step at
+    // two iterations).
+    assert_eq!(memory.contraction, Some(1e-12));
+    // Noise above the floor is measured as before (at most doubling).
+    let mut memory = NewtonMemory::new(U1);
+    memory.contraction = Some(1e-12);
+    iterate_remembering(&noisy_from(1e-12, 1.0 + 1e-2), &mut memory, IterationCosts(None)).unwrap();
+    assert_eq!(memory.contraction, Some(2e-12));
 }
 
 #[test]
