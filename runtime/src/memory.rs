@@ -102,6 +102,28 @@ where
         }
     }
 
+    /// Takes what a successful solve wrote apart into `fresh` (see
+    /// `newton::predictor::extrapolate_into`): its guess, newest error,
+    /// contraction and pivots, the older errors each moving one step back.
+    /// Vectors of run-time size trade buffers (what `fresh` holds afterwards
+    /// is scratch); fixed-size ones are copied.
+    pub(crate) fn commit(&mut self, fresh: &mut Self) {
+        if self.wide() {
+            // The oldest error's slot takes `error2`, and the ring starts there.
+            let slot = (self.head as usize + OLDER - 1) % OLDER;
+            put(&mut self.older[slot], &mut self.error2);
+            self.head = slot as u8;
+            self.known = (self.known + 1).min(3 + OLDER as u8);
+        } else {
+            self.known = (self.known + 1).min(3);
+        }
+        put(&mut self.error2, &mut self.error);
+        put(&mut self.error, &mut fresh.error);
+        put(&mut self.guess, &mut fresh.guess);
+        put(&mut self.pivots, &mut fresh.pivots);
+        self.contraction = fresh.contraction;
+    }
+
     /// Overwrites `self` with `other`, allocating nothing.
     pub(crate) fn copy_from(&mut self, other: &Self) {
         self.guess.copy_from(&other.guess);
@@ -116,6 +138,20 @@ where
         self.known = other.known;
         self.contraction = other.contraction;
         self.pivots.copy_from(&other.pivots);
+    }
+}
+
+/// `to` takes `from`'s value, `from` keeping scratch: a trade of buffers
+/// at run-time sizes, a copy at fixed ones (where a swap copies twice).
+#[inline(always)]
+fn put<T: nalgebra::Scalar, X: Dim>(to: &mut OVector<T, X>, from: &mut OVector<T, X>)
+where
+    DefaultAllocator: Allocator<X>,
+{
+    if X::try_to_usize().is_none() {
+        std::mem::swap(to, from);
+    } else {
+        to.copy_from(from);
     }
 }
 

@@ -7,7 +7,7 @@ use nalgebra::{DefaultAllocator, Dim, OVector};
 
 use super::chord::{keep_factors, IterationCosts, CHORD_CONTRACTION};
 use super::options::{NewtonOptions, Solved};
-use super::predictor::extrapolate;
+use super::predictor::{extrapolate, extrapolate_into};
 use super::stopping::{chord_bias, contraction_estimate, Tolerance};
 use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
@@ -22,7 +22,12 @@ where
     pub(crate) x: &'a mut OVector<f64, X>,
     pub(crate) r: &'a mut OVector<f64, X>,
     pub(crate) lu: &'a mut Lu<X>,
+    /// what the solve tells the next step, where it writes it; read too
+    /// where `old` is `None`
     pub(crate) memory: &'a mut NewtonMemory<X>,
+    /// what the last step told, where it is kept apart from `memory` (see
+    /// [`NewtonMemory::commit`])
+    pub(crate) old: Option<&'a NewtonMemory<X>>,
     pub(crate) costs: IterationCosts,
     /// where a failed solve's last update was largest (see [`peak`]), or
     /// `None` where it failed before one; written only when it fails (a
@@ -57,6 +62,7 @@ where
         r,
         lu,
         memory,
+        old,
         costs,
         failed_at,
     } = store;
@@ -70,7 +76,13 @@ where
             factorizations: 0,
         });
     }
-    extrapolate(memory, previous, x);
+    match old {
+        Some(old) => {
+            extrapolate_into(old, previous, x, memory);
+            memory.contraction = old.contraction;
+        }
+        None => extrapolate(memory, previous, x),
+    }
     let contraction = &mut memory.contraction;
     let tol = Tolerance::new(opt);
     let mut walk = Walk::new();

@@ -104,12 +104,7 @@ where
     if n >= CUBIC_MIN {
         return extrapolate_wide(memory, previous, x);
     }
-    let (a, b, c) = match memory.known {
-        0 => (0.0, 0.0, 0.0),
-        1 => (1.0, 0.0, 0.0),
-        2 => (2.0, 1.0, 0.0),
-        _ => (3.0, 3.0, 1.0),
-    };
+    let (a, b, c) = narrow_weights(memory.known);
     let NewtonMemory {
         guess,
         error,
@@ -167,13 +162,7 @@ where
     DefaultAllocator: Allocator<X>,
 {
     let n = x.len();
-    let mut w = [0.0; DEPTH - 1];
-    match memory.known {
-        0 => {}
-        1 => w[0] = 1.0,
-        2 => w[..2].copy_from_slice(&[2.0, -1.0]),
-        _ => w = PADDED[choose(memory, previous)],
-    }
+    let w = wide_weights(memory, previous);
     let head = memory.head as usize;
     let NewtonMemory {
         guess,
@@ -207,6 +196,87 @@ where
     // back: the ring starts there.
     *start = ((head + OLDER - 1) % OLDER) as u8;
     *known = (*known + 1).min(DEPTH as u8);
+}
+
+/// The narrow rule's weights `(a, b, c)` in `a·e₀ − b·e₁ + c·e₂`, by the
+/// errors known.
+#[inline(always)]
+fn narrow_weights(known: u8) -> (f64, f64, f64) {
+    match known {
+        0 => (0.0, 0.0, 0.0),
+        1 => (1.0, 0.0, 0.0),
+        2 => (2.0, 1.0, 0.0),
+        _ => (3.0, 3.0, 1.0),
+    }
+}
+
+/// A wide system's weights of the errors newest first: the rule chosen
+/// (see [`choose`]) once three errors are known.
+#[inline(always)]
+fn wide_weights<X: Dim>(memory: &NewtonMemory<X>, previous: &OVector<f64, X>) -> [f64; DEPTH - 1]
+where
+    DefaultAllocator: Allocator<X>,
+{
+    let mut w = [0.0; DEPTH - 1];
+    match memory.known {
+        0 => {}
+        1 => w[0] = 1.0,
+        2 => w[..2].copy_from_slice(&[2.0, -1.0]),
+        _ => w = PADDED[choose(memory, previous)],
+    }
+    w
+}
+
+/// [`extrapolate`] reading `memory` and writing what it would have
+/// changed into `fresh` instead (its guess and its newest error), for
+/// [`NewtonMemory::commit`] to take once the step has succeeded: the state's
+/// memory is then neither copied before a solve (so that a failed one
+/// leaves it as it was) nor shifted element by element. The arithmetic is
+/// [`extrapolate`]'s, operation for operation.
+#[inline(always)]
+pub(crate) fn extrapolate_into<X: Dim>(
+    memory: &NewtonMemory<X>,
+    previous: &OVector<f64, X>,
+    x: &mut OVector<f64, X>,
+    fresh: &mut NewtonMemory<X>,
+) where
+    DefaultAllocator: Allocator<X>,
+{
+    let n = x.len();
+    let wide = n >= CUBIC_MIN;
+    let head = memory.head as usize;
+    let ring = |j: usize| &memory.older[(head + j) % OLDER].as_slice()[..n];
+    let w = if wide {
+        wide_weights(memory, previous)
+    } else {
+        [0.0; DEPTH - 1]
+    };
+    let (previous, g) = (&previous.as_slice()[..n], &memory.guess.as_slice()[..n]);
+    let (e1, e2) = (&memory.error.as_slice()[..n], &memory.error2.as_slice()[..n]);
+    let x = &mut x.as_mut_slice()[..n];
+    let (fg, fe) = (
+        &mut fresh.guess.as_mut_slice()[..n],
+        &mut fresh.error.as_mut_slice()[..n],
+    );
+    if wide {
+        let (a3, a4, a5) = (ring(0), ring(1), ring(2));
+        for i in 0..n {
+            let p = x[i];
+            let err = previous[i] - g[i];
+            x[i] = p + (w[0] * err + w[1] * e1[i] + w[2] * e2[i] + w[3] * a3[i] + w[4] * a4[i] + w[5] * a5[i]);
+            fe[i] = err;
+            fg[i] = p;
+        }
+    } else {
+        let (a, b, c) = narrow_weights(memory.known);
+        for i in 0..n {
+            let p = x[i];
+            let err = previous[i] - g[i];
+            x[i] = p + (a * err - b * e1[i] + c * e2[i]);
+            fe[i] = err;
+            fg[i] = p;
+        }
+    }
 }
 
 /// The rule of [`RULES`] (its index) that would have predicted the last
@@ -428,5 +498,50 @@ mod tests {
         let (noisy, _) = corrected_wide(quadratic, noise, 40);
         assert!(mean(&noisy) <= 2.0 * mean(&quadratic_only));
         assert!(noisy[8..].iter().all(|&(x, t)| (t - x).abs() <= 32.0 / 64.0));
+    }
+
+    #[test]
+    fn extrapolating_apart_and_committing_is_extrapolating_in_place() {
+        use nalgebra::{DVector, Dyn};
+        let mut next = {
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 20001) as f64 / 1000.0 - 10.0
+            }
+        };
+        // Narrow and wide, at run-time size (buffers traded) and fixed.
+        for n in [5, CUBIC_MIN + 3] {
+            let mut in_place = NewtonMemory::new(Dyn(n));
+            let mut state = NewtonMemory::new(Dyn(n));
+            let mut fresh = NewtonMemory::new(Dyn(n));
+            for step in 0..12 {
+                let previous = DVector::from_fn(n, |_, _| next());
+                let guess = DVector::from_fn(n, |_, _| next());
+                let (mut a, mut b) = (guess.clone(), guess);
+                extrapolate(&mut in_place, &previous, &mut a);
+                extrapolate_into(&state, &previous, &mut b, &mut fresh);
+                fresh.contraction = state.contraction;
+                fresh.pivots.copy_from(&state.pivots);
+                state.commit(&mut fresh);
+                assert_eq!(a, b, "guesses, {n} unknowns, step {step}");
+                assert_eq!(in_place, state, "memory, {n} unknowns, step {step}");
+            }
+        }
+        let mut in_place = NewtonMemory::new(nalgebra::Const::<20>);
+        let (mut state, mut fresh) = (in_place, in_place);
+        for _ in 0..12 {
+            let previous = nalgebra::SVector::<f64, 20>::from_fn(|_, _| next());
+            let guess = nalgebra::SVector::<f64, 20>::from_fn(|_, _| next());
+            let (mut a, mut b) = (guess, guess);
+            extrapolate(&mut in_place, &previous, &mut a);
+            extrapolate_into(&state, &previous, &mut b, &mut fresh);
+            fresh.contraction = state.contraction;
+            fresh.pivots = state.pivots;
+            state.commit(&mut fresh);
+            assert_eq!((a, in_place), (b, state));
+        }
     }
 }

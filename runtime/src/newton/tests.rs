@@ -136,6 +136,7 @@ fn iterate_remembering(
         r: &mut r,
         lu: &mut lu,
         memory,
+        old: None,
         costs,
         failed_at: &mut None,
     };
