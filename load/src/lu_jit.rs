@@ -25,8 +25,8 @@ impl LuCompiler for JitLu {
 struct Compiled(LuCode);
 
 impl CompiledLu for Compiled {
-    fn factor(&self, ab: &mut [f64], from: usize, limit: usize, tiny: f64, keep: f64) -> usize {
-        self.0.factor(ab, from, limit, tiny, keep)
+    fn factor(&self, ab: &mut [f64], v: Option<&mut [f64]>, from: usize, limit: usize, tiny: f64, keep: f64) -> usize {
+        self.0.factor_forward(ab, v, from, limit, tiny, keep)
     }
     fn forward(&self, ab: &[f64], v: &mut [f64], from: usize, upto: usize) -> bool {
         self.0.forward(ab, v, from, upto)

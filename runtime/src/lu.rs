@@ -210,6 +210,15 @@ where
     /// nothing. A pivot below `1e3 ε` times the largest entry counts as singular.
     #[inline]
     pub fn factor_in_place(&mut self) -> Result<(), FactorError> {
+        self.factor_forward(None).map(|_| ())
+    }
+
+    /// [`Lu::factor_in_place`], a sparse LU's compiled steps applying their
+    /// forward substitution to `rhs` as they go: the leading steps whose
+    /// forward substitution `rhs` holds (see
+    /// [`crate::sparse_band::Schedule::factor_forward`]).
+    #[inline(always)]
+    fn factor_forward(&mut self, rhs: Option<&mut [f64]>) -> Result<usize, FactorError> {
         if !self.from_values {
             self.allocate();
         }
@@ -221,7 +230,7 @@ where
         // the calls that would take the matrix's address and keep it out of
         // registers.
         if n <= 3 {
-            return invert_small(s, n);
+            return invert_small(s, n).map(|_| 0);
         }
         match self.band {
             Some(band) if self.schedule.fits(band, n) => {
@@ -230,12 +239,15 @@ where
                 } else {
                     crate::sparse_band::Source::Matrix(s)
                 };
-                self.schedule.factor(source, &mut self.packed, perm)
+                self.schedule.factor_forward(source, &mut self.packed, perm, rhs)?;
+                Ok(self.schedule.forwarded())
             }
-            Some(band) => crate::packed_band::factor(s, &mut self.packed, perm, band, n, crate::packed_band::PARTIAL),
-            None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)),
-            None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)),
-            None => factor_dense(s, perm, order, n),
+            Some(band) => {
+                crate::packed_band::factor(s, &mut self.packed, perm, band, n, crate::packed_band::PARTIAL).map(|_| 0)
+            }
+            None if n <= SMALL && n > 4 => small_sizes!(n, factor_small(s, perm, order, None)).map(|_| 0),
+            None if n <= SMALL => small_sizes!(n, factor_dense(s, perm, order)).map(|_| 0),
+            None => factor_dense(s, perm, order, n).map(|_| 0),
         }
     }
 
@@ -251,6 +263,12 @@ where
         let n = self.perm.len();
         if n > 4 && n <= SMALL && self.band.is_none() {
             return self.factor_solve_small(b);
+        }
+        if n > 3 && self.band.is_some_and(|band| self.schedule.fits(band, n)) {
+            let forwarded = self.factor_forward(Some(b.as_mut_slice()))?;
+            self.schedule
+                .solve_from(&self.packed, self.perm.as_slice(), b.as_mut_slice(), forwarded);
+            return Ok(());
         }
         self.factor_in_place()?;
         self.solve(b);

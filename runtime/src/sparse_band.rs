@@ -142,6 +142,10 @@ pub(crate) struct Schedule {
     last_compilation: u64,
     /// factorizations begun by compiled steps
     pub(crate) compiled_factorizations: u64,
+    /// the leading steps whose forward substitution the last factorization
+    /// applied to the right-hand side it was given (compiled code takes it
+    /// along: see [`Schedule::factor`])
+    forwarded: usize,
 }
 
 /// A sequence of steps, compiled, with what it was compiled from.
@@ -402,17 +406,33 @@ impl Schedule {
     /// Factors the matrix in `source` into `ab` and `perm` as
     /// [`crate::packed_band::factor`] does, replaying the recorded
     /// operations where they still apply.
+    #[cfg(test)]
     pub(crate) fn factor(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
+        self.factor_forward(source, ab, perm, None)
+    }
+
+    /// [`Schedule::factor`], applying the forward substitution of the
+    /// leading steps compiled code takes to `rhs` as it goes (see
+    /// [`Schedule::forwarded`]): the solve that follows goes on from there.
+    /// On error `rhs` holds garbage.
+    pub(crate) fn factor_forward(
+        &mut self,
+        source: Source,
+        ab: &mut [f64],
+        perm: &mut [usize],
+        rhs: Option<&mut [f64]>,
+    ) -> Result<(), FactorError> {
         let n = self.shape.2;
         self.kept.resize(n, NO_PIVOT);
         self.changed = false;
         self.ran.clear();
+        self.forwarded = 0;
         self.factorizations += 1;
         if self.compiler.is_none() {
             self.compiled.clear();
             self.whole = None;
         }
-        let done = self.factor_keeping(source, ab, perm);
+        let done = self.factor_keeping(source, ab, perm, rhs);
         if self.changed || done.is_err() {
             self.settled = 0;
             // A failed factorization may have left other interchanges in
@@ -439,6 +459,12 @@ impl Schedule {
             self.compile();
         }
         Ok(())
+    }
+
+    /// The leading steps whose forward substitution the last
+    /// [`Schedule::factor_forward`] applied to its right-hand side.
+    pub(crate) fn forwarded(&self) -> usize {
+        self.forwarded
     }
 
     /// Lends the schedule a compiler for its steps once they settle, or
@@ -544,6 +570,7 @@ impl Schedule {
         window: u32,
         ab: &mut [f64],
         perm: &mut [usize],
+        rhs: Option<&mut [f64]>,
         tiny: f64,
     ) -> Option<(usize, u32)> {
         let keep = self.keep?;
@@ -552,7 +579,7 @@ impl Schedule {
             // `perm` holds that factorization's interchanges, which are
             // this code's: copying them again took 0.5 % of the 16-link
             // director chain's step.
-            return Some(self.run_compiled(c, 0, self.shape.2, ab, None, tiny, keep));
+            return Some(self.run_compiled(c, 0, self.shape.2, ab, None, rhs, tiny, keep));
         }
         let kept = &self.kept[k..];
         let agree = |c: &Compiled| {
@@ -571,11 +598,13 @@ impl Schedule {
         if agreed == 0 {
             return None;
         }
-        Some(self.run_compiled(which, k, k + agreed, ab, Some(perm), tiny, keep))
+        Some(self.run_compiled(which, k, k + agreed, ab, Some(perm), rhs, tiny, keep))
     }
 
     /// Compiled sequence `which` on `ab` from step `k` to at most `limit`,
-    /// its interchanges into `perm` (`None`: it holds them already): the
+    /// its interchanges into `perm` (`None`: it holds them already), the
+    /// forward substitution of its steps into `rhs` where it starts at
+    /// step 0 (later steps would come before those the replay took): the
     /// step it stopped before and its structure.
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -586,11 +615,17 @@ impl Schedule {
         limit: usize,
         ab: &mut [f64],
         perm: Option<&mut [usize]>,
+        rhs: Option<&mut [f64]>,
         tiny: f64,
         keep: f64,
     ) -> (usize, u32) {
         let c = &self.compiled[which];
-        let taken = c.code.factor(ab, k, limit, tiny, keep);
+        let rhs = rhs.filter(|_| k == 0);
+        let forwards = rhs.is_some();
+        let taken = c.code.factor(ab, rhs, k, limit, tiny, keep);
+        if forwards {
+            self.forwarded = taken;
+        }
         if let Some(perm) = perm {
             perm[k..taken].copy_from_slice(&c.perm[k..taken]);
         }
@@ -603,8 +638,14 @@ impl Schedule {
         (taken, next)
     }
 
-    /// [`Schedule::factor`], keeping `kept`.
-    fn factor_keeping(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
+    /// [`Schedule::factor_forward`], keeping `kept`.
+    fn factor_keeping(
+        &mut self,
+        source: Source,
+        ab: &mut [f64],
+        perm: &mut [usize],
+        mut rhs: Option<&mut [f64]>,
+    ) -> Result<(), FactorError> {
         let (kl, ku, n) = self.shape;
         if self.dense {
             return match source {
@@ -650,7 +691,7 @@ impl Schedule {
         loop {
             next = match next {
                 Stop::Done => return Ok(()),
-                Stop::Compiled(k, window) => match self.factor_compiled(k, window, ab, perm, tiny) {
+                Stop::Compiled(k, window) => match self.factor_compiled(k, window, ab, perm, rhs.take(), tiny) {
                     Some((j, _)) if j == n => Stop::Done,
                     Some((j, window)) => self.replay(j, window, ab, perm, tiny)?,
                     None => self.replay(k, window, ab, perm, tiny)?,
@@ -1027,8 +1068,16 @@ impl Schedule {
     /// [`Schedule::factor`], with the operations of
     /// [`crate::packed_band::solve`] on the structural non-zeros.
     pub(crate) fn solve(&self, ab: &[f64], perm: &[usize], v: &mut [f64]) {
+        self.solve_from(ab, perm, v, 0);
+    }
+
+    /// [`Schedule::solve`] of a right-hand side whose forward substitution
+    /// went through steps `..forwarded` already (see
+    /// [`Schedule::factor_forward`]).
+    pub(crate) fn solve_from(&self, ab: &[f64], perm: &[usize], v: &mut [f64], forwarded: usize) {
         let (kl, ku, n) = self.shape;
         if self.dense || !self.recorded() {
+            debug_assert_eq!(forwarded, 0);
             return crate::packed_band::solve(ab, perm, v, (kl, ku), n);
         }
         let ld = leading(kl, ku);
@@ -1056,8 +1105,10 @@ impl Schedule {
                 v[i] = s * ab[d];
             }
         };
-        let mut k = 0;
-        for &(a, b, c) in &self.ran {
+        let mut k = forwarded;
+        // The runs that applied their forward substitution as they factored
+        // (one, from step 0) end at `forwarded`.
+        for &(a, b, c) in self.ran.iter().filter(|r| r.1 > forwarded) {
             forward(v, k..a);
             self.compiled[c].code.forward(ab, v, a, b);
             k = b;
@@ -1264,8 +1315,20 @@ mod tests {
     }
 
     impl CompiledLu for Planned {
-        fn factor(&self, ab: &mut [f64], from: usize, limit: usize, tiny: f64, keep: f64) -> usize {
-            self.0.factor(ab, from, limit, tiny, keep)
+        fn factor(
+            &self,
+            ab: &mut [f64],
+            v: Option<&mut [f64]>,
+            from: usize,
+            limit: usize,
+            tiny: f64,
+            keep: f64,
+        ) -> usize {
+            let taken = self.0.factor(ab, from, limit, tiny, keep);
+            if let Some(v) = v {
+                self.0.forward(ab, v, from, taken);
+            }
+            taken
         }
         fn forward(&self, ab: &[f64], v: &mut [f64], from: usize, upto: usize) -> bool {
             self.0.forward(ab, v, from, upto);
@@ -1284,7 +1347,7 @@ mod tests {
     #[test]
     fn compiled_sequences_give_the_replay_s_bits() {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        let (mut whole, mut parts) = (0, 0);
+        let (mut whole, mut parts, mut fused_whole) = (0, 0, 0);
         // A kept pivot must be half its column's largest in the second
         // round: pivots then move often.
         let cases = [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))];
@@ -1296,28 +1359,39 @@ mod tests {
             compiled.set_compiler(Some(&REFERENCE));
             let (mut ab, mut ab_c) = (vec![0.0; n * ld], vec![0.0; n * ld]);
             let (mut perm, mut perm_c) = (vec![0; n], vec![0; n]);
+            let mut fused = 0;
             for (t, a) in values.iter().enumerate() {
+                let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
+                // The compiled schedule takes the forward substitution of
+                // its leading compiled steps along.
+                let mut f = rhs.clone();
                 let want = replayed.factor(Source::Matrix(a), &mut ab, &mut perm);
-                let got = compiled.factor(Source::Matrix(a), &mut ab_c, &mut perm_c);
+                let got = compiled.factor_forward(Source::Matrix(a), &mut ab_c, &mut perm_c, Some(&mut f));
                 assert_eq!(got, want, "n = {n}, matrix {t}");
                 if got.is_err() {
                     continue;
                 }
+                let forwarded = compiled.forwarded();
+                fused += usize::from(forwarded > 0);
+                fused_whole += usize::from(forwarded == n);
                 let covered: usize = compiled.ran.iter().map(|r| r.1 - r.0).sum();
                 whole += usize::from(covered == n);
                 parts += usize::from(covered > 0 && covered < n);
                 assert_eq!(perm_c, perm, "n = {n}, matrix {t}");
                 assert_eq!(bits(&ab_c), bits(&ab), "n = {n}, matrix {t}");
-                let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37 + t as f64).sin()).collect();
                 let (mut x, mut y) = (rhs.clone(), rhs.clone());
                 replayed.solve(&ab, &perm, &mut x);
                 compiled.solve(&ab_c, &perm_c, &mut y);
                 assert_eq!(bits(&y), bits(&x), "n = {n}, matrix {t}");
+                compiled.solve_from(&ab_c, &perm_c, &mut f, forwarded);
+                assert_eq!(bits(&f), bits(&x), "n = {n}, matrix {t}, {forwarded} steps forwarded");
             }
             assert!(compiled.compilations >= 1, "n = {n}: nothing compiled");
+            assert!(fused > 0, "n = {n}: nothing forwarded as it factored");
         }
         // Both kinds of factorization happened.
         assert!(whole > 100 && parts > 10, "{whole} wholly and {parts} partly compiled");
+        assert!(fused_whole > 100, "{fused_whole} forward substitutions wholly fused");
     }
 
     /// A factorization that fails after the replay took over from compiled
