@@ -455,7 +455,6 @@ mod x64 {
     const JB: Option<u8> = Some(0x82);
     const JA: Option<u8> = Some(0x87);
     const JE: Option<u8> = Some(0x84);
-    const JAE: Option<u8> = Some(0x83);
     /// Integer registers: arguments after the first two (`rsi`, `rdx`,
     /// `rcx`), and the loop's band and right-hand side pointers (`r8`,
     /// `r10`) and step index (`r9`).
@@ -533,7 +532,7 @@ mod x64 {
             best
         }
 
-        pub(super) fn looped(&self) -> bool {
+        fn looped(&self) -> bool {
             self.period > 0
         }
 
@@ -759,20 +758,6 @@ mod x64 {
         a.rr(UCOMISD, ENTRY, ROW);
         a.jump(JB, stop);
         let p = s.pivot as usize;
-        // … or, pivoting off the diagonal, |a(k, k)| ≥ threshold · big (the
-        // rule would take the diagonal).
-        if p != 0 && s.candidates.first() == Some(&0) {
-            a.constant(ROW, plan.threshold);
-            a.rr(MULSD, ROW, BIG);
-            a.rm(MOVSD_LOAD, ENTRY, base, d);
-            a.rr(ANDPD, ENTRY, MASK);
-            a.rr(UCOMISD, ENTRY, ROW);
-            // `constant` took `rax`, which a stop in a loop returns.
-            if let At::Loop(j) = at {
-                a.step_index(j);
-            }
-            a.jump(JAE, stop);
-        }
         for &c in &s.swaps {
             let e = d + c as usize * stride;
             a.rm(MOVSD_LOAD, ENTRY, base, e);
@@ -1075,12 +1060,10 @@ mod tests {
                 ab[at(i, c)] = rnd();
             }
         }
-        // (A threshold no diagonal reaches: the plan keeps its pivots.)
         let mut plan = LuPlan {
             stride: ld - 1,
             len: n * ld,
             steps: Vec::new(),
-            threshold: f64::INFINITY.to_bits(),
         };
         let mut work = ab.clone();
         for k in 0..n {
@@ -1238,46 +1221,6 @@ mod tests {
                     assert!(code.backward(&fused, &mut f, 0, n));
                     assert_eq!(bits(&f), bits(&x), "n = {n}, cuts {cuts:?}");
                 }
-            }
-        }
-    }
-
-    /// A step pivoting off the diagonal is refused where the diagonal
-    /// reaches the plan's threshold (the replay's rule would take it),
-    /// written out and in a loop alike.
-    #[test]
-    fn a_diagonal_the_rule_would_take_stops_the_code() {
-        if !LU_COMPILED {
-            return;
-        }
-        let cases = [band(30, 3, 3, 5).1, periodic(47, 3, 2, 3).1];
-        for (mut plan, ab) in cases.into_iter().zip([band(30, 3, 3, 5).0, periodic(47, 3, 2, 3).0]) {
-            let n = plan.steps.len();
-            let (tiny, keep) = (1e-300, 1e-3);
-            let mut all = ab.clone();
-            assert_eq!(plan.factor(&mut all, 0, n, tiny, keep), n);
-            plan.threshold = 0.1f64.to_bits();
-            let mut want = ab.clone();
-            let stop = plan.factor(&mut want, 0, n, tiny, keep);
-            assert!(stop < n, "no diagonal reached a tenth of its column's largest");
-            assert_ne!(plan.steps[stop].pivot, 0);
-            let code = LuCode::compile(&plan).unwrap();
-            let mut got = ab.clone();
-            assert_eq!(code.factor(&mut got, 0, n, tiny, keep), stop);
-            assert_eq!(bits(&got), bits(&want));
-            // Entered in the loop (its earlier steps taken without the rule).
-            let layout = x64::Layout::of(&plan);
-            if layout.looped() {
-                let from = layout.start + 2 * layout.period;
-                let mut before = plan.clone();
-                before.threshold = f64::INFINITY.to_bits();
-                let mut want = ab.clone();
-                assert_eq!(before.factor(&mut want, 0, from, tiny, keep), from);
-                let mut got = want.clone();
-                let stop = plan.factor(&mut want, from, n, tiny, keep);
-                assert!(stop < layout.end, "{stop}: not refused in the loop ({layout:?})");
-                assert_eq!(code.factor(&mut got, from, n, tiny, keep), stop);
-                assert_eq!(bits(&got), bits(&want));
             }
         }
     }

@@ -9,11 +9,8 @@
 //!
 //! 1. `big`: the largest of `|a(k + o, k)|` over `candidates` (a fold from
 //!    zero, `if x > big { x } else { big }`, in the order given); the step
-//!    is refused (the code stops before it) if `big ≤ tiny`, if
-//!    `|a(k + pivot, k)| ≥ keep · big` does not hold, or, where the pivot
-//!    is not the diagonal but the diagonal is a candidate, if `|a(k, k)| ≥
-//!    threshold · big` (the rule that chose the pivots would take the
-//!    diagonal there);
+//!    is refused (the code stops before it) if `big ≤ tiny` or if
+//!    `|a(k + pivot, k)| ≥ keep · big` does not hold;
 //! 2. rows `k` and `k + pivot` exchange their entries in the columns `k +
 //!    c`, `c` in `swaps`;
 //! 3. `a(k, k)` becomes its reciprocal `inv`; each `a(k + o, k)`, `o` in
@@ -37,9 +34,6 @@ pub struct LuPlan {
     pub len: usize,
     /// one per row and column, in order
     pub steps: Vec<LuStep>,
-    /// the bits of the `f64` factor `threshold` of step 1 (see the
-    /// module's documentation)
-    pub threshold: u64,
 }
 
 /// Step `k` of an [`LuPlan`]: offsets from its diagonal entry.
@@ -78,7 +72,7 @@ impl LuPlan {
                 .fold(0.0f64, |big, x| if x > big { x } else { big });
             // (`>=` refuses a NaN pivot, as the replay's check does.)
             let passes = ab[d + s.pivot as usize].abs() >= keep * big;
-            if big <= tiny || !passes || self.takes_diagonal(s, ab[d], big) {
+            if big <= tiny || !passes {
                 return k;
             }
             let p = s.pivot as usize;
@@ -99,13 +93,6 @@ impl LuPlan {
             }
         }
         limit.max(from)
-    }
-
-    /// Whether step `s` is refused because its rule would pivot on the
-    /// diagonal (`a(k, k)` = `diagonal`), where `s` pivots elsewhere.
-    #[inline]
-    pub fn takes_diagonal(&self, s: &LuStep, diagonal: f64, big: f64) -> bool {
-        s.pivot != 0 && s.candidates.first() == Some(&0) && diagonal.abs() >= f64::from_bits(self.threshold) * big
     }
 
     /// The forward substitution of `v` through steps `from .. upto` (the

@@ -20,15 +20,8 @@
 //! that margin a pivot moved whenever a candidate crossed a tenth of the
 //! largest: on the 64-link director chain (`tilted`), a constant `−1`
 //! coupling and an entry near `0.1` swapped places about once per
-//! factorization at h = 1e-3, and every move records operations anew. A
-//! kept pivot off the diagonal returns to it, though, as soon as the
-//! threshold rule would take the diagonal: kept wherever a diagonal entry
-//! had once passed through zero, the pivots of a long chain became a
-//! mosaic that no compiled sequence followed for long (the 128-link
-//! director chain, h = 1e-3: 130 → 121 µs a step with the return; the
-//! 16-link one at h = 0.01: 12.2 → 9.7 µs). The band between leaving the
-//! diagonal (below [`KEEP`]) and returning (at [`THRESHOLD`]) keeps it from
-//! swapping back and forth. The factors are those of the banded LU ([`crate::packed_band::eliminate`])
+//! factorization at h = 1e-3, and every move records operations anew. The
+//! factors are those of the banded LU ([`crate::packed_band::eliminate`])
 //! with the same interchanges to the bit (a zero skipped here may differ in
 //! sign from the banded LU's, which no non-zero entry of the factors or of
 //! a solution can see).
@@ -314,16 +307,6 @@ fn kept_pivot(o: u16, keep: Option<f64>, candidates: &[u16], value: impl Fn(u16)
     (o != NO_PIVOT && value_if_candidate(o, candidates, &value) >= keep * big).then_some(o)
 }
 
-/// Whether the threshold rule takes the diagonal (`a(k, k)` =
-/// `diagonal`): it is a candidate, at least `threshold · big`. A kept pivot
-/// elsewhere then returns to it: kept pivots that stayed wherever the
-/// diagonal had once passed through zero made, on long chains, a mosaic of
-/// pivots no compiled sequence followed for long.
-#[inline(always)]
-fn takes_diagonal(candidates: &[u16], diagonal: f64, threshold: f64, big: f64) -> bool {
-    candidates.first() == Some(&0) && diagonal.abs() >= threshold * big
-}
-
 /// `|value(o)|` where `o` is one of `candidates`, else `-1`. A loop of
 /// its own, not `contains`: the slices are a few entries long, and the
 /// call `contains` compiles to cost the replay about 1 %.
@@ -570,7 +553,6 @@ impl Schedule {
             stride: ld - 1,
             len: n * ld,
             steps,
-            threshold: self.threshold.to_bits(),
         };
         (plan, windows)
     }
@@ -812,16 +794,11 @@ impl Schedule {
             if big <= tiny {
                 return Err(FactorError::Singular);
             }
-            // The diagonal where the threshold rule takes it, else the kept
-            // pivot while it passes its check, else the threshold rule's
-            // row: `pick`'s choice, without a second pass per step.
-            let chosen = if takes_diagonal(candidates, ab[d], threshold, big) {
-                0
-            } else {
-                match kept_pivot(kept[k], keep, candidates, |o| ab[d + o as usize], big) {
-                    Some(o) => o,
-                    None => candidates[first_within(magnitudes, threshold, big)],
-                }
+            // The threshold rule's row only where the kept pivot fails its
+            // check: `pick`'s choice, without a second pass per step.
+            let chosen = match kept_pivot(kept[k], keep, candidates, |o| ab[d + o as usize], big) {
+                Some(o) => o,
+                None => candidates[first_within(magnitudes, threshold, big)],
             };
             if chosen != step.pivot {
                 let others = &mut spare[k].others;
@@ -987,11 +964,10 @@ impl Schedule {
                 }
             }
             step.close(0);
-            // (`pivot` takes the diagonal exactly where `takes_diagonal` does.)
             let (p, big) = pivot(&ab[d..d + rows - k], self.threshold);
             let p = match kept_pivot(self.kept[k], self.keep, step.candidates(), |o| ab[d + o as usize], big) {
-                Some(o) if p != 0 => o as usize,
-                _ => p,
+                Some(o) => o as usize,
+                None => p,
             };
             if big <= tiny {
                 restore(&mut nz, &self.pattern, last);
@@ -1187,17 +1163,13 @@ mod tests {
             .filter(|&e| pattern[e].is_some())
             .map(|e| ((e % n) as u32, (e / n) as u32))
             .collect();
-        // A sixth of the diagonal entries swing through zero slowly (a link
-        // swinging): their pivots leave the diagonal and come back.
         let values = (0..count)
             .map(|t| {
                 pattern
                     .iter()
                     .zip(&entries)
-                    .enumerate()
-                    .map(|(e, (p, &(value, phase)))| match *p {
+                    .map(|(p, &(value, phase))| match *p {
                         Some(0.0) if t < 3 && phase < 0.6 => 0.0,
-                        Some(0.0) if e % n == e / n && phase < 1.0 => (0.02 * t as f64 + 6.0 * phase).sin(),
                         Some(0.0) => value * (1.0 + 0.05 * (0.3 * t as f64 + phase).sin()),
                         Some(one) => one,
                         None => 0.0,
@@ -1376,11 +1348,10 @@ mod tests {
     fn compiled_sequences_give_the_replay_s_bits() {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let (mut whole, mut parts, mut fused_whole) = (0, 0, 0);
-        // A kept pivot must be a twentieth of its column's largest in the
-        // second round (below the threshold, at which the diagonal is taken
-        // back): pivots then move more often.
+        // A kept pivot must be half its column's largest in the second
+        // round: pivots then move often.
         let cases = [(60, (6, 6)), (90, (12, 12)), (41, (3, 9))];
-        for ((n, band), keep) in cases.into_iter().flat_map(|c| [(c, KEEP), (c, 0.05)]) {
+        for ((n, band), keep) in cases.into_iter().flat_map(|c| [(c, KEEP), (c, 0.5)]) {
             let ld = leading(band.0, band.1);
             let (structure, values) = matrices(n, band, 700);
             let mut replayed = Schedule::new(&structure, band, n, THRESHOLD, Some(keep));
