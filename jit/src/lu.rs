@@ -800,18 +800,7 @@ mod x64 {
                 let u = d + c as usize * stride;
                 a.rm(MOVSD_LOAD, ROW, base, u);
                 a.rr(UNPCKLPD, ROW, ROW);
-                for (j, &(o, two)) in chunk.iter().enumerate() {
-                    let (load, mul, sub, store) = if two {
-                        (MOVUPD_LOAD, MULPD, SUBPD, MOVUPD_STORE)
-                    } else {
-                        (MOVSD_LOAD, MULSD, SUBSD, MOVSD_STORE)
-                    };
-                    a.rm(load, ENTRY, base, u + o);
-                    a.rr(MOVAPD, BIG, FIRST_M + j as u8);
-                    a.rr(mul, BIG, ROW);
-                    a.rr(sub, ENTRY, BIG);
-                    a.rm(store, ENTRY, base, u + o);
-                }
+                subtract_multiples(a, chunk, base, u);
             }
             if !fused {
                 continue;
@@ -824,21 +813,29 @@ mod x64 {
             }
             a.rm(MOVSD_LOAD, ROW, v, row);
             a.rr(UNPCKLPD, ROW, ROW);
-            for (j, &(o, two)) in chunk.iter().enumerate() {
-                let (load, mul, sub, store) = if two {
-                    (MOVUPD_LOAD, MULPD, SUBPD, MOVUPD_STORE)
-                } else {
-                    (MOVSD_LOAD, MULSD, SUBSD, MOVSD_STORE)
-                };
-                a.rm(load, ENTRY, v, row + o);
-                a.rr(MOVAPD, BIG, FIRST_M + j as u8);
-                a.rr(mul, BIG, ROW);
-                a.rr(sub, ENTRY, BIG);
-                a.rm(store, ENTRY, v, row + o);
-            }
+            subtract_multiples(a, chunk, v, row);
             a.bind(next);
         }
         a.bind(skip);
+    }
+
+    /// `x[at + o] −= m_o · ROW` for the multipliers of `chunk` (held in
+    /// registers from `FIRST_M`; adjacent rows two at a time), `x` at
+    /// `base`: a column of the band (`at` its entry in the pivot row) or
+    /// the right-hand side (`at` the pivot's row).
+    fn subtract_multiples(a: &mut Asm, chunk: &[(usize, bool)], base: u8, at: usize) {
+        for (j, &(o, two)) in chunk.iter().enumerate() {
+            let (load, mul, sub, store) = if two {
+                (MOVUPD_LOAD, MULPD, SUBPD, MOVUPD_STORE)
+            } else {
+                (MOVSD_LOAD, MULSD, SUBSD, MOVSD_STORE)
+            };
+            a.rm(load, ENTRY, base, at + o);
+            a.rr(MOVAPD, BIG, FIRST_M + j as u8);
+            a.rr(mul, BIG, ROW);
+            a.rr(sub, ENTRY, BIG);
+            a.rm(store, ENTRY, base, at + o);
+        }
     }
 
     /// `v[row] ↔ v[row + p]`.

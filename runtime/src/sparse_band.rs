@@ -144,7 +144,7 @@ pub(crate) struct Schedule {
     pub(crate) compiled_factorizations: u64,
     /// the leading steps whose forward substitution the last factorization
     /// applied to the right-hand side it was given (compiled code takes it
-    /// along: see [`Schedule::factor`])
+    /// along: see [`Schedule::factor_forward`])
     forwarded: usize,
 }
 
@@ -403,18 +403,18 @@ impl Schedule {
         self.steps.len() == self.shape.2
     }
 
-    /// Factors the matrix in `source` into `ab` and `perm` as
-    /// [`crate::packed_band::factor`] does, replaying the recorded
-    /// operations where they still apply.
+    /// [`Schedule::factor_forward`] without a right-hand side.
     #[cfg(test)]
     pub(crate) fn factor(&mut self, source: Source, ab: &mut [f64], perm: &mut [usize]) -> Result<(), FactorError> {
         self.factor_forward(source, ab, perm, None)
     }
 
-    /// [`Schedule::factor`], applying the forward substitution of the
-    /// leading steps compiled code takes to `rhs` as it goes (see
-    /// [`Schedule::forwarded`]): the solve that follows goes on from there.
-    /// On error `rhs` holds garbage.
+    /// Factors the matrix in `source` into `ab` and `perm` as
+    /// [`crate::packed_band::factor`] does, replaying the recorded
+    /// operations where they still apply, and applying the forward
+    /// substitution of the leading steps compiled code takes to `rhs` as it
+    /// goes (see [`Schedule::forwarded`]): the solve that follows goes on
+    /// from there. On error `rhs` holds garbage.
     pub(crate) fn factor_forward(
         &mut self,
         source: Source,
