@@ -7,7 +7,7 @@ use nalgebra::{DefaultAllocator, Dim, OVector};
 
 use super::chord::{keep_factors, IterationCosts, CHORD_CONTRACTION};
 use super::options::{NewtonOptions, Solved};
-use super::predictor::{extrapolate, extrapolate_into};
+use super::predictor::extrapolate;
 use super::stopping::{chord_bias, contraction_estimate, Tolerance};
 use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
@@ -22,12 +22,10 @@ where
     pub(crate) x: &'a mut OVector<f64, X>,
     pub(crate) r: &'a mut OVector<f64, X>,
     pub(crate) lu: &'a mut Lu<X>,
-    /// what the solve tells the next step, where it writes it; read too
-    /// where `old` is `None`
+    /// what the solve tells the next step (see [`NewtonMemory::commit`])
     pub(crate) memory: &'a mut NewtonMemory<X>,
-    /// what the last step told, where it is kept apart from `memory` (see
-    /// [`NewtonMemory::commit`])
-    pub(crate) old: Option<&'a NewtonMemory<X>>,
+    /// what the last step told
+    pub(crate) old: &'a NewtonMemory<X>,
     pub(crate) costs: IterationCosts,
     /// where a failed solve's last update was largest (see [`peak`]), or
     /// `None` where it failed before one; written only when it fails (a
@@ -36,7 +34,7 @@ where
 }
 
 /// Solves `R(x; z) = 0` from the predictor's guess, corrected by the
-/// extrapolated error in `store.memory`, into `store.x`. With `lo` (and
+/// error extrapolated from `store.old`, into `store.x`. With `lo` (and
 /// `COMP`), the state is `z + lo` (compensated summation).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -76,13 +74,8 @@ where
             factorizations: 0,
         });
     }
-    match old {
-        Some(old) => {
-            extrapolate_into(old, previous, x, memory);
-            memory.contraction = old.contraction;
-        }
-        None => extrapolate(memory, previous, x),
-    }
+    extrapolate(old, previous, x, memory);
+    memory.contraction = old.contraction;
     let contraction = &mut memory.contraction;
     let tol = Tolerance::new(opt);
     let mut walk = Walk::new();

@@ -75,129 +75,6 @@ const _: () = {
     }
 };
 
-/// Corrects the predictor's guess `x` by its error extrapolated from the last
-/// steps', and records the error of the step before (`previous`, that step's
-/// solution, minus the guess it was started from).
-///
-/// The predictor's error changes smoothly from one step to the next: it is
-/// extrapolated from the last three steps' by the quadratic through them
-/// (`3e_k − 3e_{k−1} + e_{k−2}`; linearly from two after a second step, the
-/// last one's alone after a first; none on a first step). The entries are
-/// finite (memory is kept only from successful steps), so a zero weight is a
-/// zero term. Element by element: the guess was stored that way, and a wide
-/// load of narrow stores stalls.
-///
-/// With [`CUBIC_MIN`] unknowns or more, the rule of [`RULES`] is taken that
-/// would have predicted the last step's error best (in the 2-norm, over all
-/// unknowns), among those with an error more known than they read. Always
-/// taken, a rule of higher degree amplifies round-off: small systems, whose
-/// errors are at that floor, took up to twice the iterations with the cubic
-/// (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). The choice is a
-/// function of the state's memory alone, so every back-end makes the same
-/// one.
-#[inline(always)]
-pub(crate) fn extrapolate<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVector<f64, X>, x: &mut OVector<f64, X>)
-where
-    DefaultAllocator: Allocator<X>,
-{
-    let n = x.len();
-    if n >= CUBIC_MIN {
-        return extrapolate_wide(memory, previous, x);
-    }
-    let (a, b, c) = narrow_weights(memory.known);
-    let NewtonMemory {
-        guess,
-        error,
-        error2,
-        known,
-        ..
-    } = memory;
-    let (x, previous, g, e1, e2) = recent(x, previous, guess, error, error2);
-    for i in 0..n {
-        let p = x[i];
-        let err = previous[i] - g[i];
-        x[i] = p + (a * err - b * e1[i] + c * e2[i]);
-        e2[i] = e1[i];
-        e1[i] = err;
-        g[i] = p;
-    }
-    *known = (*known + 1).min(3);
-}
-
-/// The guess, the previous solution, the last guess and the last two
-/// errors, as slices of one length.
-type Recent<'a> = (&'a mut [f64], &'a [f64], &'a mut [f64], &'a mut [f64], &'a mut [f64]);
-
-/// [`Recent`], taken up front: indexing the vectors in the loop reloaded
-/// each one's pointer and checked its bounds at every element (the stores
-/// might have moved them), about 10 ns an unknown.
-#[inline(always)]
-fn recent<'a, X: Dim>(
-    x: &'a mut OVector<f64, X>,
-    previous: &'a OVector<f64, X>,
-    guess: &'a mut OVector<f64, X>,
-    error: &'a mut OVector<f64, X>,
-    error2: &'a mut OVector<f64, X>,
-) -> Recent<'a>
-where
-    DefaultAllocator: Allocator<X>,
-{
-    let n = x.len();
-    (
-        &mut x.as_mut_slice()[..n],
-        &previous.as_slice()[..n],
-        &mut guess.as_mut_slice()[..n],
-        &mut error.as_mut_slice()[..n],
-        &mut error2.as_mut_slice()[..n],
-    )
-}
-
-/// [`extrapolate`] for [`CUBIC_MIN`] unknowns or more: the rule of
-/// [`RULES`] chosen by [`choose`], then one pass that applies it and moves
-/// the errors on (`error2` into the ring's oldest slot, which becomes its
-/// newest).
-#[inline(always)]
-fn extrapolate_wide<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVector<f64, X>, x: &mut OVector<f64, X>)
-where
-    DefaultAllocator: Allocator<X>,
-{
-    let n = x.len();
-    let w = wide_weights(memory, previous);
-    let head = memory.head as usize;
-    let NewtonMemory {
-        guess,
-        error,
-        error2,
-        older,
-        known,
-        head: start,
-        ..
-    } = memory;
-    let [o0, o1, o2, o3] = older;
-    let mut ring = [
-        &mut o0.as_mut_slice()[..n],
-        &mut o1.as_mut_slice()[..n],
-        &mut o2.as_mut_slice()[..n],
-        &mut o3.as_mut_slice()[..n],
-    ];
-    ring.rotate_left(head);
-    let [a3, a4, a5, a6] = ring;
-    let (x, previous, g, e1, e2) = recent(x, previous, guess, error, error2);
-    for i in 0..n {
-        let p = x[i];
-        let err = previous[i] - g[i];
-        x[i] = p + (w[0] * err + w[1] * e1[i] + w[2] * e2[i] + w[3] * a3[i] + w[4] * a4[i] + w[5] * a5[i]);
-        a6[i] = e2[i];
-        e2[i] = e1[i];
-        e1[i] = err;
-        g[i] = p;
-    }
-    // The slot written (the oldest error's) now holds the error three steps
-    // back: the ring starts there.
-    *start = ((head + OLDER - 1) % OLDER) as u8;
-    *known = (*known + 1).min(DEPTH as u8);
-}
-
 /// The narrow rule's weights `(a, b, c)` in `a·e₀ − b·e₁ + c·e₂`, by the
 /// errors known.
 #[inline(always)]
@@ -227,14 +104,34 @@ where
     w
 }
 
-/// [`extrapolate`] reading `memory` and writing what it would have
-/// changed into `fresh` instead (its guess and its newest error), for
-/// [`NewtonMemory::commit`] to take once the step has succeeded: the state's
-/// memory is then neither copied before a solve (so that a failed one
-/// leaves it as it was) nor shifted element by element. The arithmetic is
-/// [`extrapolate`]'s, operation for operation.
+/// Corrects the predictor's guess `x` by its error extrapolated from the last
+/// steps', and records the error of the step before (`previous`, that step's
+/// solution, minus the guess it was started from).
+///
+/// The predictor's error changes smoothly from one step to the next: it is
+/// extrapolated from the last three steps' by the quadratic through them
+/// (`3e_k − 3e_{k−1} + e_{k−2}`; linearly from two after a second step, the
+/// last one's alone after a first; none on a first step). The entries are
+/// finite (memory is kept only from successful steps), so a zero weight is a
+/// zero term. Element by element: the guess was stored that way, and a wide
+/// load of narrow stores stalls.
+///
+/// With [`CUBIC_MIN`] unknowns or more, the rule of [`RULES`] is taken that
+/// would have predicted the last step's error best (in the 2-norm, over all
+/// unknowns), among those with an error more known than they read. Always
+/// taken, a rule of higher degree amplifies round-off: small systems, whose
+/// errors are at that floor, took up to twice the iterations with the cubic
+/// (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). The choice is a
+/// function of the state's memory alone, so every back-end makes the same
+/// one.
+///
+/// It reads `memory` and writes what changes into `fresh` (the guess and
+/// the newest error), for [`NewtonMemory::commit`] to take once the step
+/// has succeeded: the state's memory is neither copied before a solve (so
+/// that a failed one leaves it as it was) nor shifted element by element
+/// (copying it in took 2 % of the 16-link director chain's step).
 #[inline(always)]
-pub(crate) fn extrapolate_into<X: Dim>(
+pub(crate) fn extrapolate<X: Dim>(
     memory: &NewtonMemory<X>,
     previous: &OVector<f64, X>,
     x: &mut OVector<f64, X>,
@@ -359,6 +256,17 @@ mod tests {
     }
     use nalgebra::{Vector1, U1};
 
+    /// One step's extrapolation of `x`, its memory committed as after a
+    /// successful solve.
+    fn extrapolate_and_commit<X: Dim>(memory: &mut NewtonMemory<X>, previous: &OVector<f64, X>, x: &mut OVector<f64, X>)
+    where
+        DefaultAllocator: Allocator<X>,
+    {
+        let mut fresh = memory.clone();
+        extrapolate(memory, previous, x, &mut fresh);
+        memory.commit(&mut fresh);
+    }
+
     /// Steps of a trajectory whose predictor errs by `error(k)` at step `k`:
     /// the solution is `guess + error`; returns the corrected guesses.
     fn corrected(error: impl Fn(f64) -> f64, steps: usize) -> Vec<(f64, f64)> {
@@ -368,7 +276,7 @@ mod tests {
         for k in 0..steps {
             let guess = 10.0 + k as f64; // the raw predictor, any smooth sequence
             let mut x = Vector1::new(guess);
-            extrapolate(&mut memory, &solution, &mut x);
+            extrapolate_and_commit(&mut memory, &solution, &mut x);
             let truth = guess + error(k as f64);
             out.push((x[0], truth));
             solution[0] = truth;
@@ -406,12 +314,12 @@ mod tests {
         assert!(cubic.iter().skip(3).all(|&(x, t)| t - x == 6.0));
         let mut memory = NewtonMemory::new(U1);
         let mut x = Vector1::new(1.0);
-        extrapolate(&mut memory, &Vector1::new(0.0), &mut x);
-        extrapolate(&mut memory, &Vector1::new(3.0), &mut x);
+        extrapolate_and_commit(&mut memory, &Vector1::new(0.0), &mut x);
+        extrapolate_and_commit(&mut memory, &Vector1::new(3.0), &mut x);
         assert_eq!(memory.known, 2);
         memory.forget();
         let mut x = Vector1::new(7.0);
-        extrapolate(&mut memory, &Vector1::new(100.0), &mut x);
+        extrapolate_and_commit(&mut memory, &Vector1::new(100.0), &mut x);
         assert_eq!(x[0], 7.0, "a forgotten memory leaves the guess as predicted");
     }
 
@@ -430,7 +338,7 @@ mod tests {
         for k in 0..steps {
             let guess = SVector::<f64, CUBIC_MIN>::from_fn(|i, _| 10.0 + (k + i) as f64);
             let mut x = guess;
-            extrapolate(&mut memory, &solution, &mut x);
+            extrapolate_and_commit(&mut memory, &solution, &mut x);
             let truth = SVector::<f64, CUBIC_MIN>::from_fn(|i, _| guess[i] + error(k as f64) + noise(k, i));
             out.push((x[0], truth[0]));
             solution = truth;
@@ -501,8 +409,8 @@ mod tests {
     }
 
     #[test]
-    fn extrapolating_apart_and_committing_is_extrapolating_in_place() {
-        use nalgebra::{DVector, Dyn};
+    fn memory_of_run_time_size_trades_buffers_to_the_same_values_as_fixed_size_copies() {
+        use nalgebra::{Const, DVector, Dyn, SVector};
         let mut next = {
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             move || {
@@ -512,36 +420,40 @@ mod tests {
                 (x % 20001) as f64 / 1000.0 - 10.0
             }
         };
-        // Narrow and wide, at run-time size (buffers traded) and fixed.
-        for n in [5, CUBIC_MIN + 3] {
-            let mut in_place = NewtonMemory::new(Dyn(n));
-            let mut state = NewtonMemory::new(Dyn(n));
-            let mut fresh = NewtonMemory::new(Dyn(n));
+        // A wide system (the ring of older errors in use) and a narrow one,
+        // each at run-time size (`commit` swaps buffers) and fixed size (it
+        // copies), for more steps than the ring holds.
+        fn both<const N: usize>(next: &mut impl FnMut() -> f64) {
+            let (mut traded, mut fresh) = (NewtonMemory::new(Dyn(N)), NewtonMemory::new(Dyn(N)));
+            let (mut copied, mut fresh_copied) = (NewtonMemory::new(Const::<N>), NewtonMemory::new(Const::<N>));
             for step in 0..12 {
-                let previous = DVector::from_fn(n, |_, _| next());
-                let guess = DVector::from_fn(n, |_, _| next());
-                let (mut a, mut b) = (guess.clone(), guess);
-                extrapolate(&mut in_place, &previous, &mut a);
-                extrapolate_into(&state, &previous, &mut b, &mut fresh);
-                fresh.contraction = state.contraction;
-                fresh.pivots.copy_from(&state.pivots);
-                state.commit(&mut fresh);
-                assert_eq!(a, b, "guesses, {n} unknowns, step {step}");
-                assert_eq!(in_place, state, "memory, {n} unknowns, step {step}");
+                let previous: Vec<f64> = (0..N).map(|_| next()).collect();
+                let guess: Vec<f64> = (0..N).map(|_| next()).collect();
+                let (mut a, mut b) = (DVector::from_vec(guess.clone()), SVector::<f64, N>::from_vec(guess));
+                extrapolate(&traded, &DVector::from_vec(previous.clone()), &mut a, &mut fresh);
+                traded.commit(&mut fresh);
+                extrapolate(
+                    &copied,
+                    &SVector::<f64, N>::from_vec(previous),
+                    &mut b,
+                    &mut fresh_copied,
+                );
+                copied.commit(&mut fresh_copied);
+                assert_eq!(a.as_slice(), b.as_slice(), "{N} unknowns, step {step}");
+                assert_eq!((traded.known, traded.head), (copied.known, copied.head));
+                for (t, c) in [
+                    (&traded.guess, &copied.guess),
+                    (&traded.error, &copied.error),
+                    (&traded.error2, &copied.error2),
+                ]
+                .into_iter()
+                .chain(traded.older.iter().zip(&copied.older))
+                {
+                    assert_eq!(t.as_slice(), c.as_slice(), "{N} unknowns, step {step}");
+                }
             }
         }
-        let mut in_place = NewtonMemory::new(nalgebra::Const::<20>);
-        let (mut state, mut fresh) = (in_place, in_place);
-        for _ in 0..12 {
-            let previous = nalgebra::SVector::<f64, 20>::from_fn(|_, _| next());
-            let guess = nalgebra::SVector::<f64, 20>::from_fn(|_, _| next());
-            let (mut a, mut b) = (guess, guess);
-            extrapolate(&mut in_place, &previous, &mut a);
-            extrapolate_into(&state, &previous, &mut b, &mut fresh);
-            fresh.contraction = state.contraction;
-            fresh.pivots = state.pivots;
-            state.commit(&mut fresh);
-            assert_eq!((a, in_place), (b, state));
-        }
+        both::<{ CUBIC_MIN + 3 }>(&mut next);
+        both::<5>(&mut next);
     }
 }

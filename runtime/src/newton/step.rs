@@ -196,12 +196,13 @@ where
     } = work;
     // A solve on its own: nothing carries over from an earlier one.
     memory.forget();
+    let old = memory.clone();
     let store = Store {
         x,
         r,
         lu,
         memory,
-        old: None,
+        old: &old,
         costs: *costs,
         failed_at,
     };
@@ -456,7 +457,7 @@ where
                     r: &mut rl,
                     lu: &mut *lu,
                     memory: &mut memory,
-                    old: None,
+                    old: &*st.newton,
                     costs: *costs,
                     failed_at: &mut *failed_at,
                 };
@@ -484,7 +485,7 @@ where
                 solve(lu, true)?
             }
         };
-        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, Commit::Whole(&memory), st)
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, &xl, &mut dzl, &mut memory, st)
             .inspect_err(|_| *failed_at = None)?;
         x.copy_from(&xl);
         Ok(())
@@ -510,26 +511,14 @@ where
             r,
             lu,
             memory,
-            old: Some(&*st.newton),
+            old: &*st.newton,
             costs: *costs,
             failed_at,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
         lu.store_pivots(memory.pivots.as_mut_slice());
-        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, Commit::Apart(memory), st)
-            .inspect_err(|_| *failed_at = None)
+        update::<S, Z, X, COMP>(sys, h, e, stats, solved, x, dz, memory, st).inspect_err(|_| *failed_at = None)
     }
-}
-
-/// How a successful solve's memory becomes the state's.
-enum Commit<'a, X: Dim>
-where
-    DefaultAllocator: nalgebra::allocator::Allocator<X>,
-{
-    /// a copy the solve changed in place
-    Whole(&'a NewtonMemory<X>),
-    /// what it wrote apart (see [`NewtonMemory::commit`])
-    Apart(&'a mut NewtonMemory<X>),
 }
 
 /// The end of [`advance`]: increment from the solution `x` (and the solve's
@@ -544,7 +533,7 @@ fn update<S, Z, X, const COMP: bool>(
     solved: Solved,
     x: &OVector<f64, X>,
     dz: &mut OVector<f64, Z>,
-    memory: Commit<'_, X>,
+    memory: &mut NewtonMemory<X>,
     st: StepParts<'_, Z, X>,
 ) -> Result<(), StepError>
 where
@@ -579,11 +568,9 @@ where
         *st.z += &*dz;
     }
     st.warm.copy_from(x);
-    match memory {
-        Commit::Whole(memory) => st.newton.copy_from(memory),
-        // An explicit step (no unknowns) wrote nothing apart.
-        Commit::Apart(_) if x.is_empty() => {}
-        Commit::Apart(fresh) => st.newton.commit(fresh),
+    // An explicit step (no unknowns) wrote nothing.
+    if !x.is_empty() {
+        st.newton.commit(memory);
     }
     *st.step += 1;
     Ok(())

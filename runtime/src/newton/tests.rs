@@ -131,12 +131,13 @@ fn iterate_remembering(
     costs: IterationCosts,
 ) -> Result<(Solved, f64), StepError> {
     let (mut x, mut r, mut lu) = (Vector1::zeros(), Vector1::zeros(), Lu::new(U1));
+    let old = *memory;
     let store = Store {
         x: &mut x,
         r: &mut r,
         lu: &mut lu,
         memory,
-        old: None,
+        old: &old,
         costs,
         failed_at: &mut None,
     };
