@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hamel_cli::{parse_scheme, Backend, Error};
+use hamel_cli::{Backend, Error};
 
 #[derive(Parser)]
 #[command(name = "hamel", version, about = "Structure-preserving integrators from model files")]
@@ -143,10 +143,12 @@ enum Command {
     Sweep {
         #[command(flatten)]
         case: CaseArgs,
-        /// scheme: hamel (= hamel_midpoint, the default), hamel_averaged,
-        /// stormer_verlet, rattle, energy_momentum
-        #[arg(long, default_value = "hamel")]
-        scheme: String,
+        /// scheme: hamel (= hamel_midpoint, the default where it applies;
+        /// else the first that does of rattle, energy_momentum,
+        /// stormer_verlet, hamel_averaged), hamel_averaged, stormer_verlet,
+        /// rattle, energy_momentum
+        #[arg(long)]
+        scheme: Option<String>,
         /// CSV file: a header naming columns (`init`, parameters, coordinate or
         /// velocity components such as `th` or `x[1]`), one member per row
         #[arg(long, value_name = "FILE")]
@@ -159,10 +161,12 @@ enum Command {
     Simulate {
         #[command(flatten)]
         case: CaseArgs,
-        /// scheme: hamel (= hamel_midpoint, the default), hamel_averaged,
-        /// stormer_verlet, rattle, energy_momentum
-        #[arg(long, default_value = "hamel")]
-        scheme: String,
+        /// scheme: hamel (= hamel_midpoint, the default where it applies;
+        /// else the first that does of rattle, energy_momentum,
+        /// stormer_verlet, hamel_averaged), hamel_averaged, stormer_verlet,
+        /// rattle, energy_momentum
+        #[arg(long)]
+        scheme: Option<String>,
         /// kinematics of the hamel scheme (default: midpoint)
         #[arg(long, value_enum)]
         kinematics: Option<KinematicsArg>,
@@ -223,14 +227,15 @@ fn main() -> ExitCode {
                 KinematicsArg::Midpoint => "midpoint",
                 KinematicsArg::Averaged => "averaged",
             });
-            parse_scheme(&scheme, k).and_then(|s| cmd::simulate::simulate_cmd(&case, s))
+            cmd::case::scheme_of(&case, scheme.as_deref(), k).and_then(|s| cmd::simulate::simulate_cmd(&case, s))
         }
         Command::Sweep {
             case,
             scheme,
             members,
             threads,
-        } => parse_scheme(&scheme, None).and_then(|s| cmd::sweep::sweep_cmd(&case, s, &members, threads)),
+        } => cmd::case::scheme_of(&case, scheme.as_deref(), None)
+            .and_then(|s| cmd::sweep::sweep_cmd(&case, s, &members, threads)),
         Command::Compare { case, schemes } => cmd::compare::compare_cmd(&case, &schemes),
         Command::Report { out, backend, force } => cmd::report::report_cmd(&out, backend.into(), force),
         Command::Patterns {

@@ -947,3 +947,69 @@ fn plot_axes_can_be_chosen_and_bad_ones_are_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_model_the_default_scheme_cannot_run_gets_the_first_that_can() {
+    // The spherical pendulum as a textbook writes it in Cartesian
+    // coordinates: |x| = r is a holonomic constraint that `hamel` does not
+    // impose. Without --scheme the run is RATTLE's, said so, and keeps what
+    // RATTLE keeps exactly: the constraint and the vertical angular momentum.
+    let dir = tmp("default-fallback");
+    let out = dir.to_str().unwrap();
+    let (code, stdout, stderr) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum_cartesian.hamel",
+        "--h",
+        "0.05",
+        "--steps",
+        "1000",
+        "--out",
+        out,
+        "--no-plots",
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("no --scheme given; running rattle"), "{stderr}");
+    let s = last_json(&stdout);
+    assert_eq!(s["scheme"], "rattle");
+    assert!(s["max_constraint_error"].as_f64().unwrap() < 1e-12, "{s}");
+    assert!(s["max_momentum_error_rel"].as_f64().unwrap() < 1e-12, "{s}");
+    assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-2, "{s}");
+    // Named, the default is still refused, with its reason.
+    let (code, _, stderr) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum_cartesian.hamel",
+        "--scheme",
+        "hamel",
+        "--h",
+        "0.05",
+        "--steps",
+        "10",
+        "--out",
+        out,
+        "--no-plots",
+        "--force",
+    ]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("velocity constraints only"), "{stderr}");
+    // A model hamel runs keeps it as its default, without a note.
+    let (code, stdout, stderr) = hamel(&[
+        "simulate",
+        "models/spherical_pendulum.hamel",
+        "--h",
+        "0.05",
+        "--steps",
+        "10",
+        "--out",
+        out,
+        "--no-plots",
+        "--force",
+        "--summary",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("no --scheme given"), "{stderr}");
+    assert_eq!(last_json(&stdout)["scheme"], "hamel_midpoint");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -67,7 +67,7 @@ class Model:
     def components(self) -> Tuple[List[str], List[str]]: ...
     def simulate(
         self,
-        scheme: str = "hamel",
+        scheme: Optional[str] = None,
         h: float = 0.01,
         steps: Optional[int] = None,
         t_end: Optional[float] = None,
@@ -83,7 +83,7 @@ class Model:
     ) -> Run: ...
     def simulate_many(
         self,
-        scheme: str = "hamel",
+        scheme: Optional[str] = None,
         h: float = 0.01,
         steps: Optional[int] = None,
         t_end: Optional[float] = None,
@@ -98,7 +98,7 @@ class Model:
         order: int = 2,
     ) -> List[Union[Run, HamelError, ValueError]]: ...
     def stepper(
-        self, scheme: str = "hamel", h: float = 0.01, params: Optional[Mapping[str, float]] = None, order: int = 2
+        self, scheme: Optional[str] = None, h: float = 0.01, params: Optional[Mapping[str, float]] = None, order: int = 2
     ) -> Stepper: ...
 
 def tangent_basis(rows: "npt.ArrayLike") -> "npt.NDArray[np.float64]": ...

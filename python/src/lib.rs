@@ -310,6 +310,18 @@ struct Model {
 }
 
 impl Model {
+    /// The scheme named by a `scheme` keyword, or where it is `None` the
+    /// model's default: `hamel` where it applies, else the first that does
+    /// of rattle, energy_momentum, stormer_verlet, hamel_averaged.
+    fn scheme_or_default(&self, name: Option<&str>) -> PyResult<Scheme> {
+        match name {
+            Some(name) => parse_scheme(name),
+            None => Scheme::default_for(&self.inner.model)
+                .map(|(s, _)| s)
+                .map_err(|e| PyValueError::new_err(e.to_string())),
+        }
+    }
+
     /// An input schedule from Python: a dict of numbers or expressions in
     /// `t`, or rows of numbers (one per step).
     fn schedule(&self, inputs: &Bound<'_, PyAny>) -> PyResult<hamel_load::Schedule> {
@@ -481,8 +493,10 @@ impl Model {
         Ok((c.coordinates.clone(), c.velocities.clone()))
     }
 
-    /// Runs `scheme` (default `hamel`, i.e. `hamel_midpoint`; the averaged
-    /// form is `hamel_averaged`) with step `h` for `steps` steps (or up to `t_end`) from
+    /// Runs `scheme` (default `hamel`, i.e. `hamel_midpoint`, where it
+    /// applies, else the first that does of `rattle`, `energy_momentum`,
+    /// `stormer_verlet`, `hamel_averaged`; the averaged form is
+    /// `hamel_averaged`) with step `h` for `steps` steps (or up to `t_end`) from
     /// the initial state `init` (default: the file's first) with components
     /// `state` replaced (`{"xi": [0.6, 0, 0]}`, `{"th": 0.3}`), parameters
     /// `params` changed for this run, compensated summation if asked, and
@@ -498,12 +512,12 @@ impl Model {
     /// Returns a `Run`; a failed step raises `StepError` (its `run` attribute
     /// holds the run up to there); Ctrl-C raises `KeyboardInterrupt` within
     /// about 0.1 s, its `run` attribute holding the run so far.
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None, order=2))]
+    #[pyo3(signature = (scheme=None, h=0.01, steps=None, t_end=None, init=None, state=None, params=None, compensated=false, every=1, inputs=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate(
         &self,
         py: Python<'_>,
-        scheme: &str,
+        scheme: Option<&str>,
         h: f64,
         steps: Option<i128>,
         t_end: Option<f64>,
@@ -517,7 +531,7 @@ impl Model {
         newton_max_iter: Option<i64>,
         order: u32,
     ) -> PyResult<PyRun> {
-        let scheme = parse_scheme(scheme)?;
+        let scheme = self.scheme_or_default(scheme)?;
         let steps = step_count(h, steps, t_end)?;
         let newton = newton_options(newton_tol, newton_max_iter)?;
         let inputs = inputs.map(|i| self.schedule(i)).transpose()?;
@@ -593,12 +607,12 @@ impl Model {
     /// core. `newton_tol`, `newton_max_iter` and `order` as in `simulate`. Ctrl-C
     /// raises `KeyboardInterrupt`, its `runs` attribute holding that list
     /// with every member's run so far.
-    #[pyo3(signature = (scheme="hamel", h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None, order=2))]
+    #[pyo3(signature = (scheme=None, h=0.01, steps=None, t_end=None, init=None, states=None, params=None, compensated=false, every=0, threads=None, newton_tol=None, newton_max_iter=None, order=2))]
     #[allow(clippy::too_many_arguments)]
     fn simulate_many<'py>(
         &self,
         py: Python<'py>,
-        scheme: &str,
+        scheme: Option<&str>,
         h: f64,
         steps: Option<i128>,
         t_end: Option<f64>,
@@ -613,7 +627,7 @@ impl Model {
         order: u32,
     ) -> PyResult<Bound<'py, PyList>> {
         let newton = newton_options(newton_tol, newton_max_iter)?;
-        let scheme = parse_scheme(scheme)?;
+        let scheme = self.scheme_or_default(scheme)?;
         let steps = step_count(h, steps, t_end)?;
         let n = match (states, params) {
             (Some(s), Some(p)) if s.len() != p.len() => {
@@ -693,16 +707,16 @@ impl Model {
     /// A stepper of `scheme` with step `h` (positive): `step(z)`,
     /// `step_linearized(z)`, `step_with_sensitivity(z)`. `order` as in
     /// `simulate`: with 4 or 6 each call of `step` takes the whole composed step.
-    #[pyo3(signature = (scheme="hamel", h=0.01, params=None, order=2))]
+    #[pyo3(signature = (scheme=None, h=0.01, params=None, order=2))]
     fn stepper(
         &self,
         py: Python<'_>,
-        scheme: &str,
+        scheme: Option<&str>,
         h: f64,
         params: Option<&Bound<'_, PyDict>>,
         order: u32,
     ) -> PyResult<Stepper> {
-        let scheme = parse_scheme(scheme)?;
+        let scheme = self.scheme_or_default(scheme)?;
         hamel_load::steps::check_step_size(h).map_err(|e| PyValueError::new_err(format!("h = {h}: {e}")))?;
         let mut sys = with_order(self.compiled(py, scheme, false)?, order)?;
         let params = param_pairs(params)?;

@@ -1,5 +1,7 @@
 """The default scheme of every Python entry point is the discrete Hamel scheme
-with midpoint kinematics; the averaged form is one word away."""
+with midpoint kinematics where it applies, else the first scheme that does
+(RATTLE for holonomic constraints in Cartesian coordinates); the averaged form
+is one word away."""
 
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import hamel
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPLER = str(ROOT / "models" / "gallery" / "kepler.hamel")
+CARTESIAN = str(ROOT / "models" / "spherical_pendulum_cartesian.hamel")
 
 
 def test_default_is_the_midpoint_form_and_keeps_angular_momentum():
@@ -30,3 +33,20 @@ def test_default_is_the_midpoint_form_and_keeps_angular_momentum():
     s, sh = m.stepper(h=0.01), m.stepper("hamel", h=0.01)
     z = s.initial("perihelion")
     assert np.array_equal(s.step(z), sh.step(z))
+
+
+def test_a_model_hamel_cannot_run_defaults_to_rattle():
+    # |x| = r is a holonomic constraint the hamel scheme does not impose.
+    m = hamel.Model(CARTESIAN)
+    assert "hamel_midpoint" not in m.schemes()
+    run = m.simulate(h=0.05, steps=1000)
+    assert run.summary["scheme"] == "rattle"
+    # RATTLE keeps the constraint and the vertical angular momentum exactly.
+    assert run.summary["max_constraint_error"] < 1e-12
+    J = run.invariants["J"]
+    assert np.max(np.abs(J - J[0])) < 1e-12 * abs(J[0])
+    many = m.simulate_many(h=0.05, steps=10, states=[None])[0]
+    assert many.summary["scheme"] == "rattle"
+    s, sr = m.stepper(h=0.05), m.stepper("rattle", h=0.05)
+    z = s.initial("published")
+    assert np.array_equal(s.step(z), sr.step(z))

@@ -4,11 +4,32 @@ use std::path::{Path, PathBuf};
 
 use hamel_cli::case::{self, pairs};
 use hamel_cli::simulate::{self, Run, RunOptions};
-use hamel_cli::{load_model_for, num, Error};
+use hamel_cli::{load_model_for, num, parse_scheme, Error};
 use hamel_compiler::scheme::Scheme;
 use hamel_runtime::NewtonOptions;
 
 use crate::CaseArgs;
+
+/// The scheme of `--scheme` (and `--kinematics`), or where neither is
+/// given the model's default ([`Scheme::default_for`]): `hamel` where it
+/// applies, else (a model with holonomic constraints in Cartesian
+/// coordinates, say) the first scheme that does, announced with the reason
+/// `hamel` does not.
+pub fn scheme_of(case: &CaseArgs, named: Option<&str>, kinematics: Option<&str>) -> Result<Scheme, Error> {
+    if named.is_some() || kinematics.is_some() {
+        return parse_scheme(named.unwrap_or("hamel"), kinematics);
+    }
+    let sizes = pairs::<i64>("--size", &case.sizes)?;
+    let model = load_model_for(&case.model, &sizes, &[])?;
+    let (scheme, why) = Scheme::default_for(&model).map_err(|e| Error::Scheme(e.to_string()))?;
+    if let Some(why) = why {
+        eprintln!(
+            "note: no --scheme given; running {} (the default, hamel, does not apply: {why})",
+            scheme.name()
+        );
+    }
+    Ok(scheme)
+}
 
 /// The number of steps of `--steps N` or `--t-end T` with `--h H` (the
 /// rule of [`hamel_load::step_count`]), refused with the flags named.

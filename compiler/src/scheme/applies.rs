@@ -14,6 +14,25 @@ use super::mechanics::Mechanics;
 use super::{Frame, Scheme, SchemeError};
 
 impl Scheme {
+    /// The scheme a host runs when none is named: the default `hamel`
+    /// (midpoint kinematics) where it applies, else the first that does of
+    /// [`Scheme::FALLBACKS`] — for a model with holonomic constraints in
+    /// coordinates where they do not hold identically (a textbook's
+    /// Cartesian chain, a bead on a wire), RATTLE. With the default's own
+    /// reason for not applying, to tell the user why; the default's error
+    /// where nothing applies.
+    pub fn default_for(model: &Model) -> Result<(Scheme, Option<SchemeError>), SchemeError> {
+        let default = Scheme::Hamel(Kinematics::Midpoint);
+        let why = match default.applies(model) {
+            Ok(()) => return Ok((default, None)),
+            Err(why) => why,
+        };
+        match Scheme::FALLBACKS.into_iter().find(|s| s.applies(model).is_ok()) {
+            Some(s) => Ok((s, Some(why))),
+            None => Err(why),
+        }
+    }
+
     /// `Ok` where [`Scheme::derive`] succeeds for `model`, the error it
     /// would give otherwise, without deriving the step: the form each scheme
     /// needs (holonomic or velocity constraints, a frame and its rules, a

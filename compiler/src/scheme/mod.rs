@@ -108,6 +108,17 @@ impl Scheme {
         Scheme::EnergyMomentum,
     ];
 
+    /// The schemes tried, in order, when the default (`hamel`) does not
+    /// apply and none is named ([`Scheme::default_for`]): RATTLE first, the
+    /// symplectic standard for holonomic constraints, then the
+    /// energy–momentum scheme, Störmer–Verlet and the averaged Hamel form.
+    pub const FALLBACKS: [Scheme; 4] = [
+        Scheme::Rattle,
+        Scheme::EnergyMomentum,
+        Scheme::StormerVerlet,
+        Scheme::Hamel(Kinematics::Averaged),
+    ];
+
     /// The scheme's name in summaries: `hamel_midpoint`, `hamel_averaged`,
     /// `stormer_verlet`, `rattle`, `energy_momentum`. (`hamel` is accepted
     /// as a name of the default, `hamel_midpoint`.)
