@@ -8,10 +8,11 @@
 //! `SPIN=seconds` instead steps the largest size for that long (for `perf`).
 //! `MODEL=spherical_chain SCHEME=hamel` profiles another chain model and
 //! scheme (default `spherical_chain_cartesian`, `rattle`); `H` the step size,
-//! `STEPS` the steps per round (`STEPS=speed`: 4000 / N, at least 50, and one
+//! `STEPS` the steps per round (`STEPS=speed`: 100 from `sway` unless
+//! `INITIAL` says otherwise, and one
 //! stepper per size kept across rounds, as `examples/speed.rs` times them); `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
 //! choice of a sparse tableau (default by size); `INITIAL` names the model's
-//! initial state (default `tilted`).
+//! initial state (default `tilted`, `sway` with `STEPS=speed`).
 
 use std::time::Instant;
 
@@ -26,11 +27,11 @@ fn main() -> Result<(), Boxed> {
     let h: f64 = std::env::var("H").ok().and_then(|h| h.parse().ok()).unwrap_or(1e-3);
     let speed_like = std::env::var("STEPS").as_deref() == Ok("speed");
     let steps: u64 = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
-    let steps_of = |n: usize| if speed_like { (4000 / n).max(50) as u64 } else { steps };
+    let steps_of = |_: usize| if speed_like { 100 } else { steps };
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
     let model_name = std::env::var("MODEL").unwrap_or_else(|_| "spherical_chain_cartesian".into());
     let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "rattle".into());
-    let init = std::env::var("INITIAL").unwrap_or_else(|_| "tilted".into());
+    let init = std::env::var("INITIAL").unwrap_or_else(|_| if speed_like { "sway" } else { "tilted" }.into());
     let path = format!("{}/models/{model_name}.hamel", env!("CARGO_MANIFEST_DIR"));
     let mut systems = Vec::new();
     for &n in &sizes {

@@ -6,11 +6,9 @@
 //!
 //! `cargo run --release --example speed` prints a table and, as its last
 //! line, one JSON object. `SPEED_CHAIN_MAX=16` limits the sizes of the
-//! director chain's averaged step (default 64: at 128 links and h = 0.01
-//! its Newton solve from `tilted` fails at step 10, where the midpoint
-//! step's lasts to step 52), `SPEED_MIDPOINT_MAX=32` those of its
-//! midpoint step (default 128), `SPEED_CARTESIAN_MAX=32` the
-//! maximal-coordinate chain's (default 128).
+//! director chain's averaged step, `SPEED_MIDPOINT_MAX=32` those of its
+//! midpoint step, `SPEED_CARTESIAN_MAX=32` the maximal-coordinate chain's
+//! (default 128 each).
 //!
 //! With `-- --write` it also saves that JSON, with the date, machine and load,
 //! to `bench/speed/results.json` and renders README.md's speed tables from it
@@ -362,6 +360,8 @@ struct Chains {
     hamel_ns: Vec<Option<f64>>,
     /// Newton iterations per step of each of `render::CHAIN_SCHEMES`, per size
     iterations: Vec<Vec<Option<f64>>>,
+    /// and the factorizations they took
+    factorizations: Vec<Vec<Option<f64>>>,
     /// the same schemes' good steps of the check (see [`CHECKED`]), per size
     lasts: Vec<Vec<Option<u64>>>,
     /// the steps checked, per size (`None`: none timed)
@@ -391,7 +391,7 @@ fn chains() -> Result<Chains, Boxed> {
         std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
     };
     let (max_averaged, max_midpoint, max_cartesian) = (
-        env("SPEED_CHAIN_MAX", 64),
+        env("SPEED_CHAIN_MAX", 128),
         env("SPEED_MIDPOINT_MAX", 128),
         env("SPEED_CARTESIAN_MAX", 128),
     );
@@ -402,6 +402,7 @@ fn chains() -> Result<Chains, Boxed> {
     // Newton iterations per step, per scheme (in `render::CHAIN_SCHEMES`
     // order), per size.
     let mut iterations: Vec<Vec<Option<f64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
+    let mut factorizations: Vec<Vec<Option<f64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
     let mut lasts: Vec<Vec<Option<u64>>> = vec![Vec::new(); render::CHAIN_SCHEMES.len()];
     let mut horizons: Vec<Option<u64>> = Vec::new();
     println!("Spherical chain, h = 0.01, JIT back-end, ns/step (medians of 5 interleaved rounds)");
@@ -416,6 +417,7 @@ fn chains() -> Result<Chains, Boxed> {
             cartesian_ns.push([None; 3]);
             fastest.push(None);
             iterations.iter_mut().for_each(|row| row.push(None));
+            factorizations.iter_mut().for_each(|row| row.push(None));
             lasts.iter_mut().for_each(|row| row.push(None));
             horizons.push(None);
             continue;
@@ -423,12 +425,18 @@ fn chains() -> Result<Chains, Boxed> {
         let director = [n <= max_averaged, n <= max_midpoint];
         let (names, ns, its, good) = chain_times(n, director)?;
         let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
-        for ((row, lasted), (scheme, _)) in iterations.iter_mut().zip(&mut lasts).zip(render::CHAIN_SCHEMES) {
+        for (((row, factored), lasted), (scheme, _)) in iterations
+            .iter_mut()
+            .zip(&mut factorizations)
+            .zip(&mut lasts)
+            .zip(render::CHAIN_SCHEMES)
+        {
             let k = names.iter().position(|&s| s == scheme);
-            row.push(k.map(|k| its[k]));
+            row.push(k.map(|k| its[k].0));
+            factored.push(k.map(|k| its[k].1));
             lasted.push(k.map(|k| good[k]));
         }
-        horizons.push(Some(checked_steps(n)));
+        horizons.push(Some(CHECKED));
         hamel_ns.push(time_of("hamel_averaged"));
         midpoint_ns.push(time_of("hamel_midpoint"));
         let cart = &ns[ns.len() - 3..];
@@ -464,6 +472,7 @@ fn chains() -> Result<Chains, Boxed> {
     Ok(Chains {
         hamel_ns,
         iterations,
+        factorizations,
         lasts,
         horizons,
         averaged_exponent,
@@ -476,29 +485,28 @@ fn chains() -> Result<Chains, Boxed> {
     })
 }
 
-/// Steps a round of the `n`-link chain times. Few at large N: from
-/// `tilted` the outer links turn ever faster with N, and at h = 0.01 the
-/// 128-link chain's Newton solves stop converging after about 50 steps.
-fn timed_steps(n: usize) -> u64 {
-    (4000 / n).max(50) as u64
-}
+/// The chains' initial state: a hanging chain swaying, alike at every N
+/// (links within 0.5 rad of the vertical, angular speeds bounded). The
+/// files' first state, `tilted`, is a motion that grows with N (link i
+/// turns at 0.1 i rad/s): at h = 0.01 every 128-link run from it stops at
+/// steps 52–58, the averaged one at step 10, and a step time measured there
+/// is that of a run failing.
+const CHAIN_INITIAL: &str = "sway";
 
-/// Names, ns per step, Newton iterations per step and good steps of the
-/// check (see [`CHECKED`]) of the schemes timed.
-type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<f64>, Vec<u64>);
+/// Steps a round of a chain times, at every N: one second of the motion,
+/// the same steps of it at every size (a round of 4000 / N steps weighed
+/// the first steps, where the predictor knows no past and Newton takes up
+/// to 5 iterations, more at large N).
+const TIMED: u64 = 100;
 
-/// Steps (1 s at h = 0.01) a chain's run from `tilted` is checked over, at
-/// least, besides those timed: a time is of a run that resolves its motion
-/// only where the run goes on. At h = 0.01 every 128-link run stops at
-/// steps 52–58, just after its 50 timed steps (the outer links whip), and
-/// the averaged 64-link one at step 94.
-const CHECKED: u64 = 100;
+/// Names, ns per step, Newton iterations and factorizations per step and
+/// good steps of the check (see [`CHECKED`]) of the schemes timed.
+type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<(f64, f64)>, Vec<u64>);
 
-/// Steps the `n`-link chain's runs are checked over: the timed ones and
-/// on, to [`CHECKED`] at least.
-fn checked_steps(n: usize) -> u64 {
-    timed_steps(n).max(CHECKED)
-}
+/// Steps (10 s at h = 0.01) a chain's run from [`CHAIN_INITIAL`] is checked
+/// over besides those timed: a time is of a run that resolves its motion
+/// only where the run goes on.
+const CHECKED: u64 = 1000;
 
 /// The chain of `n` links under each scheme (the director ones first, the
 /// averaged and the midpoint one where `director` says): their names, step
@@ -519,17 +527,17 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
     }
     let prep = t0.elapsed().as_secs_f64();
-    let steps = timed_steps(n);
+    let steps = TIMED;
     let starts = systems
         .iter()
-        .map(|(_, sys)| sys.initial("tilted"))
+        .map(|(_, sys)| sys.initial(CHAIN_INITIAL))
         .collect::<Result<Vec<_>, _>>()?;
     // One stepper serves every round of its contender, as it serves every
     // trajectory a user runs with it: what is timed is the step, not the
     // set-up. (Its first factorization records the sparse LU's operations,
     // which later ones replay: in the first round only, which the median
     // leaves out. A new stepper per round made that recording, amortized
-    // over 4000 / N steps, part of the large chains' step: 64-link director
+    // over a round's steps, part of the large chains' step: 64-link director
     // chain 75 against 65 µs.)
     let mut steppers = systems
         .iter()
@@ -545,14 +553,20 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
     let ns = interleaved_boxed(5, &mut runs)?;
     drop(runs);
     // Newton iterations per step over every round: what a step's time is
-    // made of besides its size (from `tilted` the outer links of long
-    // chains whip, and Newton needs more iterations at a fixed h).
-    let iterations: Vec<f64> = steppers
+    // made of besides its size (a long chain is stiffer, and at a fixed h
+    // Newton needs more iterations).
+    let iterations: Vec<(f64, f64)> = steppers
         .iter()
-        .map(|st| st.stats.iterations as f64 / st.stats.steps.max(1) as f64)
+        .map(|st| {
+            let steps = st.stats.steps.max(1) as f64;
+            (
+                st.stats.iterations as f64 / steps,
+                st.stats.factorizations as f64 / steps,
+            )
+        })
         .collect();
-    // How far each run goes from `tilted` with a fresh stepper.
-    let horizon = checked_steps(n);
+    // How far each run goes with a fresh stepper.
+    let horizon = CHECKED;
     let lasts: Vec<u64> = systems
         .iter()
         .zip(&starts)
@@ -600,6 +614,7 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
     let Chains {
         hamel_ns,
         iterations,
+        factorizations,
         lasts,
         horizons,
         averaged_exponent,
@@ -643,6 +658,9 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
                 "fastest": fastest_exponent,
             },
             "iterations_per_step": by_scheme(iterations.clone()),
+            "factorizations_per_step": by_scheme(factorizations.clone()),
+            "initial": CHAIN_INITIAL,
+            "timed_steps": TIMED,
             "checked_steps": horizons,
             "good_steps": by_scheme(lasts.clone()),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),

@@ -85,7 +85,13 @@ pub fn render(r: &Value) -> String {
         );
     }
     let c = &r["chain"];
-    out += "\nSpherical chains (JIT, h = 0.01, from `tilted`, 4000/N steps a round), µs per step:\n\n";
+    // The motion and the steps a round times, as the run recorded them
+    // (results before they were recorded: `tilted`, 4000 / N).
+    let initial = c["initial"].as_str().unwrap_or("tilted");
+    let timed = c["timed_steps"]
+        .as_u64()
+        .map_or("4000/N steps".to_string(), |t| format!("{t} steps"));
+    out += &format!("\nSpherical chains (JIT, h = 0.01, from `{initial}`, {timed} a round), µs per step:\n\n");
     out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
     let sizes = c["sizes"].as_array().cloned().unwrap_or_default();
     for (k, n) in sizes.iter().enumerate() {
@@ -136,16 +142,20 @@ pub fn render(r: &Value) -> String {
                 }
             }
         }
+        // Every size was checked over the same steps where the run says so.
+        let horizon = checked.as_array().and_then(|h| {
+            let first = h.iter().find_map(|x| x.as_u64())?;
+            h.iter().filter_map(|x| x.as_u64()).all(|x| x == first).then_some(first)
+        });
+        let over = match horizon {
+            Some(h) => format!("over {h} steps"),
+            None => "over their timed steps and to 1 s at least".to_string(),
+        };
         out += &if stops.is_empty() {
-            "
-Every run timed goes on from `tilted`, with a fresh stepper, over its timed steps and to 1 s at least.
-"
-            .to_string()
+            format!("\nEvery run timed goes on from `{initial}`, with a fresh stepper, {over}.\n")
         } else {
             format!(
-                "
-Runs that stop when taken on from `tilted`, with a fresh stepper, over their timed steps and to 1 s at least: {}. Their times are of the steps before, and the exponents include them.
-",
+                "\nRuns that stop when taken on from `{initial}`, with a fresh stepper, {over}: {}. Their times are of the steps before, and the exponents include them.\n",
                 stops.join(", ")
             )
         };
@@ -153,12 +163,23 @@ Runs that stop when taken on from `tilted`, with a fresh stepper, over their tim
     // Where the step's time comes from besides N: Newton's iterations.
     let its = &c["iterations_per_step"];
     if its.is_object() {
-        out += "\nNewton iterations per step in the same runs (a longer chain is stiffer, its top link carrying the weight of all N, and from `tilted` its outer links whip: at a fixed h Newton needs more of them; the time per iteration is what grows with N alone):\n\n";
+        // With the factorizations where the run recorded them (each takes
+        // a Jacobian and an LU, an iteration without one a residual).
+        let facs = &c["factorizations_per_step"];
+        let what = if facs.is_object() {
+            "Newton iterations / factorizations"
+        } else {
+            "Newton iterations"
+        };
+        out += &format!("\n{what} per step in the same runs (a longer chain is stiffer, its top link carrying the weight of all N: at a fixed h Newton needs more of them; the time per iteration is what grows with N alone):\n\n");
         out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
         for (k, n) in sizes.iter().enumerate() {
             out += &format!("| {} |", n.as_u64().unwrap_or(0));
             for (scheme, _) in CHAIN_SCHEMES {
-                out += &format!(" {} |", ratio(&its[scheme][k]));
+                out += &match facs[scheme][k].as_f64() {
+                    Some(_) => format!(" {} / {} |", ratio(&its[scheme][k]), ratio(&facs[scheme][k])),
+                    None => format!(" {} |", ratio(&its[scheme][k])),
+                };
             }
             out += "\n";
         }
