@@ -956,19 +956,12 @@ fn a_model_the_default_scheme_cannot_run_gets_the_first_that_can() {
     // RATTLE keeps exactly: the constraint and the vertical angular momentum.
     let dir = tmp("default-fallback");
     let out = dir.to_str().unwrap();
-    let (code, stdout, stderr) = hamel(&[
-        "simulate",
-        "models/spherical_pendulum_cartesian.hamel",
-        "--h",
-        "0.05",
-        "--steps",
-        "1000",
-        "--out",
-        out,
-        "--no-plots",
-        "--summary",
-        "json",
-    ]);
+    let simulate = |model: &str, more: &[&str]| {
+        let base = ["simulate", model, "--h", "0.05", "--out", out, "--no-plots", "--force"];
+        hamel(&[&base[..], more].concat())
+    };
+    let cartesian = "models/spherical_pendulum_cartesian.hamel";
+    let (code, stdout, stderr) = simulate(cartesian, &["--steps", "1000", "--summary", "json"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("no --scheme given; running rattle"), "{stderr}");
     let s = last_json(&stdout);
@@ -977,37 +970,14 @@ fn a_model_the_default_scheme_cannot_run_gets_the_first_that_can() {
     assert!(s["max_momentum_error_rel"].as_f64().unwrap() < 1e-12, "{s}");
     assert!(s["max_energy_error_rel"].as_f64().unwrap() < 1e-2, "{s}");
     // Named, the default is still refused, with its reason.
-    let (code, _, stderr) = hamel(&[
-        "simulate",
-        "models/spherical_pendulum_cartesian.hamel",
-        "--scheme",
-        "hamel",
-        "--h",
-        "0.05",
-        "--steps",
-        "10",
-        "--out",
-        out,
-        "--no-plots",
-        "--force",
-    ]);
+    let (code, _, stderr) = simulate(cartesian, &["--steps", "10", "--scheme", "hamel"]);
     assert_ne!(code, Some(0));
     assert!(stderr.contains("velocity constraints only"), "{stderr}");
     // A model hamel runs keeps it as its default, without a note.
-    let (code, stdout, stderr) = hamel(&[
-        "simulate",
+    let (code, stdout, stderr) = simulate(
         "models/spherical_pendulum.hamel",
-        "--h",
-        "0.05",
-        "--steps",
-        "10",
-        "--out",
-        out,
-        "--no-plots",
-        "--force",
-        "--summary",
-        "json",
-    ]);
+        &["--steps", "10", "--summary", "json"],
+    );
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("no --scheme given"), "{stderr}");
     assert_eq!(last_json(&stdout)["scheme"], "hamel_midpoint");
