@@ -80,7 +80,7 @@ def test_a_state_that_is_not_finite_is_named():
     [
         (lambda m: m.simulate("hamel", h="0.1", steps=10), "argument `h`: must be real number, not str"),
         (lambda m: m.simulate("hamel", h=0.1, steps=10.5), "argument `steps`: 'float' object cannot be interpreted as an integer"),
-        (lambda m: m.simulate(None, h=0.1, steps=10), "argument `scheme`"),
+        (lambda m: m.simulate(3, h=0.1, steps=10), "argument `scheme`"),
         (lambda m: m.simulate("hamel", h=0.1, steps=10, state=[0.3]), "argument `state`"),
         (lambda m: m.simulate("hamel", h=0.1, steps=10, compensated="no"), "argument `compensated`"),
         (lambda m: m.simulate_many("hamel", h=0.01, steps=10, params={"g": 9.81}), "argument `params`"),
