@@ -2,7 +2,7 @@
 //! (message and non-zero exit).
 
 mod common;
-use common::{hamel, tmp};
+use common::{hamel, scratch, tmp};
 use std::process::Command;
 
 fn last_json(out: &str) -> serde_json::Value {
@@ -981,5 +981,79 @@ fn a_model_the_default_scheme_cannot_run_gets_the_first_that_can() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("no --scheme given"), "{stderr}");
     assert_eq!(last_json(&stdout)["scheme"], "hamel_midpoint");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_cartesian_pendulum_written_as_a_textbook_does_runs_by_default_with_its_exact_period() {
+    // The plane pendulum in Cartesian coordinates with its rod as a
+    // holonomic constraint (Goldstein §1.3), a model hamel does not ship.
+    // Run without --scheme (RATTLE is chosen), released from rest at 1 rad:
+    // its period is 4 √(l/g) K(sin ½θ₀), the complete elliptic integral of
+    // the first kind (Goldstein §3; K by the arithmetic–geometric mean).
+    let dir = scratch("cartesian-pendulum");
+    let model = dir.join("pendulum.hamel");
+    std::fs::write(
+        &model,
+        "model pendulum {\n\
+         \x20   parameters { m = 1.0, l = 1.0, g = 9.81 }\n\
+         \x20   coordinates { x, y }\n\
+         \x20   lagrangian = 0.5 * m * (x'^2 + y'^2) - m * g * y\n\
+         \x20   holonomic x^2 + y^2 = l^2\n\
+         \x20   initial released { x = l * sin(1.0), y = -l * cos(1.0), x' = 0, y' = 0 }\n\
+         }\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, _, stderr) = hamel(&[
+        "simulate",
+        model.to_str().unwrap(),
+        "--h",
+        "0.001",
+        "--t-end",
+        "10",
+        "--every",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("running rattle"), "{stderr}");
+    // Upward zero crossings of x, interpolated linearly.
+    let traj = std::fs::read_to_string(out.join("trajectory.csv")).unwrap();
+    let mut lines = traj.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let (ti, xi) = (
+        header.iter().position(|&c| c == "t").unwrap(),
+        header.iter().position(|&c| c == "x").unwrap(),
+    );
+    let rows: Vec<(f64, f64)> = lines
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|c| c.parse().unwrap()).collect();
+            (v[ti], v[xi])
+        })
+        .collect();
+    let crossings: Vec<f64> = rows
+        .windows(2)
+        .filter(|w| w[0].1 < 0.0 && w[1].1 >= 0.0)
+        .map(|w| w[0].0 + (w[1].0 - w[0].0) * (-w[0].1) / (w[1].1 - w[0].1))
+        .collect();
+    assert!(crossings.len() >= 4, "{} crossings", crossings.len());
+    let measured = (crossings[crossings.len() - 1] - crossings[0]) / (crossings.len() - 1) as f64;
+    let k = 0.5f64.sin();
+    let (mut a, mut b) = (1.0f64, (1.0 - k * k).sqrt());
+    // The mean converges quadratically: eight rounds are past round-off
+    // (a test on |a − b| may never pass, the two differing in the last ulp).
+    for _ in 0..8 {
+        (a, b) = (0.5 * (a + b), (a * b).sqrt());
+    }
+    let exact = 4.0 * (1.0f64 / 9.81).sqrt() * std::f64::consts::PI / (2.0 * a);
+    // RATTLE's phase error is O(h²) ≈ (ωh)²/24 ≈ 4e-7 here; linear
+    // interpolation of the crossings adds O(h²) as well.
+    assert!(
+        (measured / exact - 1.0).abs() < 1e-5,
+        "period {measured} against {exact}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
