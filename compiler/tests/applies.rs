@@ -57,6 +57,37 @@ fn applies_agrees_with_derive_on_every_model_and_is_cheaper() {
 }
 
 #[test]
+fn every_model_file_has_a_default_scheme_and_it_is_hamel_wherever_hamel_applies() {
+    // What a newcomer meets first: `hamel simulate model.hamel` with no
+    // scheme named. Every model we ship runs; `hamel` where it applies, and
+    // where it does not (holonomic constraints in Cartesian coordinates) the
+    // first fallback that applies, with hamel's own reason kept to tell.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let mut files = Vec::new();
+    model_files(&root, &mut files);
+    files.sort();
+    let mut fell_back = 0;
+    for file in &files {
+        let src = std::fs::read_to_string(file).unwrap();
+        let model = hamel_compiler::model::load(&file.display().to_string(), &src).unwrap();
+        let hamel = Scheme::LIST[0];
+        let (scheme, why) = Scheme::default_for(&model).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        match hamel.applies(&model) {
+            Ok(()) => assert_eq!((scheme, why), (hamel, None), "{}", file.display()),
+            Err(reason) => {
+                fell_back += 1;
+                assert_eq!(why, Some(reason), "{}", file.display());
+                let first = Scheme::FALLBACKS.into_iter().find(|s| s.applies(&model).is_ok());
+                assert_eq!(Some(scheme), first, "{}", file.display());
+            }
+        }
+    }
+    // The Cartesian chain, sphere and double pendulum, the gallery's beads
+    // and particles on surfaces: at least these fall back.
+    assert!(fell_back >= 6, "{fell_back} models fell back");
+}
+
+#[test]
 fn applies_agrees_with_derive_on_the_forms_schemes_refuse() {
     for src in [
         // a frame (rattle, energy_momentum and stormer_verlet refuse it)
