@@ -30,6 +30,31 @@ pendulum!(
     kinematics = "averaged"
 );
 
+// No scheme named on a model hamel does not apply to: the derive takes the
+// first that does (RATTLE), as the CLI and Python do.
+pendulum!(DefaultCartesian, model = "models/spherical_pendulum_cartesian.hamel");
+pendulum!(DefaultDirector, model = "models/spherical_pendulum.hamel");
+
+#[test]
+fn a_derive_without_a_scheme_on_a_cartesian_model_is_rattle_and_keeps_length_and_momentum() {
+    use hamel::Kernels;
+    let m = DefaultCartesian::with_defaults();
+    assert_eq!(Kernels::scheme(&m), "rattle");
+    let mut s = m.initial("published").unwrap();
+    let mut worst: f64 = 0.0;
+    let run = simulate(&m, &mut s, 0.2, 2_000, |st| {
+        let len = (st.z[0] * st.z[0] + st.z[1] * st.z[1] + st.z[2] * st.z[2]).sqrt();
+        worst = worst.max((len - 9.8).abs() / 9.8);
+    })
+    .unwrap();
+    // What RATTLE keeps exactly: the length and the vertical angular momentum.
+    assert!(worst <= 1e-14, "{worst:e}");
+    let j = run.monitor.get("J").unwrap().max_rel_error;
+    assert!(j <= 1e-12, "{j:e}");
+    // A model hamel applies to keeps it.
+    assert_eq!(Kernels::scheme(&DefaultDirector::with_defaults()), "hamel_midpoint");
+}
+
 #[test]
 fn rattle_keeps_the_length_at_round_off() {
     let m = Rattle::with_defaults();

@@ -22,10 +22,15 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// ```
 ///
 /// The struct's fields are the model's parameters (all `f64`, same names).
-/// The path is relative to the crate's `CARGO_MANIFEST_DIR`. Without
-/// `scheme`, or with `scheme = "hamel"`, the discrete Hamel scheme with
-/// midpoint (variational) kinematics is derived; `kinematics = "averaged"`
-/// (or `scheme = "hamel_averaged"`) gives the averaged form of ZLB12.
+/// The path is relative to the crate's `CARGO_MANIFEST_DIR`. With
+/// `scheme = "hamel"`, or without `scheme` where it applies, the discrete
+/// Hamel scheme with midpoint (variational) kinematics is derived;
+/// `kinematics = "averaged"` (or `scheme = "hamel_averaged"`) gives the
+/// averaged form of ZLB12. Without `scheme` on a model `hamel` does not
+/// apply to (holonomic constraints in Cartesian coordinates, say), the
+/// first that does of `rattle`, `energy_momentum`, `stormer_verlet`,
+/// `hamel_averaged` is derived, as the CLI and Python choose it
+/// (`Scheme::default_for`).
 /// `order = 4` or `order = 6` makes steppers take the scheme composed with
 /// itself (default 2; checked here: a scheme that cannot be composed to that
 /// order is a compile error on the attribute).
@@ -287,7 +292,16 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
 
     let scheme_name = attr.scheme.as_ref().map_or("hamel".to_string(), LitStr::value);
     let kin = attr.kinematics.as_ref().map(LitStr::value);
-    let scheme = hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()).map_err(|e| {
+    // Neither named: the model's default, as every host chooses it.
+    let default = (attr.scheme.is_none() && kin.is_none())
+        .then(|| hamel_compiler::scheme::Scheme::default_for(&model).ok())
+        .flatten()
+        .map(|(s, _)| s);
+    let scheme = match default {
+        Some(s) => Ok(s),
+        None => hamel_compiler::scheme::Scheme::from_names(&scheme_name, kin.as_deref()),
+    }
+    .map_err(|e| {
         // The scheme alone parses: then the kinematics are what is wrong.
         let scheme_ok = hamel_compiler::scheme::Scheme::from_names(&scheme_name, None).is_ok();
         let span = match (&attr.kinematics, &attr.scheme) {
