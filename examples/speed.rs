@@ -488,7 +488,7 @@ fn chains() -> Result<Chains, Boxed> {
 /// The chains' initial state: a hanging chain swaying, alike at every N
 /// (links within 0.5 rad of the vertical, angular speeds bounded). The
 /// files' first state, `tilted`, is a motion that grows with N (link i
-/// turns at 0.1 i rad/s): at h = 0.01 every 128-link run from it stops at
+/// turns at 0.8 − 0.1 i rad/s): at h = 0.01 every 128-link run from it stops at
 /// steps 52–58, the averaged one at step 10, and a step time measured there
 /// is that of a run failing.
 const CHAIN_INITIAL: &str = "sway";

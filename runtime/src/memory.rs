@@ -103,7 +103,7 @@ where
     }
 
     /// Takes what a successful solve wrote apart into `fresh` (see
-    /// `newton::predictor::extrapolate_into`): its guess, newest error,
+    /// `newton::predictor::extrapolate`): its guess, newest error,
     /// contraction and pivots, the older errors each moving one step back.
     /// Vectors of run-time size trade buffers (what `fresh` holds afterwards
     /// is scratch); fixed-size ones are copied.
