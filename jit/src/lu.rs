@@ -102,9 +102,9 @@ impl LuCode {
         }
         let layout = x64::Layout::of(plan);
         let code = [
-            x64::factor(plan, layout, fused),
-            x64::forward(plan, layout),
-            x64::backward(plan, layout),
+            x64::factor(plan, &layout, fused),
+            x64::forward(plan, &layout),
+            x64::backward(plan, &layout),
         ];
         let isa = host_isa()?;
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
@@ -184,7 +184,7 @@ impl LuCode {
         // next one (the code is entered at repetitions).
         let mut from = from;
         if !self.layout.entry(from) {
-            let next = (self.layout.repetition(from) + self.layout.period).min(limit);
+            let next = self.layout.repetition(from).end.min(limit);
             from = self.plan.factor(ab, from, next, tiny, keep);
             if from < next || from == limit {
                 return from;
@@ -207,7 +207,7 @@ impl LuCode {
         }
         let mut from = from;
         if !self.layout.entry(from) {
-            let next = (self.layout.repetition(from) + self.layout.period).min(upto);
+            let next = self.layout.repetition(from).end.min(upto);
             self.plan.forward(ab, v, from, next);
             from = next;
             if from == upto {
@@ -229,7 +229,7 @@ impl LuCode {
         }
         let mut upto = upto;
         if !self.layout.top(upto - 1) {
-            let bottom = self.layout.repetition(upto - 1).max(from);
+            let bottom = self.layout.repetition(upto - 1).start.max(from);
             self.plan.backward(ab, v, bottom, upto);
             upto = bottom;
             if upto == from {
@@ -467,13 +467,12 @@ mod x64 {
     const SUB: u8 = 5;
     const CMP: u8 = 7;
 
-    /// Where the plan's steps repeat: steps `start .. end` are `(end −
-    /// start) / period` repetitions of the first `period` of them, at
-    /// diagonals `period · ld` further on each time (a chain's links). The
-    /// code holds one repetition as a loop; the other steps are written
-    /// out.
+    /// A run of steps that repeat: steps `start .. end` are `(end − start)
+    /// / period` repetitions of the first `period` of them, at diagonals
+    /// `shift` further on each time (a chain's links). The code holds one
+    /// repetition as a loop.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(super) struct Layout {
+    pub(super) struct Loop {
         pub(super) start: usize,
         pub(super) period: usize,
         pub(super) end: usize,
@@ -481,34 +480,59 @@ mod x64 {
         pub(super) shift: usize,
     }
 
+    impl Loop {
+        fn holds(&self, k: usize) -> bool {
+            self.start <= k && k < self.end
+        }
+
+        pub(super) fn repetitions(&self) -> usize {
+            (self.end - self.start) / self.period
+        }
+    }
+
+    /// Where the plan's steps repeat: its loops, in order and apart; the
+    /// other steps are written out.
+    ///
+    /// Several loops, not one: a chain's links pivot alike only in runs.
+    /// The threshold rule picks a link's pivot rows by its values, so the
+    /// 128-link director chain from `sway` (links within 0.5 rad of the
+    /// vertical in an S) has three kinds of link in runs of 2 to 23, and a
+    /// single loop held 23 of its 128 links: the rest, written out, made a
+    /// factorization's code 1.2 MB, far beyond the core's caches, where
+    /// the 16-link chain's is 43 kB.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    pub(super) struct Layout {
+        pub(super) loops: Vec<Loop>,
+    }
+
     /// Repetitions fewer than this are written out.
     const MIN_REPEATS: usize = 3;
     /// Periods tried.
     const MAX_PERIOD: usize = 64;
+    /// What a loop's own code (its pointers, count and jump, and a stub
+    /// per repetition) costs, in written-out steps.
+    const LOOP_COST: usize = 1;
 
     impl Layout {
-        /// The layout of the fewest steps written out (straight-line
-        /// steps, one repetition).
+        /// The layout of the least code: for each period, the runs that
+        /// repeat at it, from the first step on; the period whose loops
+        /// leave the fewest steps written out.
         pub(super) fn of(plan: &LuPlan) -> Layout {
             let steps = &plan.steps;
             let n = steps.len();
             let id = step_ids(steps);
             let same = |a: usize, b: usize| id[a] == id[b];
-            let mut best = Layout {
-                start: n,
-                period: 0,
-                end: n,
-                shift: 0,
-            };
+            let mut best = Layout::default();
             let mut written = n;
             for period in 1..=MAX_PERIOD.min(n / MIN_REPEATS) {
-                // The longest run of steps equal to the step `period` on.
+                let mut loops = Vec::new();
                 let mut k = 0;
                 while k + period < n {
                     if !same(k, k + period) {
                         k += 1;
                         continue;
                     }
+                    // The longest run of steps equal to the step `period` on.
                     let from = k;
                     while k + period < n && same(k, k + period) {
                         k += 1;
@@ -518,39 +542,55 @@ mod x64 {
                     let shift = steps[from + period].diagonal - steps[from].diagonal;
                     let uniform = (from..from + (repeats - 1) * period)
                         .all(|j| steps[j + period].diagonal - steps[j].diagonal == shift);
-                    if repeats >= MIN_REPEATS && uniform && n - repeats * period + period < written {
-                        written = n - repeats * period + period;
-                        best = Layout {
+                    if repeats >= MIN_REPEATS && uniform {
+                        let end = from + repeats * period;
+                        loops.push(Loop {
                             start: from,
                             period,
-                            end: from + repeats * period,
+                            end,
                             shift,
-                        };
+                        });
+                        // What is left of the run may begin the next.
+                        k = end;
                     }
+                }
+                let looped: usize = loops.iter().map(|l| l.end - l.start - l.period - LOOP_COST).sum();
+                if n - looped < written {
+                    written = n - looped;
+                    best = Layout { loops };
                 }
             }
             best
         }
 
-        fn looped(&self) -> bool {
-            self.period > 0
+        /// The loop holding step `k`, if any.
+        fn at(&self, k: usize) -> Option<&Loop> {
+            let i = self.loops.partition_point(|l| l.end <= k);
+            self.loops.get(i).filter(|l| l.holds(k))
         }
 
         /// Whether code may be entered at step `k` (forward): written-out
         /// steps and the first of each repetition.
         pub(super) fn entry(&self, k: usize) -> bool {
-            !self.looped() || k < self.start || k >= self.end || (k - self.start).is_multiple_of(self.period)
+            self.at(k).is_none_or(|l| (k - l.start).is_multiple_of(l.period))
         }
 
         /// Whether the backward solve may be entered at row `k`: written-out
         /// rows and the last of each repetition.
         pub(super) fn top(&self, k: usize) -> bool {
-            !self.looped() || k < self.start || k >= self.end || (k + 1 - self.start).is_multiple_of(self.period)
+            self.at(k).is_none_or(|l| (k + 1 - l.start).is_multiple_of(l.period))
         }
 
-        /// Where the repetition holding step `k` begins.
-        pub(super) fn repetition(&self, k: usize) -> usize {
-            self.start + (k - self.start) / self.period * self.period
+        /// The steps of the repetition holding step `k` (`k` alone where
+        /// it is written out).
+        pub(super) fn repetition(&self, k: usize) -> std::ops::Range<usize> {
+            match self.at(k) {
+                Some(l) => {
+                    let first = l.start + (k - l.start) / l.period * l.period;
+                    first..first + l.period
+                }
+                None => k..k + 1,
+            }
         }
     }
 
@@ -590,28 +630,28 @@ mod x64 {
     }
 
     /// Where a step's code is: written out at step `k` (its entries at
-    /// their indices from `rdi`, `rsi`), or step `j` of the loop (from
-    /// `r8`, `r10`, the step index `r9 + j`).
+    /// their indices from `rdi`, `rsi`), or step `j` of the loop from step
+    /// `start` (from `r8`, `r10`, the step index `r9 + j`).
     #[derive(Clone, Copy)]
     enum At {
         Out(usize),
-        Loop(usize),
+        Loop(usize, usize),
     }
 
     impl At {
         fn bases(self) -> (u8, u8) {
             match self {
                 At::Out(_) => (AB, V),
-                At::Loop(_) => (R8, R10),
+                At::Loop(..) => (R8, R10),
             }
         }
 
         /// The step's row as its code names it: its own, or the first
         /// repetition's (`r10` and `r8` move on).
-        fn row(self, layout: Layout) -> usize {
+        fn row(self) -> usize {
             match self {
                 At::Out(k) => k,
-                At::Loop(j) => layout.start + j,
+                At::Loop(start, j) => start + j,
             }
         }
 
@@ -620,7 +660,7 @@ mod x64 {
         fn check(self, a: &mut Asm, reg: u8, cc: Option<u8>, label: usize) {
             match self {
                 At::Out(k) => a.cmp(reg, k),
-                At::Loop(j) => {
+                At::Loop(_, j) => {
                     a.step_index(j);
                     a.cmp_rax(reg);
                 }
@@ -632,7 +672,7 @@ mod x64 {
     /// `fn(ab, v, from, limit, tiny, keep) -> the step stopped before`:
     /// steps `from .. limit` (`from < limit ≤ n`, `from` an entry of
     /// `layout`), each applying its forward substitution to `v` too.
-    pub(super) fn factor(plan: &LuPlan, layout: Layout, fused: bool) -> Vec<u8> {
+    pub(super) fn factor(plan: &LuPlan, layout: &Layout, fused: bool) -> Vec<u8> {
         let mut a = Asm::default();
         let n = plan.steps.len();
         a.rr(MOVAPD, TINY, 0);
@@ -641,28 +681,31 @@ mod x64 {
         a.constant(ONE, 1f64.to_bits());
         let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
         let stops: Vec<usize> = (0..n).map(|_| a.label()).collect();
-        let (refuse, ret_rax, body) = (a.label(), a.label(), a.label());
+        let (refuse, ret_rax) = (a.label(), a.label());
+        let bodies: Vec<usize> = layout.loops.iter().map(|_| a.label()).collect();
         let entries = entries(&mut a, layout, &labels, refuse, Layout::entry);
         a.dispatch(RDX, entries.iter().map(|e| e.0).collect());
-        for k in 0..layout.start.min(n) {
-            a.bind(labels[k]);
-            factor_step(&mut a, plan, layout, fused, k, At::Out(k), stops[k]);
-        }
-        if layout.looped() {
-            loop_pointers(&mut a, layout, 0);
-            a.bind(body);
-            for j in 0..layout.period {
-                factor_step(&mut a, plan, layout, fused, layout.start + j, At::Loop(j), ret_rax);
+        let mut k = 0;
+        for (l, &body) in layout.loops.iter().zip(&bodies) {
+            for k in k..l.start {
+                a.bind(labels[k]);
+                factor_step(&mut a, plan, fused, k, At::Out(k), stops[k]);
             }
-            a.imm(ADD, R8, 8 * layout.shift);
-            a.imm(ADD, R10, 8 * layout.period);
-            a.imm(ADD, R9, layout.period);
-            a.imm(CMP, R9, layout.end);
+            loop_pointers(&mut a, l, 0);
+            a.bind(body);
+            for j in 0..l.period {
+                factor_step(&mut a, plan, fused, l.start + j, At::Loop(l.start, j), ret_rax);
+            }
+            a.imm(ADD, R8, 8 * l.shift);
+            a.imm(ADD, R10, 8 * l.period);
+            a.imm(ADD, R9, l.period);
+            a.imm(CMP, R9, l.end);
             a.jump(JB, body);
+            k = l.end;
         }
-        for k in layout.end.max(layout.start)..n {
+        for k in k..n {
             a.bind(labels[k]);
-            factor_step(&mut a, plan, layout, fused, k, At::Out(k), stops[k]);
+            factor_step(&mut a, plan, fused, k, At::Out(k), stops[k]);
         }
         a.ret(n);
         for (k, &stop) in stops.iter().enumerate() {
@@ -674,69 +717,75 @@ mod x64 {
         a.bind(refuse);
         a.mov(0, RDX);
         a.code.push(0xC3);
-        repetition_stubs(&mut a, layout, &entries, body, false);
+        repetition_stubs(&mut a, layout, &entries, &bodies, false);
         a.finish()
     }
 
-    /// The loop's pointers and index at repetition `i`: `r8 = rdi + 8 ·
+    /// A loop's pointers and index at repetition `i`: `r8 = rdi + 8 ·
     /// shift · i`, `r10 = rsi + 8 · period · i` (`lea`), `r9 = start +
     /// period · i`.
-    fn loop_pointers(a: &mut Asm, layout: Layout, i: usize) {
+    fn loop_pointers(a: &mut Asm, l: &Loop, i: usize) {
         a.code.extend([0x4C, 0x8D, 0x87]);
-        a.code.extend(((8 * layout.shift * i) as u32).to_le_bytes());
+        a.code.extend(((8 * l.shift * i) as u32).to_le_bytes());
         a.code.extend([0x4C, 0x8D, 0x96]);
-        a.code.extend(((8 * layout.period * i) as u32).to_le_bytes());
+        a.code.extend(((8 * l.period * i) as u32).to_le_bytes());
         a.code.extend([0x49, 0xC7, 0xC1]);
-        a.code.extend(((layout.start + layout.period * i) as u32).to_le_bytes());
+        a.code.extend(((l.start + l.period * i) as u32).to_le_bytes());
     }
 
     /// The dispatch table's targets: each written-out step's label in
     /// `written`, a stub for each repetition at the step where `enters`
-    /// (`(label, Some(repetition))`), `refuse` elsewhere.
+    /// (`(label, Some((loop, repetition)))`), `refuse` elsewhere.
     fn entries(
         a: &mut Asm,
-        layout: Layout,
+        layout: &Layout,
         written: &[usize],
         refuse: usize,
         enters: fn(&Layout, usize) -> bool,
-    ) -> Vec<(usize, Option<usize>)> {
+    ) -> Vec<(usize, Option<(usize, usize)>)> {
         (0..written.len())
-            .map(|k| {
-                if k < layout.start || k >= layout.end {
-                    (written[k], None)
-                } else if enters(&layout, k) {
-                    (a.label(), Some((k - layout.start) / layout.period))
-                } else {
-                    (refuse, None)
+            .map(|k| match layout.loops.iter().position(|l| l.holds(k)) {
+                None => (written[k], None),
+                Some(i) if enters(layout, k) => {
+                    let l = &layout.loops[i];
+                    (a.label(), Some((i, (k - l.start) / l.period)))
                 }
+                Some(_) => (refuse, None),
             })
             .collect()
     }
 
-    /// The stubs that enter repetition `i` at its first step (forward) or
-    /// its last (backward, `top`): the loop's pointers and index set, and
-    /// for the backward solve the next row's value loaded.
-    fn repetition_stubs(a: &mut Asm, layout: Layout, entries: &[(usize, Option<usize>)], body: usize, top: bool) {
+    /// The stubs that enter a loop's repetition `i` at its first step
+    /// (forward) or its last (backward, `top`): the loop's pointers and
+    /// index set, and for the backward solve the next row's value loaded.
+    fn repetition_stubs(
+        a: &mut Asm,
+        layout: &Layout,
+        entries: &[(usize, Option<(usize, usize)>)],
+        bodies: &[usize],
+        top: bool,
+    ) {
         let n = entries.len();
-        for &(label, repetition) in entries {
-            let Some(i) = repetition else { continue };
+        for &(label, at) in entries {
+            let Some((l, i)) = at else { continue };
+            let lp = &layout.loops[l];
             a.bind(label);
-            loop_pointers(a, layout, i);
-            let row = layout.start + layout.period * (i + 1);
+            loop_pointers(a, lp, i);
+            let row = lp.start + lp.period * (i + 1);
             if top && row < n {
                 a.rm(MOVSD_LOAD, NEXT, V, row);
             }
-            a.jump(None, body);
+            a.jump(None, bodies[l]);
         }
     }
 
     /// Step `k` of the factorization, its code at `at`; a refused step
     /// jumps to `stop` (with `rax` = its index in a loop).
-    fn factor_step(a: &mut Asm, plan: &LuPlan, layout: Layout, fused: bool, k: usize, at: At, stop: usize) {
+    fn factor_step(a: &mut Asm, plan: &LuPlan, fused: bool, k: usize, at: At, stop: usize) {
         let s = &plan.steps[k];
         let stride = plan.stride;
         let (base, v) = at.bases();
-        let row = at.row(layout);
+        let row = at.row();
         let d = s.diagonal;
         at.check(a, RCX, JBE, stop);
         // big = fold of |a(k + o, k)|: `maxsd a, big` is `a > big ? a : big`.
@@ -857,11 +906,12 @@ mod x64 {
 
     /// `fn(ab, v, from, upto)`: the forward substitution through steps
     /// `from .. upto` (`from < upto ≤ n`, `from` an entry of `layout`).
-    pub(super) fn forward(plan: &LuPlan, layout: Layout) -> Vec<u8> {
+    pub(super) fn forward(plan: &LuPlan, layout: &Layout) -> Vec<u8> {
         let mut a = Asm::default();
         let n = plan.steps.len();
         let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
-        let (end, refuse, body) = (a.label(), a.label(), a.label());
+        let (end, refuse) = (a.label(), a.label());
+        let bodies: Vec<usize> = layout.loops.iter().map(|_| a.label()).collect();
         let entries = entries(&mut a, layout, &labels, refuse, Layout::entry);
         a.dispatch(RDX, entries.iter().map(|e| e.0).collect());
         let mut stubs = Vec::new();
@@ -869,7 +919,7 @@ mod x64 {
         let step = |a: &mut Asm, k: usize, at: At, handed: &mut bool| {
             let s = &plan.steps[k];
             let (ab, v) = at.bases();
-            let row = at.row(layout);
+            let row = at.row();
             at.check(a, RCX, JBE, end);
             let p = s.pivot as usize;
             if p != 0 {
@@ -922,24 +972,26 @@ mod x64 {
             }
             step(a, k, At::Out(k), handed);
         };
-        for k in 0..layout.start.min(n) {
-            out(&mut a, k, &mut handed);
-        }
-        if layout.looped() {
-            loop_pointers(&mut a, layout, 0);
+        let mut k = 0;
+        for (l, &body) in layout.loops.iter().zip(&bodies) {
+            for k in k..l.start {
+                out(&mut a, k, &mut handed);
+            }
+            loop_pointers(&mut a, l, 0);
             a.bind(body);
             // The first step of a repetition takes v[k] from memory.
             handed = false;
-            for j in 0..layout.period {
-                step(&mut a, layout.start + j, At::Loop(j), &mut handed);
+            for j in 0..l.period {
+                step(&mut a, l.start + j, At::Loop(l.start, j), &mut handed);
             }
-            a.imm(ADD, R8, 8 * layout.shift);
-            a.imm(ADD, R10, 8 * layout.period);
-            a.imm(ADD, R9, layout.period);
-            a.imm(CMP, R9, layout.end);
+            a.imm(ADD, R8, 8 * l.shift);
+            a.imm(ADD, R10, 8 * l.period);
+            a.imm(ADD, R9, l.period);
+            a.imm(CMP, R9, l.end);
             a.jump(JB, body);
+            k = l.end;
         }
-        for k in layout.end.max(layout.start)..n {
+        for k in k..n {
             out(&mut a, k, &mut handed);
         }
         a.bind(end);
@@ -955,18 +1007,19 @@ mod x64 {
             a.rm(MOVSD_LOAD, NEXT, V, k);
             a.jump(None, inside);
         }
-        repetition_stubs(&mut a, layout, &entries, body, false);
+        repetition_stubs(&mut a, layout, &entries, &bodies, false);
         a.finish()
     }
 
     /// `fn(ab, v, lo, top)`: the backward substitution of rows `top` down
     /// to `lo` (`lo ≤ top < n`, `top` a top of `layout`; the rows after it
     /// substituted already).
-    pub(super) fn backward(plan: &LuPlan, layout: Layout) -> Vec<u8> {
+    pub(super) fn backward(plan: &LuPlan, layout: &Layout) -> Vec<u8> {
         let mut a = Asm::default();
         let stride = plan.stride;
         let n = plan.steps.len();
-        let (end, refuse, body) = (a.label(), a.label(), a.label());
+        let (end, refuse) = (a.label(), a.label());
+        let bodies: Vec<usize> = layout.loops.iter().map(|_| a.label()).collect();
         let labels: Vec<usize> = (0..n).map(|_| a.label()).collect();
         // Tops: written-out rows (through a stub that loads the next row's
         // value) and the last row of each repetition.
@@ -976,7 +1029,7 @@ mod x64 {
         let row = |a: &mut Asm, k: usize, at: At, handed: bool| {
             let s = &plan.steps[k];
             let (ab, v) = at.bases();
-            let r = at.row(layout);
+            let r = at.row();
             at.check(a, RDX, JA, end);
             a.rm(MOVSD_LOAD, 1, v, r);
             for &c in &s.upper {
@@ -992,26 +1045,28 @@ mod x64 {
             a.rm(MOVSD_STORE, 1, v, r);
             a.rr(MOVAPD, NEXT, 1);
         };
-        for k in (layout.end.max(layout.start)..n).rev() {
-            a.bind(labels[k]);
-            row(&mut a, k, At::Out(k), true);
-        }
-        if layout.looped() {
-            loop_pointers(&mut a, layout, (layout.end - layout.start) / layout.period - 1);
-            a.bind(body);
-            for j in (0..layout.period).rev() {
-                row(&mut a, layout.start + j, At::Loop(j), true);
+        let mut k = n;
+        for (l, &body) in layout.loops.iter().zip(&bodies).rev() {
+            for k in (l.end..k).rev() {
+                a.bind(labels[k]);
+                row(&mut a, k, At::Out(k), true);
             }
-            a.imm(SUB, R8, 8 * layout.shift);
-            a.imm(SUB, R10, 8 * layout.period);
-            a.imm(SUB, R9, layout.period);
-            a.imm(CMP, R9, layout.start);
+            loop_pointers(&mut a, l, l.repetitions() - 1);
+            a.bind(body);
+            for j in (0..l.period).rev() {
+                row(&mut a, l.start + j, At::Loop(l.start, j), true);
+            }
+            a.imm(SUB, R8, 8 * l.shift);
+            a.imm(SUB, R10, 8 * l.period);
+            a.imm(SUB, R9, l.period);
+            a.imm(CMP, R9, l.start);
             // Signed: the index may go below zero when the loop starts at 0.
             a.code.extend([0x0F, 0x8D]);
             a.jumps.push((a.code.len(), body));
             a.code.extend([0; 4]);
+            k = l.start;
         }
-        for k in (0..layout.start.min(n)).rev() {
+        for k in (0..k).rev() {
             a.bind(labels[k]);
             row(&mut a, k, At::Out(k), true);
         }
@@ -1020,7 +1075,7 @@ mod x64 {
         a.bind(refuse);
         a.code.push(0xC3);
         for k in 0..n {
-            if k < layout.start || k >= layout.end {
+            if layout.at(k).is_none() {
                 a.bind(stubs[k]);
                 if k + 1 < n {
                     a.rm(MOVSD_LOAD, NEXT, V, k + 1);
@@ -1028,7 +1083,7 @@ mod x64 {
                 a.jump(None, labels[k]);
             }
         }
-        repetition_stubs(&mut a, layout, &entries, body, true);
+        repetition_stubs(&mut a, layout, &entries, &bodies, true);
         a.finish()
     }
 }
@@ -1086,9 +1141,9 @@ mod tests {
     }
 
     /// A diagonally dominant band whose plan pivots on the row below at
-    /// every `period`-th step: its steps repeat with that period but for
-    /// the last ones (the band narrows), so its code loops.
-    fn periodic(n: usize, kl: usize, ku: usize, period: usize) -> (Vec<f64>, LuPlan) {
+    /// the steps `pivots` picks: where they repeat with a period but for
+    /// the last ones (the band narrows), its code loops.
+    fn pivoting(n: usize, kl: usize, ku: usize, pivots: impl Fn(usize) -> bool) -> (Vec<f64>, LuPlan) {
         let (mut ab, mut plan) = band(n, kl, ku, 7);
         let ld = 2 * kl + ku + 1;
         for k in 0..n {
@@ -1096,7 +1151,7 @@ mod tests {
         }
         for (k, s) in plan.steps.iter_mut().enumerate() {
             let cols = (kl + ku).min(n - 1 - k);
-            s.pivot = u16::from(k % period == 1 && k + 1 < n);
+            s.pivot = u16::from(pivots(k) && k + 1 < n);
             s.swaps = if s.pivot == 0 {
                 vec![]
             } else {
@@ -1104,6 +1159,22 @@ mod tests {
             };
         }
         (ab, plan)
+    }
+
+    /// Pivots at every `period`-th step: one loop.
+    fn periodic(n: usize, kl: usize, ku: usize, period: usize) -> (Vec<f64>, LuPlan) {
+        pivoting(n, kl, ku, |k| k % period == 1)
+    }
+
+    /// Blocks of `period` steps (a chain's links) of the kinds `kinds`
+    /// names, kind `c` pivoting at the block's step `c` (none for kind 0),
+    /// as links of a long chain pivot alike in runs.
+    fn mosaic(kl: usize, ku: usize, period: usize, kinds: &[usize]) -> (Vec<f64>, LuPlan) {
+        let n = period * kinds.len();
+        pivoting(n, kl, ku, |k| {
+            let c = kinds[k / period];
+            c > 0 && k % period == c
+        })
     }
 
     fn bits(x: &[f64]) -> Vec<u64> {
@@ -1164,7 +1235,7 @@ mod tests {
         }
     }
 
-    /// Steps that repeat are one loop: the code, entered and left at any
+    /// Steps that repeat are loops: the code, entered and left at any
     /// step (the reference taking the steps of a repetition it cannot be
     /// entered at), gives the reference's bits.
     #[test]
@@ -1176,48 +1247,111 @@ mod tests {
             let (ab, plan) = periodic(n, kl, ku, period);
             let layout = x64::Layout::of(&plan);
             assert!(
-                layout.period >= 1 && layout.end - layout.start >= 3 * layout.period,
+                layout.loops.iter().any(|l| l.end - l.start >= 3 * l.period),
                 "{layout:?}"
             );
-            let code = LuCode::compile(&plan).unwrap();
-            let (tiny, keep) = (1e-300, 1e-3);
-            let mut want = ab.clone();
-            assert_eq!(plan.factor(&mut want, 0, n, tiny, keep), n);
-            for cuts in [vec![], vec![1], vec![n / 2 + 1, n / 2 + 2], vec![7, 13, n - 2]] {
-                let mut got = ab.clone();
-                let mut from = 0;
-                for &to in cuts.iter().chain([&n]) {
-                    assert_eq!(code.factor(&mut got, from, to, tiny, keep), to, "{cuts:?}");
-                    from = to;
-                }
-                assert_eq!(bits(&got), bits(&want), "n = {n}, cuts {cuts:?}");
-                let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
-                let mut x = b.clone();
-                plan.forward(&want, &mut x, 0, n);
-                plan.backward(&want, &mut x, 0, n);
-                // The solve in runs (forward in order, backward in reverse).
-                let mut y = b.clone();
-                let runs: Vec<usize> = [0].into_iter().chain(cuts.iter().copied()).chain([n]).collect();
-                for w in runs.windows(2) {
-                    assert!(code.forward(&got, &mut y, w[0], w[1]));
-                }
-                for w in runs.windows(2).rev() {
-                    assert!(code.backward(&got, &mut y, w[0], w[1]));
-                }
-                assert_eq!(bits(&y), bits(&x), "n = {n}, cuts {cuts:?}");
-                // Factored and forward-substituted at once, in the same runs.
-                let (mut fused, mut f) = (ab.clone(), b.clone());
-                for w in runs.windows(2) {
-                    assert_eq!(
-                        code.factor_forward(&mut fused, Some(&mut f), w[0], w[1], tiny, keep),
-                        w[1]
-                    );
-                }
-                assert_eq!(bits(&fused), bits(&want), "n = {n}, cuts {cuts:?}");
-                if cuts.iter().all(|&c| layout.entry(c)) {
-                    assert!(code.backward(&fused, &mut f, 0, n));
-                    assert_eq!(bits(&f), bits(&x), "n = {n}, cuts {cuts:?}");
-                }
+            agrees_in_runs(
+                &ab,
+                &plan,
+                &layout,
+                &[vec![], vec![1], vec![n / 2 + 1, n / 2 + 2], vec![7, 13, n - 2]],
+            );
+        }
+    }
+
+    /// Blocks that pivot alike in runs, as a long chain's links do: a loop
+    /// for each run of three or more, the code the reference's bits
+    /// entered anywhere, inside a loop, between two, at a run's edge.
+    #[test]
+    fn a_mosaic_of_pivots_is_several_loops() {
+        if !LU_COMPILED {
+            return;
+        }
+        let kinds = [0, 0, 0, 0, 2, 2, 2, 2, 2, 1, 0, 0, 0, 3, 3, 3, 2, 2, 2, 2, 0, 0];
+        let (kl, ku, period) = (3, 4, 5);
+        let (ab, plan) = mosaic(kl, ku, period, &kinds);
+        let n = plan.steps.len();
+        let layout = x64::Layout::of(&plan);
+        let loops = &layout.loops;
+        assert!(loops.len() >= 4, "{layout:?}");
+        for (l, next) in loops.iter().zip(loops.iter().skip(1)) {
+            assert!(l.start < l.end && l.end <= next.start, "{layout:?}");
+        }
+        for l in loops {
+            assert!(l.repetitions() >= 3 && (l.end - l.start) % l.period == 0, "{l:?}");
+            // A loop's repetitions are alike: same operations, one shift.
+            let steps = &plan.steps;
+            for k in l.start..l.end - l.period {
+                let (a, b) = (&steps[k], &steps[k + l.period]);
+                assert_eq!(
+                    (a.pivot, &a.swaps, &a.upper),
+                    (b.pivot, &b.swaps, &b.upper),
+                    "{l:?} at {k}"
+                );
+                assert_eq!(b.diagonal - a.diagonal, l.shift);
+            }
+        }
+        // Most steps are looped: each run's blocks but its first.
+        let written = n - loops.iter().map(|l| l.end - l.start - l.period).sum::<usize>();
+        assert!(written <= n / 2, "{written} of {n} written out: {layout:?}");
+        let inside = loops[1].start + loops[1].period + 2;
+        let between = loops[0].end;
+        agrees_in_runs(
+            &ab,
+            &plan,
+            &layout,
+            &[
+                vec![],
+                vec![inside],
+                vec![between, inside + 3],
+                vec![3, 21, 22, 48, n - 7, n - 1],
+            ],
+        );
+    }
+
+    /// The compiled code in runs cut at `cuts` against the reference,
+    /// bit for bit: the factorization, the two substitutions, and the two
+    /// fused.
+    fn agrees_in_runs(ab: &[f64], plan: &LuPlan, layout: &x64::Layout, cuts: &[Vec<usize>]) {
+        let n = plan.steps.len();
+        let code = LuCode::compile(plan).unwrap();
+        let (tiny, keep) = (1e-300, 1e-3);
+        let mut want = ab.to_vec();
+        assert_eq!(plan.factor(&mut want, 0, n, tiny, keep), n);
+        for cuts in cuts {
+            let mut got = ab.to_vec();
+            let mut from = 0;
+            for &to in cuts.iter().chain([&n]) {
+                assert_eq!(code.factor(&mut got, from, to, tiny, keep), to, "{cuts:?}");
+                from = to;
+            }
+            assert_eq!(bits(&got), bits(&want), "n = {n}, cuts {cuts:?}");
+            let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+            let mut x = b.clone();
+            plan.forward(&want, &mut x, 0, n);
+            plan.backward(&want, &mut x, 0, n);
+            // The solve in runs (forward in order, backward in reverse).
+            let mut y = b.clone();
+            let runs: Vec<usize> = [0].into_iter().chain(cuts.iter().copied()).chain([n]).collect();
+            for w in runs.windows(2) {
+                assert!(code.forward(&got, &mut y, w[0], w[1]));
+            }
+            for w in runs.windows(2).rev() {
+                assert!(code.backward(&got, &mut y, w[0], w[1]));
+            }
+            assert_eq!(bits(&y), bits(&x), "n = {n}, cuts {cuts:?}");
+            // Factored and forward-substituted at once, in the same runs.
+            let (mut fused, mut f) = (ab.to_vec(), b.clone());
+            for w in runs.windows(2) {
+                assert_eq!(
+                    code.factor_forward(&mut fused, Some(&mut f), w[0], w[1], tiny, keep),
+                    w[1]
+                );
+            }
+            assert_eq!(bits(&fused), bits(&want), "n = {n}, cuts {cuts:?}");
+            if cuts.iter().all(|&c| layout.entry(c)) {
+                assert!(code.backward(&fused, &mut f, 0, n));
+                assert_eq!(bits(&f), bits(&x), "n = {n}, cuts {cuts:?}");
             }
         }
     }
