@@ -14,6 +14,9 @@
 //! stepper per size kept across rounds, as `examples/speed.rs` times them); `UNKNOWNS=1` lists the unknowns in order; `TABLEAU=keep|substitute` overrides the
 //! choice of a sparse tableau (default by size); `INITIAL` names the model's
 //! initial state (default `tilted`, `sway` with `STEPS=speed`).
+//! `KERNEL=1` instead times the residual-and-Jacobian kernel alone, per
+//! size (ns per call and per operation): what the kernel costs apart
+//! from the LU and the driver.
 
 use std::time::Instant;
 
@@ -96,6 +99,12 @@ fn main() -> Result<(), Boxed> {
         );
         return Ok(());
     }
+    if std::env::var_os("KERNEL").is_some() {
+        for (sys, &n) in systems.iter().zip(&sizes) {
+            kernel_time(sys, n, h, &init)?;
+        }
+        return Ok(());
+    }
     let mut samples = vec![Vec::new(); sizes.len()];
     let mut stats = vec![(0.0, 0.0); sizes.len()];
     let mut cpu = vec![Vec::new(); sizes.len()];
@@ -165,6 +174,41 @@ fn main() -> Result<(), Boxed> {
     if let (Some(a), Some(b)) = (exponent(&per_iteration), exponent(&stats_points(&sizes, &stats))) {
         println!("exponent over N ≥ 16 of the time per Newton iteration: {a:.2}; of the iterations per step: {b:.2}");
     }
+    Ok(())
+}
+
+/// Times the residual-and-Jacobian kernel at the predictor of the state
+/// `init`, in rounds, and prints the median per call and per operation.
+fn kernel_time(sys: &hamel_load::System, n: usize, h: f64, init: &str) -> Result<(), Boxed> {
+    use nalgebra::DVector;
+    let s = sys.initial(init)?;
+    let (_, xd) = sys.dims();
+    let mut x = DVector::zeros(xd.0);
+    let zeros = x.clone();
+    sys.predict(h, &[], &s.z, &zeros, &mut x);
+    let mut r = DVector::zeros(xd.0);
+    let Some(pattern) = sys.jacobian_pattern() else {
+        println!("N = {n:>3}: no sparse pattern");
+        return Ok(());
+    };
+    let mut values = vec![0.0; pattern.len()];
+    let ops = sys.kernel_ops().map_or(0, |o| o.1);
+    let reps = (2_000_000 / ops.max(1)).max(10);
+    let mut rounds = Vec::new();
+    for _ in 0..9 {
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            sys.residual_jacobian_pattern(h, &[], &s.z, &x, &mut r, &mut values);
+            std::hint::black_box(&values);
+        }
+        rounds.push(t0.elapsed().as_nanos() as f64 / reps as f64);
+    }
+    rounds.sort_by(f64::total_cmp);
+    let med = rounds[rounds.len() / 2];
+    println!(
+        "N = {n:>3}: residual+Jacobian {med:>9.0} ns per call, {:.3} ns per operation ({ops} operations)",
+        med / ops.max(1) as f64
+    );
     Ok(())
 }
 
