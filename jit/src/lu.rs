@@ -496,7 +496,7 @@ mod x64 {
     /// Several loops, not one: a chain's links pivot alike only in runs.
     /// The threshold rule picks a link's pivot rows by its values, so the
     /// 128-link director chain from `sway` (links within 0.5 rad of the
-    /// vertical in an S) has three kinds of link in runs of 2 to 23, and a
+    /// vertical in an S) has four kinds of link in runs of 2 to 23, and a
     /// single loop held 23 of its 128 links: the rest, written out, made a
     /// factorization's code 1.2 MB, beyond the core's caches. As 14 loops
     /// (1240 of its 1280 steps) it is 120 kB, the 16-link chain's 26 kB,
@@ -564,10 +564,15 @@ mod x64 {
             best
         }
 
+        /// The index of the loop holding step `k`, if any.
+        fn index_at(&self, k: usize) -> Option<usize> {
+            let i = self.loops.partition_point(|l| l.end <= k);
+            self.loops.get(i).filter(|l| l.holds(k)).map(|_| i)
+        }
+
         /// The loop holding step `k`, if any.
         fn at(&self, k: usize) -> Option<&Loop> {
-            let i = self.loops.partition_point(|l| l.end <= k);
-            self.loops.get(i).filter(|l| l.holds(k))
+            self.index_at(k).map(|i| &self.loops[i])
         }
 
         /// Whether code may be entered at step `k` (forward): written-out
@@ -745,7 +750,7 @@ mod x64 {
         enters: fn(&Layout, usize) -> bool,
     ) -> Vec<(usize, Option<(usize, usize)>)> {
         (0..written.len())
-            .map(|k| match layout.loops.iter().position(|l| l.holds(k)) {
+            .map(|k| match layout.index_at(k) {
                 None => (written[k], None),
                 Some(i) if enters(layout, k) => {
                     let l = &layout.loops[i];
