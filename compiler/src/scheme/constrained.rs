@@ -3,7 +3,7 @@
 //! matrix, a potential and holonomic constraints with their derivatives.
 
 use crate::model::Model;
-use crate::sym::{gradient, jacobian, linsolve, Id};
+use crate::sym::{gradient, hessian, jacobian, linsolve, Id};
 
 use super::step::Draft;
 use super::SchemeError;
@@ -49,7 +49,7 @@ pub fn analyse(model: &mut Model, name: &str) -> Result<ConstantMass, SchemeErro
     let l = model.lagrangian;
     let g = &mut model.graph;
     let p = gradient(g, l, &v);
-    let m = jacobian(g, &p, &v);
+    let m = hessian(g, &p, &v);
     let zero = g.constant(0.0);
     let zeros = vec![zero; v.len()];
     let map: crate::sym::SubstMap = v.iter().copied().zip(zeros.iter().copied()).collect();
@@ -87,7 +87,7 @@ pub fn not_constant_mass(model: &mut Model) -> Option<String> {
     let l = model.lagrangian;
     let g = &mut model.graph;
     let p = gradient(g, l, &v);
-    let m = jacobian(g, &p, &v);
+    let m = hessian(g, &p, &v);
     let moving: Vec<Id> = q.iter().chain(&v).copied().chain([model.time]).collect();
     // One walk for the whole matrix; an entry by entry search only to name
     // the one that moves (a walk per entry, each with a flag per node of

@@ -11,7 +11,7 @@
 
 use crate::model::Model;
 use crate::sym::vector::midpoint;
-use crate::sym::{gradient, jacobian, Graph, Id};
+use crate::sym::{gradient, hessian, jacobian, symmetric_jacobian, Graph, Id};
 
 use super::frame::Frame;
 use super::mechanics::Mechanics;
@@ -139,7 +139,7 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E).
     let metric = eqs.observation.metric.take().or_else(|| {
         let v = &step.v;
-        g.degree_at_most(&mech.p, v, 1).then(|| jacobian(&mut g, &mech.p, v))
+        g.degree_at_most(&mech.p, v, 1).then(|| hessian(&mut g, &mech.p, v))
     });
     let mut draft = step.draft(kin, eqs, predictor);
     draft.kinetic_metric = metric;
@@ -399,8 +399,9 @@ impl<'a> Step<'a> {
         let momenta: Vec<Id> = kept.iter().map(|&a| self.mech.p[a]).collect();
         check_affine_momenta(g, &momenta, &self.v)?;
         // One derivative per velocity across the momenta, which share most
-        // of their terms (a chain's couple every link).
-        let hess = jacobian(g, &momenta, &self.v);
+        // of their terms (a chain's couple every link); `∂p_a/∂ξ_b` and
+        // `∂p_b/∂ξ_a` are one derivative of the Lagrangian.
+        let hess = symmetric_jacobian(g, &momenta, &self.v, kept);
         let zeros = vec![zero; m];
         let mut matrix = Vec::new();
         let mut rhs = Vec::new();

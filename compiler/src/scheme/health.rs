@@ -7,7 +7,7 @@
 //! moves the configuration. What the values mean is the runtime's
 //! (`hamel_runtime::health`); here they are only derived.
 
-use crate::sym::{gradient, jacobian, Id};
+use crate::sym::{gradient, hessian, Id};
 
 use super::step::{InvariantKind, StepSystem};
 
@@ -60,7 +60,7 @@ impl StepSystem {
             // One derivative per velocity across the rows, which share most
             // of their terms (a chain's metric couples every link).
             let grads = gradient(g, e, &v);
-            rows = jacobian(g, &grads, &v);
+            rows = hessian(g, &grads, &v);
         }
         if g.depends_on_any(&rows.concat(), &timed) {
             rows.clear();

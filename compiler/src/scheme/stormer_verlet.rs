@@ -9,7 +9,7 @@
 
 use crate::model::Model;
 use crate::sym::vector::{axpy, dot, matmul, matvec, matvec_t, transpose};
-use crate::sym::{gradient, jacobian, Graph, Id};
+use crate::sym::{gradient, hessian, jacobian, Graph, Id};
 
 use super::constrained::{analyse, coordinate_names, ConstantMass, MomentumStep};
 use super::mechanics::Mechanics;
@@ -63,7 +63,7 @@ fn legendre_observation(
     zp: &[Id],
 ) -> (Vec<Vec<Id>>, Vec<Id>) {
     let (q, v) = (model.q_syms(), model.v_syms());
-    let m = jacobian(g, &mech.p, &v);
+    let m = hessian(g, &mech.p, &v);
     let zero = g.constant(0.0);
     let zeros = vec![zero; v.len()];
     let mq = m.iter().map(|row| at(g, row, &q, zq, &v, &zeros)).collect();
