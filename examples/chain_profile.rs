@@ -50,11 +50,13 @@ fn main() -> Result<(), Boxed> {
         let compile_s = t0.elapsed().as_secs_f64();
         let c = sys.compiled();
         println!(
-            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}, compiled in {compile_s:.1} s",
+            "N = {n:>3}: {} unknowns, band {:?}, state {}, kernel ops (residual, residual+Jacobian) {:?}{}, compiled in {compile_s:.1} s",
             c.unknowns.len(),
             c.band,
             c.state.len(),
-            sys.kernel_ops()
+            sys.kernel_ops(),
+            sys.jacobian_loop()
+                .map_or(String::new(), |(k, len)| format!(" (a loop of {k} × {len})"))
         );
         if std::env::var_os("UNKNOWNS").is_some() {
             println!("  unknowns in order: {}", c.unknowns.join(" "));

@@ -14,10 +14,10 @@ use crate::{err, func_symbol, Direct, JitError, OutputArray, Passed};
 
 /// The host functions compiled code calls, declared in the module.
 pub(crate) struct Imports {
-    powi: FuncId,
-    powf: FuncId,
-    atan2: FuncId,
-    elementary: Vec<(Func, FuncId)>,
+    pub(crate) powi: FuncId,
+    pub(crate) powf: FuncId,
+    pub(crate) atan2: FuncId,
+    pub(crate) elementary: Vec<(Func, FuncId)>,
 }
 
 impl Imports {

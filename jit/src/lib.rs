@@ -21,13 +21,14 @@ mod codegen;
 mod ir;
 mod kept;
 mod lu;
+mod rolled;
 
 use codegen::{compile_all, host_isa};
 use cranelift_codegen::ir::AbiParam;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
-use hamel_kernel::{Func, Outputs, Partition, Program};
+use hamel_kernel::{Func, Outputs, Partition, Program, Rolled};
 use ir::{calls_in_order, direct_calls_in_order, Imports, Part};
 pub use lu::{LuCode, LU_COMPILED};
 
@@ -158,6 +159,9 @@ pub struct JitCode {
     direct: Vec<unsafe extern "C" fn()>,
     /// per function: argument array lengths, output array lengths
     shapes: Vec<(Vec<usize>, Vec<usize>)>,
+    /// per function: the iterations and body length of the loop it runs
+    /// as, where it runs as one
+    loops: Vec<Option<(usize, usize)>>,
     /// scratch values per function
     scratch: Vec<usize>,
 }
@@ -277,28 +281,32 @@ impl JitCode {
     /// banded Jacobian written into a dense matrix whose other entries stay
     /// zero, at the cost of the band instead of the whole matrix.
     pub fn compile_placed(programs: &[(&Program, &[usize], &[OutputArray])]) -> Result<JitCode, JitError> {
-        Self::compile_on(programs, &[], None, Code::Compile { keep: false }).map(|(code, _)| code)
+        Self::compile_on(programs, &[], &[], None, Code::Compile { keep: false }).map(|(code, _)| code)
     }
 
     /// [`JitCode::compile_keeping`] (without keeping where `keep` is false),
     /// with the direct entries `direct` besides (see
-    /// [`JitCode::direct_entry`]).
+    /// [`JitCode::direct_entry`]), and program `k` run as the loop
+    /// `rolled[k]` plans where it has a plan (see [`Rolled`]; a program with
+    /// a direct entry keeps its straight-line code).
     pub fn compile_direct(
         programs: &[(&Program, &[usize], &[OutputArray])],
         direct: &[Direct],
+        rolled: &[Option<&Rolled>],
         keep: bool,
     ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
-        Self::compile_on(programs, direct, None, Code::Compile { keep })
+        Self::compile_on(programs, direct, rolled, None, Code::Compile { keep })
     }
 
     /// [`JitCode::load_placed`] for code [`JitCode::compile_direct`] kept,
-    /// with the same direct entries.
+    /// with the same direct entries and plans.
     pub fn load_direct(
         programs: &[(&Program, &[usize], &[OutputArray])],
         direct: &[Direct],
+        rolled: &[Option<&Rolled>],
         bytes: &[u8],
     ) -> Result<JitCode, JitError> {
-        Self::compile_on(programs, direct, None, Code::Load(bytes)).map(|(code, _)| code)
+        Self::compile_on(programs, direct, rolled, None, Code::Load(bytes)).map(|(code, _)| code)
     }
 
     /// [`JitCode::compile_placed`], with the machine code as bytes that
@@ -307,7 +315,7 @@ impl JitCode {
     pub fn compile_keeping(
         programs: &[(&Program, &[usize], &[OutputArray])],
     ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
-        Self::compile_on(programs, &[], None, Code::Compile { keep: true })
+        Self::compile_on(programs, &[], &[], None, Code::Compile { keep: true })
     }
 
     /// The code [`JitCode::compile_keeping`] compiled for the same
@@ -315,7 +323,7 @@ impl JitCode {
     /// were cut, changed, or compiled for another instruction set are refused
     /// (compile instead).
     pub fn load_placed(programs: &[(&Program, &[usize], &[OutputArray])], bytes: &[u8]) -> Result<JitCode, JitError> {
-        Self::compile_on(programs, &[], None, Code::Load(bytes)).map(|(code, _)| code)
+        Self::compile_on(programs, &[], &[], None, Code::Load(bytes)).map(|(code, _)| code)
     }
 
     /// Compiles (or loads) on `threads` threads (`None`: as many as
@@ -323,6 +331,7 @@ impl JitCode {
     fn compile_on(
         programs: &[(&Program, &[usize], &[OutputArray])],
         direct: &[Direct],
+        rolled: &[Option<&Rolled>],
         threads: Option<usize>,
         how: Code,
     ) -> Result<(JitCode, Option<Vec<u8>>), JitError> {
@@ -347,7 +356,30 @@ impl JitCode {
         let mut scratch = Vec::with_capacity(programs.len());
         let mut cuts = Vec::with_capacity(programs.len());
         let mut parts_of = Vec::with_capacity(programs.len());
+        let mut loops = Vec::with_capacity(programs.len());
         for (k, &(prog, arrays, out_arrays)) in programs.iter().enumerate() {
+            let plan = rolled
+                .get(k)
+                .copied()
+                .flatten()
+                .filter(|p| direct.iter().all(|d| d.program != k) && rolled::fits(p, arrays));
+            if let Some(plan) = plan {
+                let id = module
+                    .declare_function(&format!("program{k}"), Linkage::Local, &sig)
+                    .map_err(err)?;
+                if build {
+                    let f = rolled::build(prog, plan, arrays, out_arrays, &mut module, &imports, &sig, &mut fctx);
+                    functions.push((id, f));
+                }
+                defined.push(id);
+                ids.push(id);
+                scratch.push(plan.scratch_len);
+                cuts.push(Partition::new(prog, CHUNK, Outputs::LastPart));
+                parts_of.push(vec![id]);
+                loops.push(Some((plan.count, plan.body.len())));
+                continue;
+            }
+            loops.push(None);
             // Long programs are compiled as parts (register allocation grows
             // faster than linearly with function size), cut by the rule the Rust
             // printer uses; results read by a later part, or outputs of an
@@ -483,6 +515,7 @@ impl JitCode {
                 .map(|(_, arrays, outs)| (arrays.to_vec(), outs.iter().map(|a| a.len).collect()))
                 .collect(),
             scratch,
+            loops,
         };
         Ok((code, kept))
     }
@@ -497,7 +530,14 @@ impl JitCode {
         self.entries.is_empty()
     }
 
-    /// Number of scratch values function `k` needs (0 unless it was split into parts).
+    /// The iterations and body instructions of the loop function `k` runs
+    /// as, where it was compiled from a [`Rolled`] plan.
+    pub fn loop_shape(&self, k: usize) -> Option<(usize, usize)> {
+        self.loops.get(k).copied().flatten()
+    }
+
+    /// Number of scratch values function `k` needs (0 unless it was split
+    /// into parts or runs as a loop).
     pub fn scratch_len(&self, k: usize) -> usize {
         self.scratch[k]
     }
@@ -670,6 +710,7 @@ mod tests {
             let code = JitCode::compile_on(
                 &[(&p, &[1, 1], &outs)],
                 &[],
+                &[],
                 Some(threads),
                 Code::Compile { keep: false },
             )
@@ -783,8 +824,8 @@ mod tests {
             },
         ];
         type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, *mut f64, f64, f64, f64, f64);
-        let (compiled, kept) = JitCode::compile_direct(&programs, &direct, true).unwrap();
-        let loaded = JitCode::load_direct(&programs, &direct, &kept.expect("this code can be kept")).unwrap();
+        let (compiled, kept) = JitCode::compile_direct(&programs, &direct, &[], true).unwrap();
+        let loaded = JitCode::load_direct(&programs, &direct, &[], &kept.expect("this code can be kept")).unwrap();
         let (a, b, c, d, e) = (0.3, -1.25, 2.5, 0.125, 7.0);
         for code in [&compiled, &loaded] {
             for (j, prog) in [&short, &long].into_iter().enumerate() {
@@ -818,7 +859,7 @@ mod tests {
             args: &args,
             values: 3,
         }];
-        assert!(JitCode::compile_direct(&programs, &bad, false).is_err());
+        assert!(JitCode::compile_direct(&programs, &bad, &[], false).is_err());
     }
 
     #[test]

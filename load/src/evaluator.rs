@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
 use hamel_jit::{Direct, JitCode, OutputArray, Passed};
-use hamel_kernel::{Dd, Kernel, Program};
+use hamel_kernel::{Dd, Kernel, Program, Rolled};
 use hamel_runtime::native::{passed, Pass, MAX_DIRECT_UNKNOWNS};
 
 use crate::{Backend, LoadError};
@@ -109,6 +109,45 @@ fn direct_args(inputs: &[(Slot, usize)], nx: usize) -> Option<Vec<Passed>> {
             Pass::Values(k) => (n == nx).then_some(Passed::Values(k)),
         })
         .collect()
+}
+
+/// Programs of more instructions than this run as a loop where they repeat
+/// per link (see [`rolled_plan`]).
+pub(crate) const ROLL_ABOVE: usize = 2000;
+
+/// The loop the JIT runs program `p` as, where it is long and repeats per
+/// member of an indexed family (a chain's link): each input of the state or
+/// the unknowns belongs to the member its name indexes first (`e[12][1]`:
+/// 12), the others to none.
+fn rolled_plan(step: &CompiledStep, p: &Program, slots: &[(Slot, usize)], outs: &[OutputArray]) -> Option<Rolled> {
+    if p.instrs.len() <= ROLL_ABOVE {
+        return None;
+    }
+    let member = |name: &str| -> Option<u32> {
+        let open = name.find('[')?;
+        let close = open + name[open..].find(']')?;
+        name[open + 1..close].parse().ok()
+    };
+    let mut members = Vec::with_capacity(p.n_inputs);
+    for &(slot, len) in slots {
+        let names = match slot {
+            Slot::Z => Some(&step.state),
+            Slot::X | Slot::W => Some(&step.unknowns),
+            _ => None,
+        };
+        members.extend((0..len).map(|i| names.and_then(|n| n.get(i)).and_then(|n| member(n))));
+    }
+    if members.len() != p.n_inputs {
+        return None;
+    }
+    let mut places = Vec::with_capacity(p.outputs.len());
+    for (a, array) in outs.iter().enumerate() {
+        places.extend((0..array.count()).map(|i| (a as u32, array.at.map_or(i, |at| at[i]))));
+    }
+    if places.len() != p.outputs.len() {
+        return None;
+    }
+    Rolled::plan(p, &members, &places)
 }
 
 /// The residual-and-Jacobian program `p` (output arrays `outs`: the residual,
@@ -348,13 +387,25 @@ impl Evaluator {
                 for (j, (f, _)) in wanted.iter().enumerate() {
                     direct[*f] = Some(j);
                 }
+                let plans: Vec<Option<Rolled>> = refs
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(&(p, _, outs), slots)| rolled_plan(step, p, slots, outs))
+                    .collect();
+                let plans: Vec<Option<&Rolled>> = plans.iter().map(Option::as_ref).collect();
                 let jit_err = |e: hamel_jit::JitError| LoadError::Jit(e.to_string());
-                let kept = cache.and_then(|(c, entry)| JitCode::load_direct(&refs, &direct_list, &c.code(entry)?).ok());
+                let kept = cache
+                    .and_then(|(c, entry)| JitCode::load_direct(&refs, &direct_list, &plans, &c.code(entry)?).ok());
                 let code = match (kept, cache) {
                     (Some(code), _) => code,
-                    (None, None) => JitCode::compile_direct(&refs, &direct_list, false).map_err(jit_err)?.0,
+                    (None, None) => {
+                        JitCode::compile_direct(&refs, &direct_list, &plans, false)
+                            .map_err(jit_err)?
+                            .0
+                    }
                     (None, Some((c, entry))) => {
-                        let (code, bytes) = JitCode::compile_direct(&refs, &direct_list, true).map_err(jit_err)?;
+                        let (code, bytes) =
+                            JitCode::compile_direct(&refs, &direct_list, &plans, true).map_err(jit_err)?;
                         if let Some(bytes) = bytes {
                             c.keep_code(entry, &bytes);
                         }
@@ -400,6 +451,12 @@ impl Evaluator {
     /// when interpreted).
     pub fn output_arrays(&self, f: FnId) -> Option<&[usize]> {
         Some(self.code(f)?.output_arrays(f.0))
+    }
+
+    /// The loop function `f`'s compiled code runs as, where it runs as one
+    /// (see [`Rolled`]): its iterations and the instructions of each.
+    pub fn loop_shape(&self, f: FnId) -> Option<(usize, usize)> {
+        self.code(f)?.loop_shape(f.0)
     }
 
     /// Whether function `f` writes only the band of its last output array,

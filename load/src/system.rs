@@ -122,6 +122,13 @@ impl System {
         self.kernels.writes_band(self.hot.residual_jacobian)
     }
 
+    /// The loop the compiled residual-and-Jacobian kernel runs as (the JIT,
+    /// on a long chain): its iterations, one per link it covers, and the
+    /// instructions of each; `None` where it is straight-line code.
+    pub fn jacobian_loop(&self) -> Option<(usize, usize)> {
+        self.kernels.loop_shape(self.hot.residual_jacobian)
+    }
+
     /// Whether the compiled Newton Jacobian writes the values of its
     /// [pattern](Kernels::jacobian_pattern)'s entries into an array of
     /// their own (see [`Kernels::residual_jacobian_pattern`]): the JIT, on
