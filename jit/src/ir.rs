@@ -87,19 +87,7 @@ impl Part<'_> {
         // array, the values passed by value).
         let (args, tmp, out) = (params[0], params[1], params[2]);
         let values_at = 2 + self.out_arrays.len();
-        let mut refs = |id: FuncId, b: &mut FunctionBuilder| -> FuncRef { module.declare_func_in_func(id, b.func) };
-        let powi_ref = refs(imports.powi, &mut b);
-        let powf_ref = refs(imports.powf, &mut b);
-        let atan2_ref = refs(imports.atan2, &mut b);
-        let func_refs: Vec<(Func, FuncRef)> = imports
-            .elementary
-            .iter()
-            .map(|&(f, id)| (f, refs(id, &mut b)))
-            .collect();
-        let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
-            let c = b.ins().call(f, args);
-            b.inst_results(c)[0]
-        };
+        let refs = Refs::declare(module, imports, &mut b);
         let flags = MemFlagsData::trusted();
         let read = MemFlagsData::trusted().with_readonly();
         // Values of the registers this part has read or computed.
@@ -133,59 +121,7 @@ impl Part<'_> {
             v
         };
         for i in self.cut.range(self.index) {
-            let v = match prog.instrs[i] {
-                Instr::Add(a, d) | Instr::Sub(a, d) | Instr::Mul(a, d) | Instr::Div(a, d) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    let y = value(d, &mut b, &mut vals, &mut arg_base);
-                    match prog.instrs[i] {
-                        Instr::Add(..) => b.ins().fadd(x, y),
-                        Instr::Sub(..) => b.ins().fsub(x, y),
-                        Instr::Mul(..) => b.ins().fmul(x, y),
-                        _ => b.ins().fdiv(x, y),
-                    }
-                }
-                Instr::Neg(a) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    b.ins().fneg(x)
-                }
-                Instr::Sqrt(a) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    b.ins().sqrt(x)
-                }
-                Instr::Powi(a, e) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    let e = b.ins().iconst(types::I32, i64::from(e));
-                    call(&mut b, powi_ref, &[x, e])
-                }
-                Instr::Powf(a, e) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    let e = b.ins().f64const(e);
-                    call(&mut b, powf_ref, &[x, e])
-                }
-                Instr::Pow(a, d) => {
-                    let (x, y) = (
-                        value(a, &mut b, &mut vals, &mut arg_base),
-                        value(d, &mut b, &mut vals, &mut arg_base),
-                    );
-                    call(&mut b, powf_ref, &[x, y])
-                }
-                Instr::Atan2(a, d) => {
-                    let (y, x) = (
-                        value(a, &mut b, &mut vals, &mut arg_base),
-                        value(d, &mut b, &mut vals, &mut arg_base),
-                    );
-                    call(&mut b, atan2_ref, &[y, x])
-                }
-                Instr::Call(f, a) => {
-                    let x = value(a, &mut b, &mut vals, &mut arg_base);
-                    let fr = func_refs
-                        .iter()
-                        .find(|(g, _)| *g == f)
-                        .map(|p| p.1)
-                        .expect("every Func imported");
-                    call(&mut b, fr, &[x])
-                }
-            };
+            let v = refs.apply(&mut b, &prog.instrs[i], |r, b| value(r, b, &mut vals, &mut arg_base));
             vals[base + i] = Some(v);
             if let Some(s) = slot[i] {
                 b.ins().store(flags, v, tmp, 8 * s as i32);
@@ -219,6 +155,91 @@ impl Part<'_> {
         b.ins().return_(&[]);
         b.finalize(tcfg);
         func
+    }
+}
+
+/// The host functions, referenced from the function being built.
+pub(crate) struct Refs {
+    powi: FuncRef,
+    powf: FuncRef,
+    atan2: FuncRef,
+    elementary: Vec<(Func, FuncRef)>,
+}
+
+impl Refs {
+    pub(crate) fn declare(module: &mut JITModule, imports: &Imports, b: &mut FunctionBuilder) -> Refs {
+        let mut r = |id: FuncId| module.declare_func_in_func(id, b.func);
+        Refs {
+            powi: r(imports.powi),
+            powf: r(imports.powf),
+            atan2: r(imports.atan2),
+            elementary: imports.elementary.iter().map(|&(f, id)| (f, r(id))).collect(),
+        }
+    }
+
+    /// One instruction, one IEEE operation or host call, on the operands
+    /// `operand` gives for its registers in order.
+    pub(crate) fn apply(
+        &self,
+        b: &mut FunctionBuilder,
+        ins: &Instr,
+        mut operand: impl FnMut(u32, &mut FunctionBuilder) -> Value,
+    ) -> Value {
+        let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
+            let c = b.ins().call(f, args);
+            b.inst_results(c)[0]
+        };
+        let (regs, _) = ins.operands();
+        match *ins {
+            Instr::Add(..) | Instr::Sub(..) | Instr::Mul(..) | Instr::Div(..) => {
+                let x = operand(regs[0], b);
+                let y = operand(regs[1], b);
+                match *ins {
+                    Instr::Add(..) => b.ins().fadd(x, y),
+                    Instr::Sub(..) => b.ins().fsub(x, y),
+                    Instr::Mul(..) => b.ins().fmul(x, y),
+                    _ => b.ins().fdiv(x, y),
+                }
+            }
+            Instr::Neg(_) => {
+                let x = operand(regs[0], b);
+                b.ins().fneg(x)
+            }
+            Instr::Sqrt(_) => {
+                let x = operand(regs[0], b);
+                b.ins().sqrt(x)
+            }
+            Instr::Powi(_, e) => {
+                let x = operand(regs[0], b);
+                let e = b.ins().iconst(types::I32, i64::from(e));
+                call(b, self.powi, &[x, e])
+            }
+            Instr::Powf(_, e) => {
+                let x = operand(regs[0], b);
+                let e = b.ins().f64const(e);
+                call(b, self.powf, &[x, e])
+            }
+            Instr::Pow(..) => {
+                let x = operand(regs[0], b);
+                let y = operand(regs[1], b);
+                call(b, self.powf, &[x, y])
+            }
+            Instr::Atan2(..) => {
+                let y = operand(regs[0], b);
+                let x = operand(regs[1], b);
+                call(b, self.atan2, &[y, x])
+            }
+            Instr::Call(f, _) => {
+                let x = operand(regs[0], b);
+                let fr = self
+                    .elementary
+                    .iter()
+                    .find(|(g, _)| *g == f)
+                    .map(|p| p.1)
+                    .expect("every Func imported");
+                call(b, fr, &[x])
+            }
+        }
     }
 }
 

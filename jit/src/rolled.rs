@@ -6,15 +6,15 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::{
-    condcodes::IntCC, types, FuncRef, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value,
+    condcodes::IntCC, types, Function, InstBuilder, MemFlagsData, Signature, UserFuncName, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
-use cranelift_module::{FuncId, Module};
+use cranelift_module::Module;
 use hamel_kernel::rolled::Operand;
-use hamel_kernel::{Func, Instr, Program, Rolled};
+use hamel_kernel::{Program, Rolled};
 
-use crate::ir::Imports;
+use crate::ir::{Imports, Refs};
 use crate::OutputArray;
 
 /// Where each output of a program goes: (output array, position).
@@ -203,95 +203,11 @@ pub(crate) fn build(
     func
 }
 
-/// The host functions, referenced from the function being built.
-struct Refs {
-    powi: FuncRef,
-    powf: FuncRef,
-    atan2: FuncRef,
-    elementary: Vec<(Func, FuncRef)>,
-}
-
-impl Refs {
-    fn declare(module: &mut JITModule, imports: &Imports, b: &mut FunctionBuilder) -> Refs {
-        let mut r = |id: FuncId| module.declare_func_in_func(id, b.func);
-        Refs {
-            powi: r(imports.powi),
-            powf: r(imports.powf),
-            atan2: r(imports.atan2),
-            elementary: imports.elementary.iter().map(|&(f, id)| (f, r(id))).collect(),
-        }
-    }
-
-    /// One instruction, one IEEE operation or host call, on the operands
-    /// `operand` gives for its registers in order.
-    fn apply(
-        &self,
-        b: &mut FunctionBuilder,
-        ins: &Instr,
-        mut operand: impl FnMut(u32, &mut FunctionBuilder) -> Value,
-    ) -> Value {
-        let call = |b: &mut FunctionBuilder, f: FuncRef, args: &[Value]| -> Value {
-            let c = b.ins().call(f, args);
-            b.inst_results(c)[0]
-        };
-        let (regs, _) = ins.operands();
-        match *ins {
-            Instr::Add(..) | Instr::Sub(..) | Instr::Mul(..) | Instr::Div(..) => {
-                let x = operand(regs[0], b);
-                let y = operand(regs[1], b);
-                match *ins {
-                    Instr::Add(..) => b.ins().fadd(x, y),
-                    Instr::Sub(..) => b.ins().fsub(x, y),
-                    Instr::Mul(..) => b.ins().fmul(x, y),
-                    _ => b.ins().fdiv(x, y),
-                }
-            }
-            Instr::Neg(_) => {
-                let x = operand(regs[0], b);
-                b.ins().fneg(x)
-            }
-            Instr::Sqrt(_) => {
-                let x = operand(regs[0], b);
-                b.ins().sqrt(x)
-            }
-            Instr::Powi(_, e) => {
-                let x = operand(regs[0], b);
-                let e = b.ins().iconst(types::I32, i64::from(e));
-                call(b, self.powi, &[x, e])
-            }
-            Instr::Powf(_, e) => {
-                let x = operand(regs[0], b);
-                let e = b.ins().f64const(e);
-                call(b, self.powf, &[x, e])
-            }
-            Instr::Pow(..) => {
-                let x = operand(regs[0], b);
-                let y = operand(regs[1], b);
-                call(b, self.powf, &[x, y])
-            }
-            Instr::Atan2(..) => {
-                let y = operand(regs[0], b);
-                let x = operand(regs[1], b);
-                call(b, self.atan2, &[y, x])
-            }
-            Instr::Call(f, _) => {
-                let x = operand(regs[0], b);
-                let fr = self
-                    .elementary
-                    .iter()
-                    .find(|(g, _)| *g == f)
-                    .map(|p| p.1)
-                    .expect("every Func imported");
-                call(b, fr, &[x])
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::JitCode;
+    use hamel_kernel::{Func, Instr};
 
     /// A chain of `n` links read from two arrays (`a`: three values per
     /// link, `b`: one): a recurrence through the links, a constant per link,

@@ -52,6 +52,28 @@ impl Instr {
     }
 }
 
+impl Instr {
+    /// The instruction's result on the values `x` and `y` of its operands
+    /// (`y` unread where it has one): the one arithmetic of every evaluation
+    /// of a program in [`Value`]s.
+    #[inline]
+    pub fn apply<V: Value>(&self, x: V, y: V) -> V {
+        match *self {
+            Instr::Add(..) => x.add(y),
+            Instr::Sub(..) => x.sub(y),
+            Instr::Mul(..) => x.mul(y),
+            Instr::Div(..) => x.div(y),
+            Instr::Neg(_) => x.neg(),
+            Instr::Sqrt(_) => x.sqrt(),
+            Instr::Powi(_, n) => x.powi(n),
+            Instr::Powf(_, e) => x.powf(e),
+            Instr::Pow(..) => x.pow(y),
+            Instr::Call(f, _) => x.call(f),
+            Instr::Atan2(..) => x.atan2(y),
+        }
+    }
+}
+
 /// A program over registers laid out as `[inputs | constants | results]`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
@@ -228,21 +250,10 @@ impl Program {
         debug_assert_eq!(regs.len(), self.n_inputs);
         regs.extend(self.consts.iter().map(|&c| V::from_f64(c)));
         for i in &self.instrs {
-            let r = |k: u32| regs[k as usize];
-            let v = match *i {
-                Instr::Add(a, b) => r(a).add(r(b)),
-                Instr::Sub(a, b) => r(a).sub(r(b)),
-                Instr::Mul(a, b) => r(a).mul(r(b)),
-                Instr::Div(a, b) => r(a).div(r(b)),
-                Instr::Neg(a) => r(a).neg(),
-                Instr::Sqrt(a) => r(a).sqrt(),
-                Instr::Powi(a, n) => r(a).powi(n),
-                Instr::Powf(a, e) => r(a).powf(e),
-                Instr::Pow(a, b) => r(a).pow(r(b)),
-                Instr::Call(f, a) => r(a).call(f),
-                Instr::Atan2(a, b) => r(a).atan2(r(b)),
-            };
-            regs.push(v);
+            let (ops, k) = i.operands();
+            let x = regs[ops[0] as usize];
+            let y = if k == 2 { regs[ops[1] as usize] } else { x };
+            regs.push(i.apply(x, y));
         }
         for (o, &k) in out.iter_mut().zip(&self.outputs) {
             *o = regs[k as usize].to_f64();

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use crate::program::{Instr, Program, Value};
+use crate::program::{Instr, Program};
 
 /// Fewest iterations worth a loop.
 pub const MIN_COUNT: usize = 4;
@@ -434,26 +434,12 @@ impl Rolled {
         regs.extend(&prog.consts);
         regs.resize(prog.registers(), f64::NAN);
         let mut scratch = vec![f64::NAN; self.scratch_len];
-        // The interpreter's own arithmetic (`Value for f64`).
-        let apply = |ins: &Instr, x: f64, y: f64| match *ins {
-            Instr::Add(..) => x.add(y),
-            Instr::Sub(..) => x.sub(y),
-            Instr::Mul(..) => x.mul(y),
-            Instr::Div(..) => x.div(y),
-            Instr::Neg(_) => Value::neg(x),
-            Instr::Sqrt(_) => Value::sqrt(x),
-            Instr::Powi(_, n) => Value::powi(x, n),
-            Instr::Powf(_, e) => Value::powf(x, e),
-            Instr::Pow(..) => Value::pow(x, y),
-            Instr::Call(f, _) => x.call(f),
-            Instr::Atan2(..) => Value::atan2(x, y),
-        };
         let run = |t: usize, regs: &mut Vec<f64>, scratch: &[f64]| {
             let (ops, k) = prog.instrs[t].operands();
             let read = |r: u32| self.saved.get(&r).map_or(regs[r as usize], |&s| scratch[s]);
             let x = read(ops[0]);
-            let y = if k == 2 { read(ops[1]) } else { 0.0 };
-            regs[base + t] = apply(&prog.instrs[t], x, y);
+            let y = if k == 2 { read(ops[1]) } else { x };
+            regs[base + t] = prog.instrs[t].apply(x, y);
         };
         for &t in &self.before {
             run(t, &mut regs, &scratch);
@@ -471,8 +457,8 @@ impl Rolled {
                     Operand::Fixed(r) => regs[r as usize],
                 };
                 let x = read(&step.operands[0]);
-                let y = step.operands.get(1).map_or(0.0, read);
-                let v = apply(&step.instr, x, y);
+                let y = step.operands.get(1).map_or(x, read);
+                let v = step.instr.apply(x, y);
                 local[p] = v;
                 for &at in &step.saves {
                     scratch[at + i] = v;
