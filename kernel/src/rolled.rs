@@ -641,4 +641,108 @@ mod tests {
             got.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
         );
     }
+
+    /// Random chains: a template of operations per link, on the link's
+    /// inputs, its earlier results, a result one or two links back, a
+    /// global result and constants (some per link); then, in most cases,
+    /// one link's operation or operand changed, or an output moved. Every
+    /// plan found must evaluate to the program's bits.
+    #[test]
+    fn random_chains_roll_to_the_program_s_bits_or_not_at_all() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut rolled = 0;
+        for case in 0..300 {
+            let n = 5 + rand(20);
+            let width = 1 + rand(6);
+            let n_inputs = 1 + 2 * n;
+            let consts: Vec<f64> = (0..2 + n).map(|k| 0.5 + 0.25 * k as f64).collect();
+            let base = (n_inputs + consts.len()) as u32;
+            // template: (kind, two operand choices)
+            let template: Vec<(usize, [usize; 2])> = (0..width).map(|_| (rand(6), [rand(100), rand(100)])).collect();
+            let mut instrs = vec![Instr::Mul(0, 0)];
+            let mut results: Vec<Vec<u32>> = Vec::new();
+            for k in 0..n {
+                let mut mine: Vec<u32> = Vec::new();
+                for (j, &(kind, choice)) in template.iter().enumerate() {
+                    let pick = |c: usize, mine: &Vec<u32>| -> u32 {
+                        match c % 7 {
+                            0 if !mine.is_empty() => mine[c % mine.len()],
+                            1 if k >= 1 => results[k - 1][c % width],
+                            2 if k >= 2 => results[k - 2][c % width],
+                            3 => base,
+                            4 => n_inputs as u32 + 2 + k as u32,
+                            5 => n_inputs as u32,
+                            _ => 1 + 2 * k as u32 + (c % 2) as u32,
+                        }
+                    };
+                    let (a, b) = (pick(choice[0], &mine), pick(choice[1] / 7 + j, &mine));
+                    let ins = match kind {
+                        0 => Instr::Add(a, b),
+                        1 => Instr::Sub(a, b),
+                        2 => Instr::Mul(a, b),
+                        3 => Instr::Div(a, b),
+                        4 => Instr::Call(crate::func::Func::Sin, a),
+                        _ => Instr::Powi(a, 2),
+                    };
+                    instrs.push(ins);
+                    mine.push(base + instrs.len() as u32 - 1);
+                }
+                results.push(mine);
+            }
+            let mut outputs: Vec<u32> = Vec::new();
+            for r in &results {
+                outputs.extend([r[width - 1], r[0], n_inputs as u32]);
+            }
+            let mut places: Vec<(u32, usize)> = (0..outputs.len()).map(|j| (0, j)).collect();
+            match rand(4) {
+                0 => {}
+                1 => {
+                    let t = 1 + rand(instrs.len() - 1);
+                    instrs[t] = match instrs[t] {
+                        Instr::Add(a, b) => Instr::Sub(a, b),
+                        Instr::Call(_, a) => Instr::Neg(a),
+                        other => other,
+                    };
+                }
+                2 => {
+                    let t = 1 + rand(instrs.len() - 1);
+                    if let Instr::Mul(a, _) = instrs[t] {
+                        instrs[t] = Instr::Mul(a, n_inputs as u32 + 1);
+                    }
+                }
+                _ => {
+                    let j = rand(outputs.len());
+                    places.swap(j, (j + 3) % outputs.len());
+                }
+            }
+            let member: Vec<Option<u32>> = (0..n_inputs).map(|r| (r >= 1).then(|| (r as u32 - 1) / 2)).collect();
+            let prog = Program {
+                n_inputs,
+                consts,
+                instrs,
+                outputs,
+            };
+            let Some(plan) = Rolled::plan(&prog, &member, &places) else {
+                continue;
+            };
+            rolled += 1;
+            let inputs: Vec<f64> = (0..n_inputs).map(|r| 0.7 + 0.031 * r as f64).collect();
+            let flat = prog.eval(&inputs);
+            let mut want = vec![0.0; flat.len()];
+            for (v, &(_, at)) in flat.iter().zip(&places) {
+                want[at] = *v;
+            }
+            let mut got = vec![f64::NAN; flat.len()];
+            plan.eval(&prog, &places, &inputs, &mut [&mut got[..]]);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "case {case}: n = {n}, width {width}");
+        }
+        assert!(rolled > 100, "{rolled} of 300 cases rolled");
+    }
 }
