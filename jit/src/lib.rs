@@ -31,6 +31,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use hamel_kernel::{Func, Outputs, Partition, Program, Rolled};
 use ir::{calls_in_order, direct_calls_in_order, Imports, Part};
 pub use lu::{LuCode, LU_COMPILED};
+pub use rolled::output_places;
 
 /// Why a program could not be compiled.
 #[derive(Debug, thiserror::Error)]

@@ -17,13 +17,12 @@ use hamel_kernel::{Program, Rolled};
 use crate::ir::{Imports, Refs};
 use crate::OutputArray;
 
-/// Where each output of a program goes: (output array, position).
-pub(crate) fn places(prog: &Program, out_arrays: &[OutputArray]) -> Vec<(u32, usize)> {
-    let mut places = Vec::with_capacity(prog.outputs.len());
+/// Where each output of a program writing `out_arrays` goes, in order:
+/// (output array, position in it), as [`Rolled::plan`] takes them.
+pub fn output_places(out_arrays: &[OutputArray]) -> Vec<(u32, usize)> {
+    let mut places = Vec::new();
     for (a, array) in out_arrays.iter().enumerate() {
-        for i in 0..array.count() {
-            places.push((a as u32, array.at.map_or(i, |at| at[i])));
-        }
+        places.extend((0..array.count()).map(|i| (a as u32, array.at.map_or(i, |at| at[i]))));
     }
     places
 }
@@ -67,7 +66,7 @@ pub(crate) fn build(
     let width = i32::from(ptr.bytes() as u8);
     let base = prog.result_base();
     let input_at = inputs_at(arrays);
-    let places = places(prog, out_arrays);
+    let places = output_places(out_arrays);
     let mut func = Function::with_name_signature(UserFuncName::default(), sig.clone());
     let mut b = FunctionBuilder::new(&mut func, fctx);
     let entry = b.create_block();
@@ -272,7 +271,7 @@ mod tests {
                     at: Some(&at),
                 },
             ];
-            let plan = Rolled::plan(&prog, &member, &places(&prog, &outs)).expect("a loop");
+            let plan = Rolled::plan(&prog, &member, &output_places(&outs)).expect("a loop");
             assert_eq!((plan.count, plan.body.len()), (n - 1, 7), "n = {n}");
             let (code, _) = JitCode::compile_direct(&[(&prog, &arrays[..], &outs[..])], &[], &[Some(&plan)], false)
                 .expect("compiles");

@@ -11,7 +11,8 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use hamel_compiler::emit::compiled::{CompiledFunction, CompiledStep};
-use hamel_jit::{Direct, JitCode, OutputArray, Passed};
+use hamel_compiler::model::family_member;
+use hamel_jit::{output_places, Direct, JitCode, OutputArray, Passed};
 use hamel_kernel::{Dd, Kernel, Program, Rolled};
 use hamel_runtime::native::{passed, Pass, MAX_DIRECT_UNKNOWNS};
 
@@ -123,11 +124,6 @@ fn rolled_plan(step: &CompiledStep, p: &Program, slots: &[(Slot, usize)], outs: 
     if p.instrs.len() <= ROLL_ABOVE {
         return None;
     }
-    let member = |name: &str| -> Option<u32> {
-        let open = name.find('[')?;
-        let close = open + name[open..].find(']')?;
-        name[open + 1..close].parse().ok()
-    };
     let mut members = Vec::with_capacity(p.n_inputs);
     for &(slot, len) in slots {
         let names = match slot {
@@ -135,15 +131,12 @@ fn rolled_plan(step: &CompiledStep, p: &Program, slots: &[(Slot, usize)], outs: 
             Slot::X | Slot::W => Some(&step.unknowns),
             _ => None,
         };
-        members.extend((0..len).map(|i| names.and_then(|n| n.get(i)).and_then(|n| member(n))));
+        members.extend((0..len).map(|i| names.and_then(|n| n.get(i)).and_then(|n| family_member(n))));
     }
     if members.len() != p.n_inputs {
         return None;
     }
-    let mut places = Vec::with_capacity(p.outputs.len());
-    for (a, array) in outs.iter().enumerate() {
-        places.extend((0..array.count()).map(|i| (a as u32, array.at.map_or(i, |at| at[i]))));
-    }
+    let places = output_places(outs);
     if places.len() != p.outputs.len() {
         return None;
     }

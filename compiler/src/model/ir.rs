@@ -154,3 +154,12 @@ impl Model {
         self.params.iter().find(|p| p.name == name)
     }
 }
+
+/// The member of an indexed family (a `for i in …` block) a name was
+/// unrolled from: the first index it carries (`e[12][1]`: 12, `dl/dv[3].x`:
+/// 3); `None` for a name without one.
+pub fn family_member(name: &str) -> Option<u32> {
+    let open = name.find('[')?;
+    let close = open + name[open..].find(']')?;
+    name[open + 1..close].parse().ok()
+}

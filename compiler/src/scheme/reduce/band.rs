@@ -97,11 +97,7 @@ fn by_links(
     band_of: &dyn Fn(&[usize]) -> (usize, usize),
 ) -> Option<(Vec<usize>, (usize, usize))> {
     let n = sys.unknowns.len();
-    let link_of_name = |name: &str| -> Option<u32> {
-        let open = name.find('[')?;
-        let close = open + name[open..].find(']')?;
-        name[open + 1..close].parse().ok()
-    };
+    let link_of_name = crate::model::family_member;
     let kind_of = |name: &str| -> String {
         name.split('[')
             .next()
