@@ -342,7 +342,10 @@ impl Rolled {
                 }
             }
         }
-        for (&(q, d), &at) in &carried {
+        // In a fixed order, so that the code is the same from run to run.
+        let mut carries: Vec<((u32, u32), usize)> = carried.iter().map(|(&k, &at)| (k, at)).collect();
+        carries.sort_unstable();
+        for ((q, d), at) in carries {
             body[q as usize].saves.push(at + d as usize);
         }
         stores.extend(written.iter().map(|(&slot, &r)| (r, slot)));
@@ -732,6 +735,11 @@ mod tests {
                 continue;
             };
             rolled += 1;
+            assert_eq!(
+                Rolled::plan(&prog, &member, &places).as_ref(),
+                Some(&plan),
+                "case {case}: the same plan again"
+            );
             let inputs: Vec<f64> = (0..n_inputs).map(|r| 0.7 + 0.031 * r as f64).collect();
             let flat = prog.eval(&inputs);
             let mut want = vec![0.0; flat.len()];
