@@ -56,8 +56,8 @@ pub enum Operand {
 /// One instruction of the loop's body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
-    /// the operation (its operand registers are those of iteration 0, for
-    /// reading only its kind and constant arguments)
+    /// the operation (its operand registers are one iteration's: only its
+    /// kind and constant arguments are for reading)
     pub instr: Instr,
     /// what its operands read (as many as the instruction has)
     pub operands: Vec<Operand>,
