@@ -375,7 +375,7 @@ impl JitCode {
                 defined.push(id);
                 ids.push(id);
                 scratch.push(plan.scratch_len);
-                cuts.push(Partition::new(prog, CHUNK, Outputs::LastPart));
+                cuts.push(None);
                 parts_of.push(vec![id]);
                 loops.push(Some((plan.count, plan.body.len())));
                 continue;
@@ -432,7 +432,7 @@ impl JitCode {
             };
             ids.push(id);
             scratch.push(cut.slots);
-            cuts.push(cut);
+            cuts.push(Some(cut));
             parts_of.push(part_ids);
         }
         // A direct entry is the program compiled once more where it is one
@@ -452,7 +452,10 @@ impl JitCode {
                 .declare_function(&format!("direct{j}"), Linkage::Local, &dsig)
                 .map_err(err)?;
             if build {
-                let cut = &cuts[d.program];
+                // A program with a direct entry is never rolled (see above).
+                let cut = cuts[d.program]
+                    .as_ref()
+                    .expect("a program with a direct entry is cut into parts");
                 let f = if parts_of[d.program].len() == 1 {
                     let part = Part {
                         prog,

@@ -234,18 +234,18 @@ impl Rolled {
         let after: Vec<usize> = (0..prog.instrs.len())
             .filter(|&t| member[t].is_some_and(|m| m as usize >= hi))
             .collect();
-        // Operands, as iterations 0 and 1 read them; a read of an earlier
-        // member's result at distance d goes through a scratch array written
-        // by the body (or, for iterations before d, before the loop).
+        // Operands, as two iterations far enough in read them that reads of
+        // earlier iterations, up to `REACH` back, fall inside the loop; a
+        // read of an earlier member's result at distance d goes through a
+        // scratch array written by the body (or, for iterations before d,
+        // before the loop).
+        let m0 = lo + REACH.min(count - 2);
         let mut scratch_len = 0;
         let mut carried: HashMap<(u32, u32), usize> = HashMap::new(); // (position, distance) → array
         let mut tables: HashMap<(usize, usize), usize> = HashMap::new(); // (step, operand) → array
         let mut body: Vec<Step> = Vec::with_capacity(len);
         let mut stores: Vec<(u32, usize)> = Vec::new();
         for p in 0..len {
-            // Two iterations far enough in that reads of earlier
-            // iterations, up to `REACH` back, fall inside the loop.
-            let m0 = lo + REACH.min(count - 2);
             let (t0, t1) = (groups[m0][p], groups[m0 + 1][p]);
             let (o0, k) = prog.instrs[t0].operands();
             let (o1, _) = prog.instrs[t1].operands();
