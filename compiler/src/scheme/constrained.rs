@@ -113,8 +113,7 @@ pub fn not_constant_mass(model: &mut Model) -> Option<String> {
     let zero = g.constant(0.0);
     let zeros = vec![zero; v.len()];
     let map: crate::sym::SubstMap = v.iter().copied().zip(zeros.iter().copied()).collect();
-    for &pa in &p {
-        let b = g.substitute(pa, &map);
+    for b in g.substitute_all(&p, &map) {
         if !g.is_const(b, 0.0) {
             return Some(format!(
                 "needs L = ½ q̇ᵀ M q̇ − V(q); the Lagrangian of {file} has terms linear in the velocities"

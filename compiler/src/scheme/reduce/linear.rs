@@ -111,12 +111,11 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
         .collect();
     let zero = g.constant(0.0);
     let y_zero: crate::sym::SubstMap = t.iter().map(|&c| (x[c], zero)).collect();
-    let mut b: Vec<Id> = pair
-        .iter()
-        .map(|&r| {
-            let c0 = g.substitute(sys.residual[r], &y_zero);
-            g.neg(c0)
-        })
+    let paired: Vec<Id> = pair.iter().map(|&r| sys.residual[r]).collect();
+    let mut b: Vec<Id> = g
+        .substitute_all(&paired, &y_zero)
+        .into_iter()
+        .map(|c0| g.neg(c0))
         .collect();
     let Some(y) = eliminate(g, &mut rows, &mut b, FILL_PER_UNKNOWN * m) else {
         return vec![];

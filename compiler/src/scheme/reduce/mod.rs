@@ -74,11 +74,11 @@ pub(super) fn substitute_eliminated(
         sys.work = Some(g.substitute_all(&[w], value)[0]);
     }
     let to_prev: crate::sym::SubstMap = x.iter().copied().zip(sys.previous.iter().copied()).collect();
-    let mut prev_value = crate::sym::SubstMap::default();
-    for &j in gone {
-        let f = value[&x[j]];
-        prev_value.insert(sys.previous[j], g.substitute(f, &to_prev));
-    }
+    // One memo for all: the eliminated values share nodes (a banded
+    // solve's back substitution chains them), walked once, not once each.
+    let values: Vec<Id> = gone.iter().map(|&j| value[&x[j]]).collect();
+    let at_prev = g.substitute_all(&values, &to_prev);
+    let prev_value: crate::sym::SubstMap = gone.iter().map(|&j| sys.previous[j]).zip(at_prev).collect();
     let pred: Vec<Id> = (0..x.len()).filter(|&k| keep(k)).map(|k| sys.predictor[k]).collect();
     sys.predictor = g.substitute_all(&pred, &prev_value);
     sys.init_warm = (0..x.len()).filter(|&k| keep(k)).map(|k| sys.init_warm[k]).collect();
