@@ -58,7 +58,7 @@ fn every_instruction_set_copy_agrees_to_the_bit_with_the_others_and_the_jit() {
         .iter()
         .filter(|f| f.name.is_hot())
         .filter(|f| {
-            let (_, st) = rust::function(&mut g, f, Role::Step).unwrap();
+            let (_, st) = rust::function(&mut g, f, Role::Step, &|_| None).unwrap();
             rust::shape(st.ops, Role::Step) == Shape::Copies
         })
         .map(|f| f.name.symbol())

@@ -15,7 +15,7 @@ fn pendulum_functions_are_small_after_cse() {
         let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
-            let (ts, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
+            let (ts, st) = rust::function(&mut g, &f, rust::Role::Step, &|_| None).unwrap();
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
             if std::env::var("HAMEL_SHOW").is_ok() {
                 println!("{ts}");
@@ -37,7 +37,7 @@ fn double_pendulum_sizes() {
         let sys = Scheme::from_names("hamel", Some(kin)).unwrap().derive(&model).unwrap();
         let mut g = sys.graph.clone();
         for f in sys.functions() {
-            let (_, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
+            let (_, st) = rust::function(&mut g, &f, rust::Role::Step, &|_| None).unwrap();
             println!("{kin} {}: {} ops, {} part(s)", f.name, st.ops, st.parts);
             // Bodies up to WHOLE instructions are emitted whole (the fused
             // Hamel kernel, 2103, among them).
@@ -49,7 +49,7 @@ fn double_pendulum_sizes() {
 
 /// The tokens of the emitted function, as text.
 fn emitted(g: &mut hamel_compiler::sym::Graph, f: &hamel_compiler::sym::Function, role: rust::Role) -> String {
-    rust::function(g, f, role).unwrap().0.to_string()
+    rust::function(g, f, role, &|_| None).unwrap().0.to_string()
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn long_bodies_are_split_into_chunks() {
     let mut g = sys.graph.clone();
     let mut split = 0;
     for f in sys.functions() {
-        let (_, st) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
+        let (_, st) = rust::function(&mut g, &f, rust::Role::Step, &|_| None).unwrap();
         let expect = if st.ops <= rust::WHOLE {
             1
         } else {
@@ -185,4 +185,50 @@ fn readme_model_examples_load() {
         count += 1;
     }
     assert!(count >= 3, "found {count} examples");
+}
+
+/// The emitted integrator of `model` (a file under `models/`) with `N = n`:
+/// its text and statistics.
+fn integrator(model: &str, scheme: &str, n: i64) -> (String, hamel_compiler::emit::integrator::IntegratorStats) {
+    use hamel_compiler::emit::integrator::{emit, Target};
+    let path = format!("{}/../models/{model}.hamel", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap();
+    let model = hamel_compiler::model::load_with_sizes(&path, &src, &[("N".to_string(), n)]).unwrap();
+    let sys = Scheme::from_names(scheme, None).unwrap().derive(&model).unwrap();
+    let ident = proc_macro2::Ident::new("Chain", proc_macro2::Span::call_site());
+    let target = Target {
+        ident: &ident,
+        model_path: &path,
+        sensitivity: false,
+        simd: true,
+        order: 2,
+    };
+    let (tokens, stats) = emit(&sys, &target).unwrap();
+    (tokens.to_string(), stats)
+}
+
+#[test]
+fn a_long_chain_s_kernels_are_emitted_as_loops_and_its_code_stops_growing() {
+    // Below `ROLL_ABOVE` instructions everything is straight-line.
+    let (_, small) = integrator("spherical_chain_cartesian", "rattle", 8);
+    assert_eq!(small.loops, 0);
+    // The RATTLE chain's Jacobian, increment and invariants repeat per link.
+    let (text, at32) = integrator("spherical_chain_cartesian", "rattle", 32);
+    assert!(at32.loops >= 2, "{at32:?}");
+    assert!(text.contains("for __i in 0 .."), "a loop over the links");
+    let (text64, at64) = integrator("spherical_chain_cartesian", "rattle", 64);
+    assert!(at64.loops >= 3, "{at64:?}");
+    // Twice the links, twice the arithmetic, not twice the code: the loops
+    // are one copy of a link's instructions whatever N is.
+    assert!(at64.ops > 19 * at32.ops / 10, "{} vs {}", at64.ops, at32.ops);
+    let (l32, l64) = (text.matches(';').count(), text64.matches(';').count());
+    println!(
+        "RATTLE chain: {} / {} instructions, {l32} / {l64} statements at N = 32 / 64",
+        at32.ops, at64.ops
+    );
+    assert!(l64 < l32 * 13 / 10, "{l32} → {l64} statements");
+    // The 8-link director chain's Jacobian already repeats (what
+    // `tests/rolled_derive.rs` steps).
+    let (_, director) = integrator("spherical_chain", "hamel_midpoint", 8);
+    assert!(director.loops >= 1, "{director:?}");
 }

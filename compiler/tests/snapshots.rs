@@ -32,7 +32,7 @@ fn sphere_residual_program() {
 #[test]
 fn sphere_residual_rust() {
     let (mut g, f) = residual();
-    let (f64_fn, _) = rust::function(&mut g, &f, rust::Role::Step).unwrap();
+    let (f64_fn, _) = rust::function(&mut g, &f, rust::Role::Step, &|_| None).unwrap();
     let dd_fn = rust::function_dd(&mut g, &f, &[hamel_kernel::Arg::Z]).unwrap().unwrap();
     let file: syn::File = syn::parse2(quote::quote!(#f64_fn #dd_fn)).unwrap();
     expect_file!["snapshots/sphere_residual.rs.txt"].assert_eq(&prettyplease::unparse(&file));

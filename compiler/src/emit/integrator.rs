@@ -33,6 +33,8 @@ pub struct IntegratorStats {
     pub ops: usize,
     /// emitted function bodies
     pub parts: usize,
+    /// functions emitted as a loop (per member of an indexed family)
+    pub loops: usize,
 }
 
 /// `__gen::name(args…, outs…)`: the arguments in the order `f` declares its
@@ -146,6 +148,26 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
         residual_ops: 0,
         residual_jacobian_ops: 0,
     };
+    // Each input symbol's member of an indexed family (a chain's link): the
+    // first index of its name (`q[12].x`: 12), for kernels emitted as loops.
+    let mut member: std::collections::HashMap<crate::sym::Id, u32> = std::collections::HashMap::new();
+    let slots = sys
+        .state
+        .iter()
+        .chain(&sys.unknowns)
+        .chain(&sys.phys_q)
+        .chain(&sys.phys_v);
+    for s in slots {
+        if let Some(m) = crate::model::family_member(&s.name) {
+            member.insert(s.sym, m);
+        }
+    }
+    for (prev, u) in sys.previous.iter().zip(&sys.unknowns) {
+        if let Some(m) = crate::model::family_member(&u.name) {
+            member.insert(*prev, m);
+        }
+    }
+    let member_of = |s: crate::sym::Id| member.get(&s).copied();
     for f in functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
@@ -154,7 +176,9 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
             k if k.is_hot() => Role::StepBaseline,
             _ => Role::Once,
         };
-        let (ts, EmitStats { ops, parts }) = rust::function(&mut g, f, role).map_err(unbound)?;
+        let (ts, EmitStats { ops, parts, iterations }) =
+            rust::function(&mut g, f, role, &member_of).map_err(unbound)?;
+        out.stats.loops += usize::from(iterations > 0);
         out.stats.ops += ops;
         out.stats.parts += parts;
         match f.name {

@@ -20,16 +20,24 @@
 //!   ([`hamel_kernel::Partition`]), since rustc's compile time grows
 //!   super-linearly with the size of one function. Each part is a module of
 //!   its own, so that LLVM optimizes them in parallel codegen units.
+//!
+//! A body of more than [`ROLL_ABOVE`] instructions that repeats per member of
+//! an indexed family (a chain's link) is instead emitted as a loop over the
+//! members, by the [`Rolled`] plan the JIT runs (straight-line instructions
+//! before and after it), with instruction-set copies for per-step kernels:
+//! its code, and rustc's time, stop growing with the chain.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
-use hamel_kernel::{Arg, Outputs, Partition};
+use hamel_kernel::rolled::Operand;
+use hamel_kernel::{Arg, Outputs, Partition, Rolled};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::program::{lower, Instr, Program};
 use crate::sym::tape::UnboundSymbol;
-use crate::sym::{Function, Graph};
+use crate::sym::{Function, Graph, Id};
 
 /// Whether copies get an AVX-512 one: asked for (feature `avx512`) and
 /// accepted by the compiler building this crate, and so the crates whose
@@ -72,6 +80,11 @@ pub const WHOLE: usize = 3000;
 /// copy (feature `avx512`) uses AVX-512's 32 registers, which spill less.
 pub const WIDE_MIN: usize = 512;
 
+/// Bodies of more register instructions than this that repeat per member of
+/// an indexed family (a chain's link) are emitted as a loop ([`rolled`]), as
+/// the JIT runs them: written out, rustc's time grows with the chain.
+pub const ROLL_ABOVE: usize = 2000;
+
 /// Statistics of an emitted function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EmitStats {
@@ -79,6 +92,8 @@ pub struct EmitStats {
     pub ops: usize,
     /// emitted functions (1 unless the body was split)
     pub parts: usize,
+    /// iterations of the body's loop (0: straight-line; see [`ROLL_ABOVE`])
+    pub iterations: usize,
 }
 
 fn num(c: f64) -> TokenStream {
@@ -164,6 +179,9 @@ struct Printer<'a> {
     /// once into a local, before the first instruction that reads it (see
     /// [`Printer::loads`]); marks of those loaded so far
     loaded: Option<RefCell<Loaded>>,
+    /// results of a loop read after it: their slot in the scratch array
+    /// (see [`rolled`])
+    saved: Option<&'a HashMap<u32, usize>>,
 }
 
 /// The input registers and scratch slots a part has loaded into locals.
@@ -204,6 +222,8 @@ impl Printer<'_> {
             } else {
                 c
             }
+        } else if let Some(s) = self.saved.and_then(|m| m.get(&(r as u32))) {
+            quote!(__t[#s])
         } else {
             let i = r - base;
             match self.scratch(i) {
@@ -262,79 +282,9 @@ impl Printer<'_> {
     }
 
     fn instr(&self, i: &Instr) -> TokenStream {
-        let r = |k: u32| self.reg(k);
-        let dd = self.dd;
-        match *i {
-            Instr::Add(a, b) => {
-                let (a, b) = (r(a), r(b));
-                quote!(#a + #b)
-            }
-            Instr::Sub(a, b) => {
-                let (a, b) = (r(a), r(b));
-                quote!(#a - #b)
-            }
-            Instr::Mul(a, b) => {
-                let (a, b) = (r(a), r(b));
-                quote!(#a * #b)
-            }
-            Instr::Div(a, b) => {
-                let (a, b) = (r(a), r(b));
-                quote!(#a / #b)
-            }
-            Instr::Neg(a) => {
-                let a = r(a);
-                quote!(-#a)
-            }
-            Instr::Sqrt(a) => {
-                let a = r(a);
-                if dd {
-                    quote!(#a.sqrt())
-                } else {
-                    quote!(f64::sqrt(#a))
-                }
-            }
-            Instr::Powi(a, n) => {
-                let a = r(a);
-                if dd {
-                    quote!(#a.powi(#n))
-                } else {
-                    quote!(f64::powi(#a, #n))
-                }
-            }
-            Instr::Powf(a, e) => {
-                let (a, e) = (r(a), num(e));
-                if dd {
-                    quote!(#a.map(|v| f64::powf(v, #e)))
-                } else {
-                    quote!(f64::powf(#a, #e))
-                }
-            }
-            Instr::Pow(a, b) => {
-                let (a, b) = (r(a), r(b));
-                if dd {
-                    quote!(__Dd::from(f64::powf(#a.to_f64(), #b.to_f64())))
-                } else {
-                    quote!(f64::powf(#a, #b))
-                }
-            }
-            Instr::Atan2(a, b) => {
-                let (a, b) = (r(a), r(b));
-                if dd {
-                    quote!(__Dd::from(f64::atan2(#a.to_f64(), #b.to_f64())))
-                } else {
-                    quote!(f64::atan2(#a, #b))
-                }
-            }
-            Instr::Call(f, a) => {
-                let a = r(a);
-                let f = format_ident!("{}", f.name());
-                if dd {
-                    quote!(#a.map(f64::#f))
-                } else {
-                    quote!(f64::#f(#a))
-                }
-            }
-        }
+        let (ops, k) = i.operands();
+        let b = (k == 2).then(|| self.reg(ops[1]));
+        op_expr(i, self.reg(ops[0]), b, self.dd)
     }
 
     /// `let t_i: T = ...;` for instruction `i`, stored to the scratch array where it escapes.
@@ -394,6 +344,43 @@ impl Printer<'_> {
     }
 }
 
+/// Instruction `i` applied to operands `a` and `b` (`None` for one-operand
+/// instructions), as a Rust expression of `f64` or, with `dd`, of `__Dd`.
+fn op_expr(i: &Instr, a: TokenStream, b: Option<TokenStream>, dd: bool) -> TokenStream {
+    let b = b.unwrap_or_default();
+    match *i {
+        Instr::Add(..) => quote!(#a + #b),
+        Instr::Sub(..) => quote!(#a - #b),
+        Instr::Mul(..) => quote!(#a * #b),
+        Instr::Div(..) => quote!(#a / #b),
+        Instr::Neg(_) => quote!(-#a),
+        Instr::Sqrt(_) if dd => quote!(#a.sqrt()),
+        Instr::Sqrt(_) => quote!(f64::sqrt(#a)),
+        Instr::Powi(_, n) if dd => quote!(#a.powi(#n)),
+        Instr::Powi(_, n) => quote!(f64::powi(#a, #n)),
+        Instr::Powf(_, e) => {
+            let e = num(e);
+            if dd {
+                quote!(#a.map(|v| f64::powf(v, #e)))
+            } else {
+                quote!(f64::powf(#a, #e))
+            }
+        }
+        Instr::Pow(..) if dd => quote!(__Dd::from(f64::powf(#a.to_f64(), #b.to_f64()))),
+        Instr::Pow(..) => quote!(f64::powf(#a, #b)),
+        Instr::Atan2(..) if dd => quote!(__Dd::from(f64::atan2(#a.to_f64(), #b.to_f64()))),
+        Instr::Atan2(..) => quote!(f64::atan2(#a, #b)),
+        Instr::Call(f, _) => {
+            let f = format_ident!("{}", f.name());
+            if dd {
+                quote!(#a.map(f64::#f))
+            } else {
+                quote!(f64::#f(#a))
+            }
+        }
+    }
+}
+
 /// Constant zeros in one output array from which it is filled with zeros
 /// first (see `Printer::assigns`).
 const ZERO_FILL_MIN: usize = 16;
@@ -414,20 +401,65 @@ pub enum Role {
 }
 
 /// Emits `pub fn name(in0: &[f64; N0], ..., out0: &mut [f64; M0], ...)` in
-/// the [`Shape`] that [`shape`] chooses for its length and `role`.
-pub fn function(g: &mut Graph, f: &Function, role: Role) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
+/// the [`Shape`] that [`shape`] chooses for its length and `role`, or as a
+/// loop where it is long and repeats per member of a family: `member` gives
+/// the member an input symbol belongs to (`None`: none, or not known).
+pub fn function(
+    g: &mut Graph,
+    f: &Function,
+    role: Role,
+    member: &dyn Fn(Id) -> Option<u32>,
+) -> Result<(TokenStream, EmitStats), UnboundSymbol> {
     let prog = lower(&f.tape(g)?);
     let sig = signature(f, &[]);
     let name = format_ident!("{}", f.name.symbol());
     let n = prog.instrs.len();
+    if let Some((body, iterations)) = rolled(f, &prog, &sig, member) {
+        let params = &sig.params;
+        let ts = match role {
+            // A loop is not bound by instruction fetch as long bodies are,
+            // but its arithmetic still gains from AVX's encodings.
+            Role::Step => with_copies(body, &sig, &name),
+            Role::StepBaseline | Role::Once => quote! {
+                #[inline(never)]
+                #[allow(unused_variables, unused_mut, clippy::all)]
+                pub fn #name(#(#params),*) {
+                    #body
+                }
+            },
+        };
+        return Ok((
+            ts,
+            EmitStats {
+                ops: n,
+                parts: 1,
+                iterations,
+            },
+        ));
+    }
     Ok(match shape(n, role) {
-        Shape::Inline => (inline(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
-        Shape::Copies => (with_copies(&prog, &sig, &name), EmitStats { ops: n, parts: 1 }),
+        Shape::Inline => (
+            inline(&prog, &sig, &name),
+            EmitStats {
+                ops: n,
+                parts: 1,
+                iterations: 0,
+            },
+        ),
+        Shape::Copies => (
+            with_copies(whole_body(&prog, &sig), &sig, &name),
+            EmitStats {
+                ops: n,
+                parts: 1,
+                iterations: 0,
+            },
+        ),
         Shape::Split => {
             let cut = Partition::new(&prog, PART, Outputs::Caller);
             let stats = EmitStats {
                 ops: n,
                 parts: cut.parts,
+                iterations: 0,
             };
             (split(&prog, &sig, &cut, f, &name), stats)
         }
@@ -470,6 +502,7 @@ fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
         split: None,
         current: 0,
         loaded: None,
+        saved: None,
     };
     let lets = (0..prog.instrs.len()).map(|i| p.stmt(i));
     let assigns = p.assigns();
@@ -496,10 +529,9 @@ fn inline(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
 /// `hamel::runtime::isa::ceiling()` (so that tests can run every copy on one
 /// machine). Each wide call is guarded by its own feature check, whatever the
 /// ceiling says, so no copy runs on a processor that lacks its features.
-fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
+fn with_copies(body: TokenStream, sig: &Signature, name: &Ident) -> TokenStream {
     let params = &sig.params;
     let args = &sig.names;
-    let body = whole_body(prog, sig);
     let base = format_ident!("{}_base", name);
     let wide = format_ident!("{}_avx2", name);
     let widest = format_ident!("{}_avx512", name);
@@ -508,7 +540,7 @@ fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,avx512f,avx512vl")]
             #[inline(never)]
-            #[allow(unused_variables, clippy::all)]
+            #[allow(unused_variables, unused_mut, clippy::all)]
             unsafe fn #widest(#(#params),*) {
                 #body
             }
@@ -532,14 +564,14 @@ fn with_copies(prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
     // user's `#![forbid(unsafe_code)]` is an error (E0453).
     quote! {
         #[inline(never)]
-        #[allow(unused_variables, clippy::all)]
+        #[allow(unused_variables, unused_mut, clippy::all)]
         fn #base(#(#params),*) {
             #body
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2")]
         #[inline(never)]
-        #[allow(unused_variables, clippy::all)]
+        #[allow(unused_variables, unused_mut, clippy::all)]
         unsafe fn #wide(#(#params),*) {
             #body
         }
@@ -586,6 +618,7 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
         split: Some(cut),
         current: 0,
         loaded: None,
+        saved: None,
     };
     let mut parts = Vec::new();
     let mut calls = Vec::new();
@@ -629,6 +662,155 @@ fn split(prog: &Program, sig: &Signature, cut: &Partition, f: &Function, name: &
     }
 }
 
+/// The body of a function of more than [`ROLL_ABOVE`] instructions that
+/// repeats per member of a family (`member_of` an input symbol), and its
+/// loop's iterations: the straight-line instructions before a loop, the loop
+/// (one copy of a member's instructions, by the [`Rolled`] plan the JIT
+/// runs, which proves that every iteration computes the program's own
+/// instructions), the straight-line instructions after it. `None` where no
+/// plan exists, where the straight-line parts are longer than [`WHOLE`] (they
+/// would want splitting), or where a read of an input in the loop would
+/// cross argument arrays.
+fn rolled(
+    f: &Function,
+    prog: &Program,
+    sig: &Signature,
+    member_of: &dyn Fn(Id) -> Option<u32>,
+) -> Option<(TokenStream, usize)> {
+    if prog.instrs.len() <= ROLL_ABOVE {
+        return None;
+    }
+    let member: Vec<Option<u32>> = f
+        .inputs
+        .iter()
+        .flat_map(|(_, syms)| syms)
+        .map(|&s| member_of(s))
+        .collect();
+    let places: Vec<(u32, usize)> = f
+        .outputs
+        .iter()
+        .enumerate()
+        .flat_map(|(a, (_, e))| (0..e.len()).map(move |k| (a as u32, k)))
+        .collect();
+    let plan = Rolled::plan(prog, &member, &places)?;
+    if plan.before.len() + plan.after.len() > WHOLE {
+        return None;
+    }
+    let last = plan.count as i64 - 1;
+    let index = |k0: usize, stride: i64| -> TokenStream {
+        let k0 = Literal::usize_unsuffixed(k0);
+        let s = Literal::usize_unsuffixed(stride.unsigned_abs() as usize);
+        match stride {
+            0 => quote!(#k0),
+            1 => quote!(#k0 + __i),
+            -1 => quote!(#k0 - __i),
+            d if d > 0 => quote!(#k0 + #s * __i),
+            _ => quote!(#k0 - #s * __i),
+        }
+    };
+    let p = Printer {
+        prog,
+        sig,
+        dd: false,
+        split: None,
+        current: 0,
+        loaded: None,
+        saved: Some(&plan.saved),
+    };
+    let mut body = Vec::with_capacity(plan.body.len());
+    for (q, step) in plan.body.iter().enumerate() {
+        let mut ops = Vec::with_capacity(2);
+        for o in &step.operands {
+            ops.push(match *o {
+                Operand::Local(j) => {
+                    let l = format_ident!("__l{}", j);
+                    quote!(#l)
+                }
+                Operand::Scratch { at } => {
+                    let at = index(at, 1);
+                    quote!(__t[#at])
+                }
+                Operand::Input { first, stride } => {
+                    let end = first as i64 + stride * last;
+                    let (a, k0, _) = &sig.inputs[first as usize];
+                    let same = usize::try_from(end)
+                        .ok()
+                        .and_then(|e| sig.inputs.get(e))
+                        .is_some_and(|(b, _, _)| b == a);
+                    if !same {
+                        return None;
+                    }
+                    let at = index(*k0, stride);
+                    quote!(#a[#at])
+                }
+                Operand::Fixed(r) => p.reg(r),
+            });
+        }
+        let mut ops = ops.into_iter();
+        let a = ops.next()?;
+        let e = op_expr(&step.instr, a, ops.next(), false);
+        let l = format_ident!("__l{}", q);
+        let saves = step.saves.iter().map(|&at| {
+            let at = index(at, 1);
+            quote!(__t[#at] = #l;)
+        });
+        let outs = step.outputs.iter().map(|&(arr, p0, stride)| {
+            let id = format_ident!("{}", f.outputs[arr as usize].0);
+            let at = index(p0, stride);
+            quote!(#id[#at] = #l;)
+        });
+        body.push(quote!(let #l: f64 = #e; #(#saves)* #(#outs)*));
+    }
+    let before = plan.before.iter().map(|&i| p.stmt(i));
+    let stores = plan.stores.iter().map(|&(r, slot)| {
+        let v = p.reg(r);
+        quote!(__t[#slot] = #v;)
+    });
+    let after = plan.after.iter().map(|&i| p.stmt(i));
+    // Constant zeros among the outputs left for after the loop (a sparse
+    // Jacobian's) are filled first, by array, as `Printer::assigns` does.
+    let is_zero = |o: u32| {
+        let r = o as usize;
+        r >= prog.n_inputs && r < prog.result_base() && {
+            let c = prog.consts[r - prog.n_inputs];
+            c == 0.0 && c.is_sign_positive()
+        }
+    };
+    let mut zeros = vec![0usize; f.outputs.len()];
+    for &j in &plan.rest {
+        if is_zero(prog.outputs[j]) {
+            zeros[places[j].0 as usize] += 1;
+        }
+    }
+    let filled: Vec<bool> = zeros.iter().map(|&z| z >= ZERO_FILL_MIN).collect();
+    let fills = f.outputs.iter().zip(&filled).filter(|(_, &f)| f).map(|((a, _), _)| {
+        let id = format_ident!("{}", a);
+        quote!(#id.fill(0.0);)
+    });
+    let rest = plan
+        .rest
+        .iter()
+        .filter(|&&j| !(filled[places[j].0 as usize] && is_zero(prog.outputs[j])))
+        .map(|&j| {
+            let (a, k) = &sig.outs[j];
+            let v = p.reg(prog.outputs[j]);
+            quote!(#a[#k] = #v;)
+        });
+    let (count, slots) = (plan.count, plan.scratch_len);
+    let body = quote! {
+        #(#fills)*
+        #(#before)*
+        let mut __t = [0.0f64; #slots];
+        #(#stores)*
+        for __i in 0..#count {
+            #(#body)*
+        }
+        #(#after)*
+        #(#rest)*
+    };
+    Some((body, count))
+}
+
 /// Emits `pub fn <name>_dd(...)`: the same program evaluated in double-double
 /// arithmetic (type `__Dd`, which the caller brings into scope), where each
 /// argument named in `dd_args` comes as a pair `arg: &[f64; n], arg_lo: &[f64; n]`.
@@ -648,6 +830,7 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[Arg]) -> Result<Optio
         split: None,
         current: 0,
         loaded: None,
+        saved: None,
     };
     let lets = (0..n).map(|i| p.stmt(i));
     let assigns = p.assigns();
