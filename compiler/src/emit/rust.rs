@@ -81,7 +81,7 @@ pub const WHOLE: usize = 3000;
 pub const WIDE_MIN: usize = 512;
 
 /// Bodies of more register instructions than this that repeat per member of
-/// an indexed family (a chain's link) are emitted as a loop ([`rolled`]), as
+/// an indexed family (a chain's link) are emitted as a loop (see the module), as
 /// the JIT runs them: written out, rustc's time grows with the chain.
 pub const ROLL_ABOVE: usize = 2000;
 
