@@ -55,8 +55,10 @@ fn main() -> Result<(), Boxed> {
             c.band,
             c.state.len(),
             sys.kernel_ops(),
-            sys.jacobian_loop()
-                .map_or(String::new(), |(k, len)| format!(" (a loop of {k} × {len})"))
+            sys.jacobian_loops().map_or(String::new(), |loops| {
+                let each: Vec<String> = loops.iter().map(|(k, len)| format!("{k} × {len}")).collect();
+                format!(" (loops of {})", each.join(", then "))
+            })
         );
         if std::env::var_os("UNKNOWNS").is_some() {
             println!("  unknowns in order: {}", c.unknowns.join(" "));

@@ -160,9 +160,9 @@ pub struct JitCode {
     direct: Vec<unsafe extern "C" fn()>,
     /// per function: argument array lengths, output array lengths
     shapes: Vec<(Vec<usize>, Vec<usize>)>,
-    /// per function: the iterations and body length of the loop it runs
-    /// as, where it runs as one
-    loops: Vec<Option<(usize, usize)>>,
+    /// per function: the iterations and body length of each loop it runs,
+    /// where it runs as loops
+    loops: Vec<Option<Vec<(usize, usize)>>>,
     /// scratch values per function
     scratch: Vec<usize>,
 }
@@ -377,7 +377,7 @@ impl JitCode {
                 scratch.push(plan.scratch_len);
                 cuts.push(None);
                 parts_of.push(vec![id]);
-                loops.push(Some((plan.count, plan.body.len())));
+                loops.push(Some(plan.loops.iter().map(|lp| (lp.count, lp.body.len())).collect()));
                 continue;
             }
             loops.push(None);
@@ -534,10 +534,16 @@ impl JitCode {
         self.entries.is_empty()
     }
 
-    /// The iterations and body instructions of the loop function `k` runs
-    /// as, where it was compiled from a [`Rolled`] plan.
+    /// The iterations and body instructions of the first loop function `k`
+    /// runs, where it was compiled from a [`Rolled`] plan.
     pub fn loop_shape(&self, k: usize) -> Option<(usize, usize)> {
-        self.loops.get(k).copied().flatten()
+        self.loop_shapes(k)?.first().copied()
+    }
+
+    /// The iterations and body instructions of every loop function `k`
+    /// runs, in order, where it was compiled from a [`Rolled`] plan.
+    pub fn loop_shapes(&self, k: usize) -> Option<&[(usize, usize)]> {
+        self.loops.get(k)?.as_deref()
     }
 
     /// Number of scratch values function `k` needs (0 unless it was split

@@ -31,12 +31,14 @@ pub fn output_places(out_arrays: &[OutputArray]) -> Vec<(u32, usize)> {
 /// argument array (the JIT addresses them from that array's pointer).
 pub(crate) fn fits(plan: &Rolled, arrays: &[usize]) -> bool {
     let input_at = inputs_at(arrays);
-    plan.body.iter().flat_map(|s| &s.operands).all(|o| match *o {
-        Operand::Input { first, stride } => {
-            let last = first as i64 + stride * (plan.count as i64 - 1);
-            last >= 0 && (last as usize) < input_at.len() && input_at[first as usize].0 == input_at[last as usize].0
-        }
-        _ => true,
+    plan.loops.iter().all(|lp| {
+        lp.body.iter().flat_map(|s| &s.operands).all(|o| match *o {
+            Operand::Input { first, stride } => {
+                let last = first as i64 + stride * (lp.count as i64 - 1);
+                last >= 0 && (last as usize) < input_at.len() && input_at[first as usize].0 == input_at[last as usize].0
+            }
+            _ => true,
+        })
     })
 }
 
@@ -106,88 +108,97 @@ pub(crate) fn build(
         vals[r] = Some(v);
         v
     };
-    for &t in &plan.before {
-        let v = refs.apply(&mut b, &prog.instrs[t], |r, b| value(r, b, &mut vals));
-        vals[base + t] = Some(v);
-    }
-    for &(r, slot) in &plan.stores {
-        let v = value(r, &mut b, &mut vals);
-        b.ins().store(flags, v, tmp, 8 * slot as i32);
-    }
-    // The loop: one block, its counter its parameter.
-    let body = b.create_block();
-    let exit = b.create_block();
-    b.append_block_param(body, types::I64);
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().jump(body, &[zero.into()]);
-    b.switch_to_block(body);
-    let i = b.block_params(body)[0];
-    let bytes = b.ins().imul_imm_s(i, 8);
-    // Pointers advanced to this iteration: per (array, stride).
-    let mut advanced: HashMap<(u8, usize, i64), Value> = HashMap::new();
-    let mut at = |b: &mut FunctionBuilder, kind: u8, array: usize, start: Value, stride: i64| -> Value {
-        *advanced.entry((kind, array, stride)).or_insert_with(|| {
-            let off = if stride == 1 {
-                bytes
-            } else {
-                b.ins().imul_imm_s(bytes, stride)
-            };
-            b.ins().iadd(start, off)
-        })
-    };
-    let mut local: Vec<Value> = Vec::with_capacity(plan.body.len());
-    let mut fixed: HashMap<u32, Value> = HashMap::new();
-    for step in &plan.body {
-        let mut ops = [None, None];
-        for (s, o) in step.operands.iter().enumerate() {
-            ops[s] = Some(match *o {
-                Operand::Local(q) => local[q as usize],
-                Operand::Scratch { at: slot } => {
-                    let p = at(&mut b, 0, 0, tmp, 1);
-                    b.ins().load(types::F64, flags, p, 8 * slot as i32)
-                }
-                Operand::Input { first, stride } => {
-                    let (a, off) = input_at[first as usize];
-                    let p = at(&mut b, 1, a, arg_ptr[a], stride);
-                    b.ins().load(types::F64, read, p, 8 * off as i32)
-                }
-                Operand::Fixed(r) => match vals[r as usize] {
-                    Some(v) => v,
-                    // Inputs and constants are read where they are used, so
-                    // that they do not stay in registers through the loop.
-                    None => *fixed.entry(r).or_insert_with(|| {
-                        let r = r as usize;
-                        if r < prog.n_inputs {
-                            let (a, off) = input_at[r];
-                            b.ins().load(types::F64, read, arg_ptr[a], (8 * off) as i32)
-                        } else {
-                            b.ins().f64const(prog.consts[r - prog.n_inputs])
-                        }
-                    }),
-                },
+    for lp in &plan.loops {
+        for &t in &lp.before {
+            let v = refs.apply(&mut b, &prog.instrs[t], |r, b| value(r, b, &mut vals));
+            vals[base + t] = Some(v);
+        }
+        for &(r, slot) in &lp.stores {
+            let v = value(r, &mut b, &mut vals);
+            b.ins().store(flags, v, tmp, 8 * slot as i32);
+        }
+        // The loop: one block, its counter its parameter.
+        let body = b.create_block();
+        let exit = b.create_block();
+        b.append_block_param(body, types::I64);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.ins().jump(body, &[zero.into()]);
+        b.switch_to_block(body);
+        let i = b.block_params(body)[0];
+        let bytes = b.ins().imul_imm_s(i, 8);
+        // Pointers advanced to this iteration: per (array, stride).
+        let mut advanced: HashMap<(u8, usize, i64), Value> = HashMap::new();
+        let mut at = |b: &mut FunctionBuilder, kind: u8, array: usize, start: Value, stride: i64| -> Value {
+            *advanced.entry((kind, array, stride)).or_insert_with(|| {
+                let off = if stride == 1 {
+                    bytes
+                } else {
+                    b.ins().imul_imm_s(bytes, stride)
+                };
+                b.ins().iadd(start, off)
+            })
+        };
+        let mut local: Vec<Value> = Vec::with_capacity(lp.body.len());
+        let mut fixed: HashMap<u32, Value> = HashMap::new();
+        for step in &lp.body {
+            let mut ops = [None, None];
+            for (s, o) in step.operands.iter().enumerate() {
+                ops[s] = Some(match *o {
+                    Operand::Local(q) => local[q as usize],
+                    Operand::Scratch { at: slot } => {
+                        let p = at(&mut b, 0, 0, tmp, 1);
+                        b.ins().load(types::F64, flags, p, 8 * slot as i32)
+                    }
+                    Operand::Input { first, stride } => {
+                        let (a, off) = input_at[first as usize];
+                        let p = at(&mut b, 1, a, arg_ptr[a], stride);
+                        b.ins().load(types::F64, read, p, 8 * off as i32)
+                    }
+                    Operand::Fixed(r) => match vals[r as usize] {
+                        Some(v) => v,
+                        // Inputs, constants and an earlier loop's results are
+                        // read where they are used, so that they do not stay
+                        // in registers through the loop.
+                        None => *fixed.entry(r).or_insert_with(|| {
+                            let r = r as usize;
+                            if r < prog.n_inputs {
+                                let (a, off) = input_at[r];
+                                b.ins().load(types::F64, read, arg_ptr[a], (8 * off) as i32)
+                            } else if r < base {
+                                b.ins().f64const(prog.consts[r - prog.n_inputs])
+                            } else {
+                                let s = *plan
+                                    .saved
+                                    .get(&(r as u32))
+                                    .expect("an earlier loop's result read by a later one is saved");
+                                b.ins().load(types::F64, flags, tmp, 8 * s as i32)
+                            }
+                        }),
+                    },
+                });
+            }
+            let mut k = 0;
+            let v = refs.apply(&mut b, &step.instr, |_, _| {
+                k += 1;
+                ops[k - 1].expect("an operand per register the instruction reads")
             });
+            for &slot in &step.saves {
+                let p = at(&mut b, 0, 0, tmp, 1);
+                b.ins().store(flags, v, p, 8 * slot as i32);
+            }
+            for &(a, p0, stride) in &step.outputs {
+                let p = at(&mut b, 2, a as usize, out_ptr[a as usize], stride);
+                b.ins().store(flags, v, p, 8 * p0 as i32);
+            }
+            local.push(v);
         }
-        let mut k = 0;
-        let v = refs.apply(&mut b, &step.instr, |_, _| {
-            k += 1;
-            ops[k - 1].expect("an operand per register the instruction reads")
-        });
-        for &slot in &step.saves {
-            let p = at(&mut b, 0, 0, tmp, 1);
-            b.ins().store(flags, v, p, 8 * slot as i32);
-        }
-        for &(a, p0, stride) in &step.outputs {
-            let p = at(&mut b, 2, a as usize, out_ptr[a as usize], stride);
-            b.ins().store(flags, v, p, 8 * p0 as i32);
-        }
-        local.push(v);
+        let next = b.ins().iadd_imm_s(i, 1);
+        let more = b.ins().icmp_imm_s(IntCC::SignedLessThan, next, lp.count as i64);
+        b.ins().brif(more, body, &[next.into()], exit, &[]);
+        b.seal_block(body);
+        b.switch_to_block(exit);
+        b.seal_block(exit);
     }
-    let next = b.ins().iadd_imm_s(i, 1);
-    let more = b.ins().icmp_imm_s(IntCC::SignedLessThan, next, plan.count as i64);
-    b.ins().brif(more, body, &[next.into()], exit, &[]);
-    b.seal_block(body);
-    b.switch_to_block(exit);
-    b.seal_block(exit);
     for &t in &plan.after {
         let v = refs.apply(&mut b, &prog.instrs[t], |r, b| value(r, b, &mut vals));
         vals[base + t] = Some(v);
@@ -260,6 +271,57 @@ mod tests {
         (prog, [2, 3 * n, n], member, at)
     }
 
+    /// A forward sum over `n` links, every link's share of (most of) it, and a
+    /// back substitution through the shares (`y_k = t_k + y_{k+1} / n`):
+    /// three loops, the last backward, whose results come out reversed.
+    #[test]
+    fn loops_after_loops_and_backward_give_the_interpreter_s_bits() {
+        let n = 30;
+        let base = (n + 1) as u32;
+        let mut instrs = Vec::new();
+        let mut push = |i: Instr, instrs: &mut Vec<Instr>| {
+            instrs.push(i);
+            base + instrs.len() as u32 - 1
+        };
+        let mut s = Vec::new();
+        for k in 0..n as u32 {
+            let sq = push(Instr::Call(Func::Sin, k), &mut instrs);
+            s.push(if k == 0 {
+                sq
+            } else {
+                push(Instr::Add(s[k as usize - 1], sq), &mut instrs)
+            });
+        }
+        // The sum up to the link before the last: a result of the first
+        // loop, read by the second at a fixed slot.
+        let t: Vec<u32> = (0..n as u32)
+            .map(|k| push(Instr::Div(k, s[n - 2]), &mut instrs))
+            .collect();
+        let mut y = vec![t[n - 1]; n];
+        for k in (0..n - 1).rev() {
+            let part = push(Instr::Div(y[k + 1], n as u32), &mut instrs);
+            y[k] = push(Instr::Add(t[k], part), &mut instrs);
+        }
+        let prog = Program {
+            n_inputs: n + 1,
+            consts: vec![],
+            instrs,
+            outputs: y,
+        };
+        let member: Vec<Option<u32>> = (0..=n).map(|r| (r < n).then_some(r as u32)).collect();
+        let outs = [OutputArray { len: n, at: None }];
+        let plan = Rolled::plan(&prog, &member, &output_places(&outs)).expect("loops");
+        assert!(plan.loops.len() >= 2, "{} loops", plan.loops.len());
+        let (code, _) =
+            JitCode::compile_direct(&[(&prog, &[n + 1][..], &outs[..])], &[], &[Some(&plan)], false).expect("compiles");
+        assert_eq!(code.loop_shapes(0).map(<[_]>::len), Some(plan.loops.len()));
+        let inputs: Vec<f64> = (0..n).map(|k| 0.2 + 0.03 * k as f64).chain([n as f64]).collect();
+        let mut got = vec![f64::NAN; n];
+        code.call(0, &[&inputs], &mut got);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&prog.eval(&inputs)));
+    }
+
     #[test]
     fn a_rolled_program_gives_the_interpreter_s_bits() {
         for n in [5, 9, 40] {
@@ -272,7 +334,7 @@ mod tests {
                 },
             ];
             let plan = Rolled::plan(&prog, &member, &output_places(&outs)).expect("a loop");
-            assert_eq!((plan.count, plan.body.len()), (n - 1, 7), "n = {n}");
+            assert_eq!((plan.loops[0].count, plan.loops[0].body.len()), (n - 1, 7), "n = {n}");
             let (code, _) = JitCode::compile_direct(&[(&prog, &arrays[..], &outs[..])], &[], &[Some(&plan)], false)
                 .expect("compiles");
             assert_eq!(code.loop_shape(0), Some((n - 1, 7)));

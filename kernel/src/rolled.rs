@@ -13,10 +13,18 @@
 //! registers, so that a back-end running the plan computes the program's
 //! numbers to the bit, only in another order.
 //!
-//! The plan: instructions `before` the loop (those of no member, and of the
-//! members before the loop's first), `count` iterations of the loop's
-//! `body`, instructions `after` it; values cross from one part to another
-//! through a scratch array of [`Rolled::scratch_len`] values.
+//! The plan: instructions `before` the loop (those that do not read its
+//! results), `count` iterations of the loop's `body`, instructions `after`
+//! it; values cross from one part to another through a scratch array of
+//! [`Rolled::scratch_len`] values. A loop runs forward over the members, or
+//! backward where each reads the results of the members after it.
+//!
+//! What the first loop leaves after it can hold further sweeps over the
+//! links: a banded solve's back substitution, or every link's terms that
+//! read a sum over all links (which the first loop computes, so they belong
+//! to the last link by the rule above). Those instructions are planned
+//! again, each belonging now to the *lowest* member it reads, into a second
+//! loop, and so on ([`MAX_LOOPS`]).
 
 use std::collections::HashMap;
 
@@ -24,6 +32,12 @@ use crate::program::{Instr, Program};
 
 /// Fewest iterations worth a loop.
 pub const MIN_COUNT: usize = 4;
+
+/// Most loops in one plan.
+pub const MAX_LOOPS: usize = 4;
+
+/// Fewest instructions left after a loop worth planning another over.
+const MIN_SWEEP: usize = 64;
 
 /// How many iterations back the loop's body reads results through its
 /// scratch arrays at most (a chain's links read their neighbours', the
@@ -69,9 +83,9 @@ pub struct Step {
     pub outputs: Vec<(u32, usize, i64)>,
 }
 
-/// A program as straight-line parts around one loop (see the module).
+/// One loop of a plan, with the straight-line instructions run before it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Rolled {
+pub struct Loop {
     /// instructions run before the loop, in program order
     pub before: Vec<usize>,
     /// registers stored into scratch before the loop: (register, slot)
@@ -80,14 +94,69 @@ pub struct Rolled {
     pub count: usize,
     /// the loop's body
     pub body: Vec<Step>,
-    /// instructions run after the loop, in program order
+}
+
+/// A program as straight-line parts around loops (see the module): each
+/// loop's `before`, the loop, then the next; `after` the last.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rolled {
+    /// the loops in the order they run (at least one)
+    pub loops: Vec<Loop>,
+    /// instructions run after the last loop, in program order
     pub after: Vec<usize>,
-    /// registers computed by the loop and read after it: their scratch slot
+    /// registers computed by a loop and read after it: their scratch slot
     pub saved: HashMap<u32, usize>,
-    /// the program's outputs the loop does not write, by index
+    /// the program's outputs no loop writes, by index
     pub rest: Vec<usize>,
     /// scratch values the plan needs
     pub scratch_len: usize,
+}
+
+/// The members a loop runs over, `lo..hi`, and in which direction.
+#[derive(Clone, Copy)]
+struct Links {
+    lo: usize,
+    hi: usize,
+    backward: bool,
+}
+
+impl Links {
+    /// The member of iteration `i`.
+    fn member(self, i: usize) -> usize {
+        if self.backward {
+            self.hi - 1 - i
+        } else {
+            self.lo + i
+        }
+    }
+
+    /// The iteration of member `m` (in the loop).
+    fn iteration(self, m: u32) -> usize {
+        if self.backward {
+            self.hi - 1 - m as usize
+        } else {
+            m as usize - self.lo
+        }
+    }
+
+    /// How many iterations before member `reader`'s member `read`'s runs
+    /// (`None`: after it).
+    fn distance(self, reader: u32, read: u32) -> Option<u32> {
+        if self.backward {
+            read.checked_sub(reader)
+        } else {
+            reader.checked_sub(read)
+        }
+    }
+}
+
+/// A loop planned over part of a program, and what it leaves.
+struct Stage {
+    lp: Loop,
+    after: Vec<usize>,
+    saved: HashMap<u32, usize>,
+    rest: Vec<usize>,
+    scratch_len: usize,
 }
 
 /// The member of the family each instruction's result belongs to: the
@@ -113,6 +182,45 @@ fn members(prog: &Program, input_member: &[Option<u32>]) -> Vec<Option<u32>> {
             .max()
             .flatten();
         member.push(m);
+    }
+    member
+}
+
+/// For the instructions of `scope` (ascending), the lowest member among
+/// what each reads: inputs by `input_member`, results outside `scope` by
+/// `outer`, results in it by this rule; `None` outside `scope`.
+fn lowest_members(
+    prog: &Program,
+    input_member: &[Option<u32>],
+    scope: &[usize],
+    outer: &[Option<u32>],
+) -> Vec<Option<u32>> {
+    let base = prog.result_base();
+    let mut inside = vec![false; prog.instrs.len()];
+    for &t in scope {
+        inside[t] = true;
+    }
+    let mut member: Vec<Option<u32>> = vec![None; prog.instrs.len()];
+    for &t in scope {
+        let (ops, k) = prog.instrs[t].operands();
+        member[t] = ops[..k]
+            .iter()
+            .filter_map(|&r| {
+                let r = r as usize;
+                if r >= base {
+                    let u = r - base;
+                    if inside[u] {
+                        member[u]
+                    } else {
+                        outer[u]
+                    }
+                } else if r < prog.n_inputs {
+                    input_member[r]
+                } else {
+                    None
+                }
+            })
+            .min();
     }
     member
 }
@@ -143,8 +251,47 @@ impl Rolled {
     pub fn plan(prog: &Program, input_member: &[Option<u32>], places: &[(u32, usize)]) -> Option<Rolled> {
         assert_eq!(input_member.len(), prog.n_inputs, "a member (or none) per input");
         assert_eq!(places.len(), prog.outputs.len(), "a place per output");
+        let mut member = members(prog, input_member);
+        let all: Vec<usize> = (0..prog.instrs.len()).collect();
+        let outs: Vec<usize> = (0..prog.outputs.len()).collect();
+        let first = Self::stage(prog, &member, &all, &outs, places, 0)?;
+        let mut plan = Rolled {
+            loops: vec![first.lp],
+            after: first.after,
+            saved: first.saved,
+            rest: first.rest,
+            scratch_len: first.scratch_len,
+        };
+        while plan.loops.len() < MAX_LOOPS && plan.after.len() >= MIN_SWEEP {
+            let again = lowest_members(prog, input_member, &plan.after, &member);
+            let Some(next) = Self::stage(prog, &again, &plan.after, &plan.rest, places, plan.scratch_len) else {
+                break;
+            };
+            for &t in &plan.after {
+                member[t] = again[t];
+            }
+            plan.loops.push(next.lp);
+            plan.after = next.after;
+            plan.saved.extend(next.saved);
+            plan.rest = next.rest;
+            plan.scratch_len = next.scratch_len;
+        }
+        Some(plan)
+    }
+
+    /// A loop over the instructions of `scope` (ascending; the others are
+    /// computed before it), whose result `t` belongs to `member[t]`, storing
+    /// those of the outputs `outs` it computes at regular places; its scratch
+    /// slots from `scratch_base`.
+    fn stage(
+        prog: &Program,
+        member: &[Option<u32>],
+        scope: &[usize],
+        outs: &[usize],
+        places: &[(u32, usize)],
+        scratch_base: usize,
+    ) -> Option<Stage> {
         let base = prog.result_base();
-        let member = members(prog, input_member);
         let top = member.iter().flatten().max().copied()? as usize;
         // Each member's instructions in program order, and each
         // instruction's position among them.
@@ -210,53 +357,79 @@ impl Rolled {
         if hi - lo < MIN_COUNT {
             return None;
         }
-        Self::build(prog, &member, &groups, &pos, lo, hi, places)
+        // Forward (each link reads the links before it), or else backward
+        // (each reads the links after it: a back substitution).
+        [false, true].into_iter().find_map(|backward| {
+            let links = Links { lo, hi, backward };
+            Self::build(prog, member, &groups, &pos, links, scope, (outs, places), scratch_base)
+        })
     }
 
-    /// The plan with the loop over members `lo..hi`, checked instruction by
+    /// The stage with the loop over `links`, checked instruction by
     /// instruction (`None` where a copy is not exact).
+    #[allow(clippy::too_many_arguments)]
     fn build(
         prog: &Program,
         member: &[Option<u32>],
         groups: &[Vec<usize>],
         pos: &[u32],
-        lo: usize,
-        hi: usize,
-        places: &[(u32, usize)],
-    ) -> Option<Rolled> {
+        links: Links,
+        scope: &[usize],
+        (outs, places): (&[usize], &[(u32, usize)]),
+        scratch_base: usize,
+    ) -> Option<Stage> {
         let base = prog.result_base();
+        let Links { lo, hi, .. } = links;
         let count = hi - lo;
         let len = groups[lo].len();
         let in_loop = |t: usize| member[t].is_some_and(|m| (lo..hi).contains(&(m as usize)));
-        let before: Vec<usize> = (0..prog.instrs.len())
-            .filter(|&t| member[t].is_none_or(|m| (m as usize) < lo))
-            .collect();
-        let after: Vec<usize> = (0..prog.instrs.len())
-            .filter(|&t| member[t].is_some_and(|m| m as usize >= hi))
-            .collect();
+        // After the loop: what reads its results, directly or through
+        // others; before it, the rest.
+        let mut late = vec![false; prog.instrs.len()];
+        for &t in scope {
+            if !in_loop(t) {
+                let (ops, k) = prog.instrs[t].operands();
+                late[t] = ops[..k]
+                    .iter()
+                    .any(|&r| (r as usize).checked_sub(base).is_some_and(|u| in_loop(u) || late[u]));
+            }
+        }
+        let before: Vec<usize> = scope.iter().copied().filter(|&t| !in_loop(t) && !late[t]).collect();
+        let after: Vec<usize> = scope.iter().copied().filter(|&t| late[t]).collect();
+        // Results the loop may read at a fixed register or through a table:
+        // those computed before it (by an earlier stage, or before it here).
+        let mut ready = vec![true; prog.instrs.len()];
+        for &t in scope {
+            ready[t] = false;
+        }
+        for &t in &before {
+            ready[t] = true;
+        }
         // Operands, as two iterations far enough in read them that reads of
         // earlier iterations, up to `REACH` back, fall inside the loop; a
         // read of an earlier member's result at distance d goes through a
         // scratch array written by the body (or, for iterations before d,
         // before the loop).
-        let m0 = lo + REACH.min(count - 2);
-        let mut scratch_len = 0;
+        let i0 = REACH.min(count - 2);
+        let (m0, m1) = (links.member(i0), links.member(i0 + 1));
+        let mut scratch_len = scratch_base;
         let mut carried: HashMap<(u32, u32), usize> = HashMap::new(); // (position, distance) → array
         let mut tables: HashMap<(usize, usize), usize> = HashMap::new(); // (step, operand) → array
         let mut body: Vec<Step> = Vec::with_capacity(len);
         let mut stores: Vec<(u32, usize)> = Vec::new();
         for p in 0..len {
-            let (t0, t1) = (groups[m0][p], groups[m0 + 1][p]);
+            let (t0, t1) = (groups[m0][p], groups[m1][p]);
             let (o0, k) = prog.instrs[t0].operands();
             let (o1, _) = prog.instrs[t1].operands();
-            let (first_ops, _) = prog.instrs[groups[lo][p]].operands();
+            let (first_ops, _) = prog.instrs[groups[links.member(0)][p]].operands();
             let mut operands = Vec::with_capacity(k);
             for s in 0..k {
                 let (r0, r1) = (o0[s], o1[s]);
                 let op = match ((r0 as usize).checked_sub(base), (r1 as usize).checked_sub(base)) {
                     (Some(_), Some(b)) if in_loop(b) && member[b] == member[t1] => Operand::Local(pos[b]),
                     (Some(_), Some(b)) if in_loop(b) => {
-                        let d = member[t1].unwrap_or(0) - member[b].unwrap_or(0);
+                        // Iterations back (none forward: not computed yet).
+                        let d = links.distance(member[t1]?, member[b]?)?;
                         let arr = *carried.entry((pos[b], d)).or_insert_with(|| {
                             scratch_len += count + d as usize;
                             scratch_len - count - d as usize
@@ -289,7 +462,7 @@ impl Rolled {
         // the scratch values the loop reads, assigned their writers.
         let mut written: HashMap<usize, u32> = HashMap::new(); // slot → register stored before
         for i in 0..count {
-            let m = lo + i;
+            let m = links.member(i);
             for (p, step) in body.iter().enumerate() {
                 let t = groups[m][p];
                 let ins = &prog.instrs[t];
@@ -306,7 +479,7 @@ impl Rolled {
                             }
                         }
                         Operand::Fixed(f) => {
-                            if r != f || (r as usize) >= base && before.binary_search(&(r as usize - base)).is_err() {
+                            if r != f || (r as usize) >= base && !ready[r as usize - base] {
                                 return None;
                             }
                         }
@@ -322,17 +495,16 @@ impl Rolled {
                             let carry = carried.iter().find(|(_, &a)| a == at).map(|(&(q, d), _)| (q, d));
                             match carry {
                                 Some((q, d)) => {
-                                    let src = m as i64 - d as i64;
-                                    if src >= lo as i64 {
-                                        if r as usize != base + groups[src as usize][q as usize] {
+                                    if let Some(src) = i.checked_sub(d as usize) {
+                                        if r as usize != base + groups[links.member(src)][q as usize] {
                                             return None;
                                         }
-                                    } else if !record(&mut written, slot, r, base, &before) {
+                                    } else if !record(&mut written, slot, r, base, &ready) {
                                         return None;
                                     }
                                 }
                                 None => {
-                                    if !record(&mut written, slot, r, base, &before) {
+                                    if !record(&mut written, slot, r, base, &ready) {
                                         return None;
                                     }
                                 }
@@ -366,7 +538,7 @@ impl Rolled {
                 body[p].saves.push(scratch_len - count);
                 scratch_len - count
             });
-            saved.insert(r, at + member[t].unwrap_or(0) as usize - lo);
+            saved.insert(r, at + links.iteration(member[t].unwrap_or(0)));
         };
         for &t in &after {
             let (ops, k) = prog.instrs[t].operands();
@@ -378,10 +550,11 @@ impl Rolled {
         // step every iteration are stored by the loop, the others after it.
         let mut by_step: HashMap<(usize, usize), Vec<usize>> = HashMap::new(); // (step, iteration) → outputs
         let mut rest = Vec::new();
-        for (j, &r) in prog.outputs.iter().enumerate() {
+        for &j in outs {
+            let r = prog.outputs[j];
             match (r as usize).checked_sub(base).filter(|&t| in_loop(t)) {
                 Some(t) => by_step
-                    .entry((pos[t] as usize, member[t].unwrap_or(0) as usize - lo))
+                    .entry((pos[t] as usize, links.iteration(member[t].unwrap_or(0))))
                     .or_default()
                     .push(j),
                 None => rest.push(j),
@@ -416,11 +589,13 @@ impl Rolled {
             }
         }
         rest.sort_unstable();
-        Some(Rolled {
-            before,
-            stores,
-            count,
-            body,
+        Some(Stage {
+            lp: Loop {
+                before,
+                stores,
+                count,
+                body,
+            },
             after,
             saved,
             rest,
@@ -437,37 +612,40 @@ impl Rolled {
         regs.extend(&prog.consts);
         regs.resize(prog.registers(), f64::NAN);
         let mut scratch = vec![f64::NAN; self.scratch_len];
+        // A result of an earlier loop is read from its scratch slot.
+        let get = |r: u32, regs: &[f64], scratch: &[f64]| self.saved.get(&r).map_or(regs[r as usize], |&s| scratch[s]);
         let run = |t: usize, regs: &mut Vec<f64>, scratch: &[f64]| {
             let (ops, k) = prog.instrs[t].operands();
-            let read = |r: u32| self.saved.get(&r).map_or(regs[r as usize], |&s| scratch[s]);
-            let x = read(ops[0]);
-            let y = if k == 2 { read(ops[1]) } else { x };
+            let x = get(ops[0], regs, scratch);
+            let y = if k == 2 { get(ops[1], regs, scratch) } else { x };
             regs[base + t] = prog.instrs[t].apply(x, y);
         };
-        for &t in &self.before {
-            run(t, &mut regs, &scratch);
-        }
-        for &(r, slot) in &self.stores {
-            scratch[slot] = regs[r as usize];
-        }
-        let mut local = vec![0.0; self.body.len()];
-        for i in 0..self.count {
-            for (p, step) in self.body.iter().enumerate() {
-                let read = |o: &Operand| match *o {
-                    Operand::Local(q) => local[q as usize],
-                    Operand::Scratch { at } => scratch[at + i],
-                    Operand::Input { first, stride } => regs[(first as i64 + stride * i as i64) as usize],
-                    Operand::Fixed(r) => regs[r as usize],
-                };
-                let x = read(&step.operands[0]);
-                let y = step.operands.get(1).map_or(x, read);
-                let v = step.instr.apply(x, y);
-                local[p] = v;
-                for &at in &step.saves {
-                    scratch[at + i] = v;
-                }
-                for &(a, p0, stride) in &step.outputs {
-                    outs[a as usize][(p0 as i64 + stride * i as i64) as usize] = v;
+        for lp in &self.loops {
+            for &t in &lp.before {
+                run(t, &mut regs, &scratch);
+            }
+            for &(r, slot) in &lp.stores {
+                scratch[slot] = get(r, &regs, &scratch);
+            }
+            let mut local = vec![0.0; lp.body.len()];
+            for i in 0..lp.count {
+                for (p, step) in lp.body.iter().enumerate() {
+                    let read = |o: &Operand| match *o {
+                        Operand::Local(q) => local[q as usize],
+                        Operand::Scratch { at } => scratch[at + i],
+                        Operand::Input { first, stride } => regs[(first as i64 + stride * i as i64) as usize],
+                        Operand::Fixed(r) => get(r, &regs, &scratch),
+                    };
+                    let x = read(&step.operands[0]);
+                    let y = step.operands.get(1).map_or(x, read);
+                    let v = step.instr.apply(x, y);
+                    local[p] = v;
+                    for &at in &step.saves {
+                        scratch[at + i] = v;
+                    }
+                    for &(a, p0, stride) in &step.outputs {
+                        outs[a as usize][(p0 as i64 + stride * i as i64) as usize] = v;
+                    }
                 }
             }
         }
@@ -475,17 +653,16 @@ impl Rolled {
             run(t, &mut regs, &scratch);
         }
         for &j in &self.rest {
-            let r = prog.outputs[j];
             let (a, at) = places[j];
-            outs[a as usize][at] = self.saved.get(&r).map_or(regs[r as usize], |&s| scratch[s]);
+            outs[a as usize][at] = get(prog.outputs[j], &regs, &scratch);
         }
     }
 }
 
 /// Records that `slot` holds register `r` before the loop, which must be
-/// computed there and the only register the slot holds.
-fn record(written: &mut HashMap<usize, u32>, slot: usize, r: u32, base: usize, before: &[usize]) -> bool {
-    if (r as usize) >= base && before.binary_search(&(r as usize - base)).is_err() {
+/// computed by then (`ready`) and the only register the slot holds.
+fn record(written: &mut HashMap<usize, u32>, slot: usize, r: u32, base: usize, ready: &[bool]) -> bool {
+    if (r as usize) >= base && !ready[r as usize - base] {
         return false;
     }
     *written.entry(slot).or_insert(r) == r
@@ -559,9 +736,9 @@ mod tests {
             let plan = Rolled::plan(&prog, &member, &places).expect("a loop");
             // Link 0 starts the recurrence and the last link has an extra
             // term: the loop holds the others.
-            assert_eq!(plan.count, n - 2, "n = {n}");
-            assert_eq!(plan.body.len(), 6);
-            assert!(plan.before.len() + plan.after.len() <= 1 + 6 + 7);
+            assert_eq!(plan.loops[0].count, n - 2, "n = {n}");
+            assert_eq!(plan.loops[0].body.len(), 6);
+            assert!(plan.loops[0].before.len() + plan.after.len() <= 1 + 6 + 7);
             assert_eq!(
                 plan.rest.len(),
                 n + 4,
@@ -593,7 +770,7 @@ mod tests {
         assert_eq!(prog.instrs[t], Instr::Mul(2 + 14, prog.result_base() as u32));
         prog.instrs[t] = Instr::Mul(2 + 14, 1);
         let plan = Rolled::plan(&prog, &member, &places).expect("a loop");
-        assert_eq!(plan.count, 15 - 8, "links 8 … 14");
+        assert_eq!(plan.loops[0].count, 15 - 8, "links 8 … 14");
         let inputs: Vec<f64> = (0..prog.n_inputs).map(|r| 1.1 - 0.05 * r as f64).collect();
         let want = outputs_of(&prog, &places, &inputs);
         let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
@@ -601,6 +778,76 @@ mod tests {
         plan.eval(&prog, &places, &inputs, &mut outs);
         for (w, g) in want.iter().zip(&got) {
             assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+
+    /// `s_k = s_{k-1} + a_k²` forward; every link's `t_k = a_k / s_{n-1}`
+    /// (which reads the whole sum); `y_k = t_k + y_{k+1} / 2` backward from
+    /// `y_{n-1} = t_{n-1}`: outputs `y_k`, and `s_k` in a second array.
+    fn sweeps(n: usize) -> (Program, Vec<Option<u32>>, Vec<(u32, usize)>) {
+        let base = (n + 1) as u32;
+        let mut instrs = Vec::new();
+        let mut push = |i: Instr, instrs: &mut Vec<Instr>| {
+            instrs.push(i);
+            base + instrs.len() as u32 - 1
+        };
+        let mut s = Vec::new();
+        for k in 0..n as u32 {
+            let sq = push(Instr::Mul(k, k), &mut instrs);
+            s.push(if k == 0 {
+                sq
+            } else {
+                push(Instr::Add(s[k as usize - 1], sq), &mut instrs)
+            });
+        }
+        let total = s[n - 1];
+        let t: Vec<u32> = (0..n as u32).map(|k| push(Instr::Div(k, total), &mut instrs)).collect();
+        let mut y = vec![0; n];
+        y[n - 1] = t[n - 1];
+        for k in (0..n - 1).rev() {
+            let half = push(Instr::Div(y[k + 1], n as u32), &mut instrs);
+            y[k] = push(Instr::Add(t[k], half), &mut instrs);
+        }
+        let outputs: Vec<u32> = y.iter().chain(&s).copied().collect();
+        let places = (0..n).map(|k| (0, k)).chain((0..n).map(|k| (1, k))).collect();
+        let member = (0..=n).map(|r| (r < n).then_some(r as u32)).collect();
+        let prog = Program {
+            n_inputs: n + 1,
+            consts: vec![],
+            instrs,
+            outputs,
+        };
+        (prog, member, places)
+    }
+
+    #[test]
+    fn what_reads_a_loop_s_sum_runs_as_further_loops_forward_and_backward() {
+        for n in [40, 100] {
+            let (prog, member, places) = sweeps(n);
+            let plan = Rolled::plan(&prog, &member, &places).expect("loops");
+            let shapes: Vec<(usize, usize)> = plan.loops.iter().map(|lp| (lp.count, lp.body.len())).collect();
+            // The forward sum, then the links' quotients and the back
+            // substitution (each link's `t_k` belongs to it by the lowest
+            // member it reads, and `y_k` reads `y_{k+1}`: a backward loop).
+            let strides: Vec<i64> = plan.loops[1]
+                .body
+                .iter()
+                .flat_map(|s| &s.outputs)
+                .map(|o| o.2)
+                .collect();
+            assert_eq!(strides, [-1], "n = {n}: the second loop writes y_k backward");
+            assert!(shapes.len() >= 2, "n = {n}: {shapes:?}");
+            assert!(shapes[0].0 >= n - 4 && shapes[1].0 >= n - 6, "n = {n}: {shapes:?}");
+            assert!(plan.after.len() < 12, "n = {n}: {} after", plan.after.len());
+            let mut inputs: Vec<f64> = (0..n).map(|k| 0.4 + 0.01 * k as f64).collect();
+            inputs.push(n as f64);
+            let want = outputs_of(&prog, &places, &inputs);
+            let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
+            let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|v| &mut v[..]).collect();
+            plan.eval(&prog, &places, &inputs, &mut outs);
+            for (w, g) in want.iter().zip(&got) {
+                assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
+            }
         }
     }
 
@@ -634,7 +881,7 @@ mod tests {
         let plan = Rolled::plan(&prog, &member, &places).expect("a loop");
         // Links 0 and 1 have one instruction, not two: links 2 and 3, which
         // read them, differ from the others in where they read.
-        assert_eq!((plan.count, plan.body.len()), (n - 4, 2));
+        assert_eq!((plan.loops[0].count, plan.loops[0].body.len()), (n - 4, 2));
         let inputs: Vec<f64> = (0..n).map(|k| 0.5 + 0.01 * k as f64).collect();
         let want = prog.eval(&inputs);
         let mut got = vec![f64::NAN; n];

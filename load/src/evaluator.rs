@@ -446,10 +446,10 @@ impl Evaluator {
         Some(self.code(f)?.output_arrays(f.0))
     }
 
-    /// The loop function `f`'s compiled code runs as, where it runs as one
-    /// (see [`Rolled`]): its iterations and the instructions of each.
-    pub fn loop_shape(&self, f: FnId) -> Option<(usize, usize)> {
-        self.code(f)?.loop_shape(f.0)
+    /// The loops function `f`'s compiled code runs, where it runs as loops
+    /// (see [`Rolled`]): each one's iterations and the instructions of each.
+    pub fn loop_shape(&self, f: FnId) -> Option<Vec<(usize, usize)>> {
+        self.code(f)?.loop_shapes(f.0).map(<[_]>::to_vec)
     }
 
     /// Whether function `f` writes only the band of its last output array,

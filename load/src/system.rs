@@ -122,10 +122,17 @@ impl System {
         self.kernels.writes_band(self.hot.residual_jacobian)
     }
 
-    /// The loop the compiled residual-and-Jacobian kernel runs as (the JIT,
-    /// on a long chain): its iterations, one per link it covers, and the
-    /// instructions of each; `None` where it is straight-line code.
+    /// The first loop the compiled residual-and-Jacobian kernel runs (the
+    /// JIT, on a long chain): its iterations, one per link it covers, and
+    /// the instructions of each; `None` where it is straight-line code.
     pub fn jacobian_loop(&self) -> Option<(usize, usize)> {
+        self.jacobian_loops()?.first().copied()
+    }
+
+    /// Every loop the compiled residual-and-Jacobian kernel runs, in order
+    /// (a second sweep over the links follows the first where the first's
+    /// results feed every link); `None` where it is straight-line code.
+    pub fn jacobian_loops(&self) -> Option<Vec<(usize, usize)>> {
         self.kernels.loop_shape(self.hot.residual_jacobian)
     }
 

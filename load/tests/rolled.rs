@@ -26,6 +26,12 @@ fn long_chains_step_as_loops_to_the_interpreter_s_bits() {
         // Every link but the few at the ends, whose instructions differ
         // (the pivot's, the free end's), is an iteration of the loop.
         let (count, len) = jit.jacobian_loop().expect("the Jacobian kernel runs as a loop");
+        if scheme == "hamel_averaged" {
+            // Its terms that read the first loop's sums over all links run
+            // as a second loop.
+            let loops = jit.jacobian_loops().unwrap_or_default();
+            assert!(loops.len() >= 2 && loops[1].0 as i64 >= n - 6, "{loops:?}");
+        }
         assert!(
             count as i64 >= n - 6 && body.contains(&len),
             "{scheme} N = {n}: {count} × {len}"

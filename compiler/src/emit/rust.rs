@@ -92,7 +92,7 @@ pub struct EmitStats {
     pub ops: usize,
     /// emitted functions (1 unless the body was split)
     pub parts: usize,
-    /// iterations of the body's loop (0: straight-line; see [`ROLL_ABOVE`])
+    /// iterations of the body's loops (0: straight-line; see [`ROLL_ABOVE`])
     pub iterations: usize,
 }
 
@@ -693,10 +693,9 @@ fn rolled(
         .flat_map(|(a, (_, e))| (0..e.len()).map(move |k| (a as u32, k)))
         .collect();
     let plan = Rolled::plan(prog, &member, &places)?;
-    if plan.before.len() + plan.after.len() > WHOLE {
+    if plan.loops.iter().map(|lp| lp.before.len()).sum::<usize>() + plan.after.len() > WHOLE {
         return None;
     }
-    let last = plan.count as i64 - 1;
     let index = |k0: usize, stride: i64| -> TokenStream {
         let k0 = Literal::usize_unsuffixed(k0);
         let s = Literal::usize_unsuffixed(stride.unsigned_abs() as usize);
@@ -717,55 +716,67 @@ fn rolled(
         loaded: None,
         saved: Some(&plan.saved),
     };
-    let mut body = Vec::with_capacity(plan.body.len());
-    for (q, step) in plan.body.iter().enumerate() {
-        let mut ops = Vec::with_capacity(2);
-        for o in &step.operands {
-            ops.push(match *o {
-                Operand::Local(j) => {
-                    let l = format_ident!("__l{}", j);
-                    quote!(#l)
-                }
-                Operand::Scratch { at } => {
-                    let at = index(at, 1);
-                    quote!(__t[#at])
-                }
-                Operand::Input { first, stride } => {
-                    let end = first as i64 + stride * last;
-                    let (a, k0, _) = &sig.inputs[first as usize];
-                    let same = usize::try_from(end)
-                        .ok()
-                        .and_then(|e| sig.inputs.get(e))
-                        .is_some_and(|(b, _, _)| b == a);
-                    if !same {
-                        return None;
+    let mut loops = Vec::with_capacity(plan.loops.len());
+    for lp in &plan.loops {
+        let last = lp.count as i64 - 1;
+        let mut body = Vec::with_capacity(lp.body.len());
+        for (q, step) in lp.body.iter().enumerate() {
+            let mut ops = Vec::with_capacity(2);
+            for o in &step.operands {
+                ops.push(match *o {
+                    Operand::Local(j) => {
+                        let l = format_ident!("__l{}", j);
+                        quote!(#l)
                     }
-                    let at = index(*k0, stride);
-                    quote!(#a[#at])
-                }
-                Operand::Fixed(r) => p.reg(r),
+                    Operand::Scratch { at } => {
+                        let at = index(at, 1);
+                        quote!(__t[#at])
+                    }
+                    Operand::Input { first, stride } => {
+                        let end = first as i64 + stride * last;
+                        let (a, k0, _) = &sig.inputs[first as usize];
+                        let same = usize::try_from(end)
+                            .ok()
+                            .and_then(|e| sig.inputs.get(e))
+                            .is_some_and(|(b, _, _)| b == a);
+                        if !same {
+                            return None;
+                        }
+                        let at = index(*k0, stride);
+                        quote!(#a[#at])
+                    }
+                    Operand::Fixed(r) => p.reg(r),
+                });
+            }
+            let mut ops = ops.into_iter();
+            let a = ops.next()?;
+            let e = op_expr(&step.instr, a, ops.next(), false);
+            let l = format_ident!("__l{}", q);
+            let saves = step.saves.iter().map(|&at| {
+                let at = index(at, 1);
+                quote!(__t[#at] = #l;)
             });
+            let outs = step.outputs.iter().map(|&(arr, p0, stride)| {
+                let id = format_ident!("{}", f.outputs[arr as usize].0);
+                let at = index(p0, stride);
+                quote!(#id[#at] = #l;)
+            });
+            body.push(quote!(let #l: f64 = #e; #(#saves)* #(#outs)*));
         }
-        let mut ops = ops.into_iter();
-        let a = ops.next()?;
-        let e = op_expr(&step.instr, a, ops.next(), false);
-        let l = format_ident!("__l{}", q);
-        let saves = step.saves.iter().map(|&at| {
-            let at = index(at, 1);
-            quote!(__t[#at] = #l;)
+        let before = lp.before.iter().map(|&i| p.stmt(i));
+        let stores = lp.stores.iter().map(|&(r, slot)| {
+            let v = p.reg(r);
+            quote!(__t[#slot] = #v;)
         });
-        let outs = step.outputs.iter().map(|&(arr, p0, stride)| {
-            let id = format_ident!("{}", f.outputs[arr as usize].0);
-            let at = index(p0, stride);
-            quote!(#id[#at] = #l;)
+        let count = lp.count;
+        loops.push(quote! {
+            #(#before)*
+            #(#stores)*
+            for __i in 0..#count {
+                #(#body)*
+            }
         });
-        body.push(quote!(let #l: f64 = #e; #(#saves)* #(#outs)*));
     }
-    let before = plan.before.iter().map(|&i| p.stmt(i));
-    let stores = plan.stores.iter().map(|&(r, slot)| {
-        let v = p.reg(r);
-        quote!(__t[#slot] = #v;)
-    });
     let after = plan.after.iter().map(|&i| p.stmt(i));
     // Constant zeros among the outputs left for after the loop (a sparse
     // Jacobian's) are filled first, by array, as `Printer::assigns` does.
@@ -796,19 +807,15 @@ fn rolled(
             let v = p.reg(prog.outputs[j]);
             quote!(#a[#k] = #v;)
         });
-    let (count, slots) = (plan.count, plan.scratch_len);
+    let slots = plan.scratch_len;
     let body = quote! {
         #(#fills)*
-        #(#before)*
         let mut __t = [0.0f64; #slots];
-        #(#stores)*
-        for __i in 0..#count {
-            #(#body)*
-        }
+        #(#loops)*
         #(#after)*
         #(#rest)*
     };
-    Some((body, count))
+    Some((body, plan.loops.iter().map(|lp| lp.count).sum()))
 }
 
 /// Emits `pub fn <name>_dd(...)`: the same program evaluated in double-double
