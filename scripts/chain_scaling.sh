@@ -16,9 +16,11 @@ scheme=${SCHEME:-hamel}
 export MODEL=$model SCHEME=$scheme
 cargo build --release -q --example chain_stats
 printf '%4s %12s %10s %10s %10s %12s %12s %10s\n' N derive_ms lines ops_tree ops_dag compile_s ns_per_step newton
+f=examples/chain_scaling_tmp.rs
+# The crate written for each size goes, whatever happens to the run.
+trap 'rm -f "$f"' EXIT
 for n in "${sizes[@]}"; do
   stats=$(target/release/examples/chain_stats "$n")
-  f=examples/chain_scaling_tmp.rs
   cat > "$f" <<RS
 use hamel::{Integrator, Stepper};
 #[derive(Integrator)]
