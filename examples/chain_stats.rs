@@ -2,7 +2,8 @@
 //! chain_stats N` prints derivation+emission time (ms), generated lines,
 //! operations as trees (no sharing) and after CSE (the DAG). Used by
 //! `scripts/chain_scaling.sh`; `MODEL` (default `spherical_chain`) and `SCHEME`
-//! (default `hamel`) choose the model file and the scheme.
+//! (default `hamel`) choose the model file and the scheme; `HAMEL_DUMP=file`
+//! writes the emitted code there.
 
 use std::time::Instant;
 
@@ -34,6 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (tokens, stats) = emit(&sys, &target)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     let text = tokens.to_string();
+    if let Ok(dump) = std::env::var("HAMEL_DUMP") {
+        std::fs::write(dump, &text)?;
+    }
     let lines = text.matches(';').count();
     let roots: Vec<_> = sys
         .residual

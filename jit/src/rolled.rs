@@ -149,6 +149,10 @@ pub(crate) fn build(
                         let p = at(&mut b, 0, 0, tmp, 1);
                         b.ins().load(types::F64, flags, p, 8 * slot as i32)
                     }
+                    Operand::Earlier { at: slot, stride } => {
+                        let p = at(&mut b, 0, 0, tmp, stride);
+                        b.ins().load(types::F64, flags, p, 8 * slot as i32)
+                    }
                     Operand::Input { first, stride } => {
                         let (a, off) = input_at[first as usize];
                         let p = at(&mut b, 1, a, arg_ptr[a], stride);

@@ -65,6 +65,14 @@ pub enum Operand {
     /// the same register at every iteration: an input, a constant or a
     /// result computed before the loop
     Fixed(u32),
+    /// scratch value `at + stride · i`, where an earlier loop saved the
+    /// result read (its own iteration's, in a chain of sweeps)
+    Earlier {
+        /// its slot at iteration 0
+        at: usize,
+        /// slots from one iteration to the next
+        stride: i64,
+    },
 }
 
 /// One instruction of the loop's body.
@@ -254,7 +262,7 @@ impl Rolled {
         let mut member = members(prog, input_member);
         let all: Vec<usize> = (0..prog.instrs.len()).collect();
         let outs: Vec<usize> = (0..prog.outputs.len()).collect();
-        let first = Self::stage(prog, &member, &all, &outs, places, 0)?;
+        let first = Self::stage(prog, &member, &all, &outs, places, (0, &HashMap::new()))?;
         let mut plan = Rolled {
             loops: vec![first.lp],
             after: first.after,
@@ -264,7 +272,8 @@ impl Rolled {
         };
         while plan.loops.len() < MAX_LOOPS && plan.after.len() >= MIN_SWEEP {
             let again = lowest_members(prog, input_member, &plan.after, &member);
-            let Some(next) = Self::stage(prog, &again, &plan.after, &plan.rest, places, plan.scratch_len) else {
+            let earlier = (plan.scratch_len, &plan.saved);
+            let Some(next) = Self::stage(prog, &again, &plan.after, &plan.rest, places, earlier) else {
                 break;
             };
             for &t in &plan.after {
@@ -282,14 +291,15 @@ impl Rolled {
     /// A loop over the instructions of `scope` (ascending; the others are
     /// computed before it), whose result `t` belongs to `member[t]`, storing
     /// those of the outputs `outs` it computes at regular places; its scratch
-    /// slots from `scratch_base`.
+    /// slots from `scratch_base`, after those of earlier loops, which saved
+    /// the results in `earlier` (register → slot).
     fn stage(
         prog: &Program,
         member: &[Option<u32>],
         scope: &[usize],
         outs: &[usize],
         places: &[(u32, usize)],
-        scratch_base: usize,
+        (scratch_base, earlier): (usize, &HashMap<u32, usize>),
     ) -> Option<Stage> {
         let base = prog.result_base();
         let top = member.iter().flatten().max().copied()? as usize;
@@ -359,10 +369,35 @@ impl Rolled {
         }
         // Forward (each link reads the links before it), or else backward
         // (each reads the links after it: a back substitution).
-        [false, true].into_iter().find_map(|backward| {
-            let links = Links { lo, hi, backward };
-            Self::build(prog, member, &groups, &pos, links, scope, (outs, places), scratch_base)
-        })
+        let build = |lo: usize, hi: usize| {
+            [false, true].into_iter().find_map(|backward| {
+                let links = Links { lo, hi, backward };
+                Self::build(
+                    prog,
+                    member,
+                    &groups,
+                    &pos,
+                    links,
+                    scope,
+                    (outs, places),
+                    (scratch_base, earlier),
+                )
+            })
+        };
+        let whole = build(lo, hi)?;
+        // Tables filled before the loop, one value per iteration, are often
+        // an earlier loop's results but for an end link's, computed apart:
+        // without that link, the loop reads them where they were saved.
+        if whole.lp.stores.len() < whole.lp.count {
+            return Some(whole);
+        }
+        let straight = |s: &Stage| s.lp.before.len() + s.lp.stores.len() + s.after.len();
+        [(lo + 1, hi), (lo, hi - 1), (lo + 1, hi - 1)]
+            .into_iter()
+            .filter(|&(a, b)| b - a >= MIN_COUNT)
+            .filter_map(|(a, b)| build(a, b))
+            .chain([whole])
+            .min_by_key(straight)
     }
 
     /// The stage with the loop over `links`, checked instruction by
@@ -376,7 +411,7 @@ impl Rolled {
         links: Links,
         scope: &[usize],
         (outs, places): (&[usize], &[(u32, usize)]),
-        scratch_base: usize,
+        (scratch_base, earlier): (usize, &HashMap<u32, usize>),
     ) -> Option<Stage> {
         let base = prog.result_base();
         let Links { lo, hi, .. } = links;
@@ -417,6 +452,19 @@ impl Rolled {
         let mut tables: HashMap<(usize, usize), usize> = HashMap::new(); // (step, operand) → array
         let mut body: Vec<Step> = Vec::with_capacity(len);
         let mut stores: Vec<(u32, usize)> = Vec::new();
+        // Where every iteration's operand `s` of step `p` is a result an
+        // earlier loop saved, a constant step apart: the first slot and the step.
+        let progression = |p: usize, s: usize| -> Option<(usize, i64)> {
+            let slot = |i: usize| {
+                let (ops, _) = prog.instrs[groups[links.member(i)][p]].operands();
+                earlier.get(&ops[s]).map(|&x| x as i64)
+            };
+            let at = slot(0)?;
+            let stride = slot(1)? - at;
+            (0..count)
+                .all(|i| slot(i) == Some(at + stride * i as i64))
+                .then_some((at as usize, stride))
+        };
         for p in 0..len {
             let (t0, t1) = (groups[m0][p], groups[m1][p]);
             let (o0, k) = prog.instrs[t0].operands();
@@ -441,6 +489,9 @@ impl Rolled {
                         first: first_ops[s],
                         stride: r1 as i64 - r0 as i64,
                     },
+                    // An earlier loop's results, one per iteration, at
+                    // slots a constant step apart.
+                    (Some(_), Some(_)) if let Some((at, stride)) = progression(p, s) => Operand::Earlier { at, stride },
                     _ => {
                         let arr = *tables.entry((p, s)).or_insert_with(|| {
                             scratch_len += count;
@@ -485,6 +536,11 @@ impl Rolled {
                         }
                         Operand::Input { first, stride } => {
                             if r as i64 != first as i64 + stride * i as i64 {
+                                return None;
+                            }
+                        }
+                        Operand::Earlier { at, stride } => {
+                            if earlier.get(&r).map(|&s| s as i64) != Some(at as i64 + stride * i as i64) {
                                 return None;
                             }
                         }
@@ -635,6 +691,7 @@ impl Rolled {
                         Operand::Scratch { at } => scratch[at + i],
                         Operand::Input { first, stride } => regs[(first as i64 + stride * i as i64) as usize],
                         Operand::Fixed(r) => get(r, &regs, &scratch),
+                        Operand::Earlier { at, stride } => scratch[(at as i64 + stride * i as i64) as usize],
                     };
                     let x = read(&step.operands[0]);
                     let y = step.operands.get(1).map_or(x, read);
@@ -781,7 +838,7 @@ mod tests {
         }
     }
 
-    /// `s_k = s_{k-1} + a_k²` forward; every link's `t_k = a_k / s_{n-1}`
+    /// `s_k = s_{k-1} + a_k²` forward; every link's `t_k = s_k / s_{n-1}`
     /// (which reads the whole sum); `y_k = t_k + y_{k+1} / 2` backward from
     /// `y_{n-1} = t_{n-1}`: outputs `y_k`, and `s_k` in a second array.
     fn sweeps(n: usize) -> (Program, Vec<Option<u32>>, Vec<(u32, usize)>) {
@@ -801,7 +858,7 @@ mod tests {
             });
         }
         let total = s[n - 1];
-        let t: Vec<u32> = (0..n as u32).map(|k| push(Instr::Div(k, total), &mut instrs)).collect();
+        let t: Vec<u32> = (0..n).map(|k| push(Instr::Div(s[k], total), &mut instrs)).collect();
         let mut y = vec![0; n];
         y[n - 1] = t[n - 1];
         for k in (0..n - 1).rev() {
@@ -836,6 +893,16 @@ mod tests {
                 .map(|o| o.2)
                 .collect();
             assert_eq!(strides, [-1], "n = {n}: the second loop writes y_k backward");
+            // and reads s_k where the first loop saved it, backward too
+            let earlier = plan.loops[1].body.iter().flat_map(|s| &s.operands);
+            assert!(
+                earlier
+                    .into_iter()
+                    .any(|o| matches!(o, Operand::Earlier { stride: -1, .. })),
+                "n = {n}: {:?}",
+                plan.loops[1].body
+            );
+            assert!(plan.loops[1].stores.len() < 4, "no table of s_k filled before the loop");
             assert!(shapes.len() >= 2, "n = {n}: {shapes:?}");
             assert!(shapes[0].0 >= n - 4 && shapes[1].0 >= n - 6, "n = {n}: {shapes:?}");
             assert!(plan.after.len() < 12, "n = {n}: {} after", plan.after.len());

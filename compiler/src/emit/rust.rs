@@ -732,6 +732,10 @@ fn rolled(
                         let at = index(at, 1);
                         quote!(__t[#at])
                     }
+                    Operand::Earlier { at, stride } => {
+                        let at = index(at, stride);
+                        quote!(__t[#at])
+                    }
                     Operand::Input { first, stride } => {
                         let end = first as i64 + stride * last;
                         let (a, k0, _) = &sig.inputs[first as usize];
