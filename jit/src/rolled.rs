@@ -87,13 +87,11 @@ pub(crate) fn build(
         .map(|a| b.ins().load(ptr, read, out, width * a as i32))
         .collect();
     // Registers computed or read outside the loop.
-    let mut vals: Vec<Option<Value>> = vec![None; prog.registers()];
-    let value = |r: u32, b: &mut FunctionBuilder, vals: &mut Vec<Option<Value>>| -> Value {
+    // Register `r` read from where it lives outside a loop: an input, a
+    // constant, or a loop's result saved to scratch.
+    let source = |r: u32, b: &mut FunctionBuilder| -> Value {
         let r = r as usize;
-        if let Some(v) = vals[r] {
-            return v;
-        }
-        let v = if r < prog.n_inputs {
+        if r < prog.n_inputs {
             let (a, i) = input_at[r];
             b.ins().load(types::F64, read, arg_ptr[a], (8 * i) as i32)
         } else if r < base {
@@ -102,11 +100,13 @@ pub(crate) fn build(
             let s = *plan
                 .saved
                 .get(&(r as u32))
-                .expect("a result of the loop read after it is saved");
+                .expect("a loop's result read after it is saved");
             b.ins().load(types::F64, flags, tmp, 8 * s as i32)
-        };
-        vals[r] = Some(v);
-        v
+        }
+    };
+    let mut vals: Vec<Option<Value>> = vec![None; prog.registers()];
+    let value = |r: u32, b: &mut FunctionBuilder, vals: &mut Vec<Option<Value>>| -> Value {
+        *vals[r as usize].get_or_insert_with(|| source(r, b))
     };
     for lp in &plan.loops {
         for &t in &lp.before {
@@ -163,21 +163,7 @@ pub(crate) fn build(
                         // Inputs, constants and an earlier loop's results are
                         // read where they are used, so that they do not stay
                         // in registers through the loop.
-                        None => *fixed.entry(r).or_insert_with(|| {
-                            let r = r as usize;
-                            if r < prog.n_inputs {
-                                let (a, off) = input_at[r];
-                                b.ins().load(types::F64, read, arg_ptr[a], (8 * off) as i32)
-                            } else if r < base {
-                                b.ins().f64const(prog.consts[r - prog.n_inputs])
-                            } else {
-                                let s = *plan
-                                    .saved
-                                    .get(&(r as u32))
-                                    .expect("an earlier loop's result read by a later one is saved");
-                                b.ins().load(types::F64, flags, tmp, 8 * s as i32)
-                            }
-                        }),
+                        None => *fixed.entry(r).or_insert_with(|| source(r, &mut b)),
                     },
                 });
             }
@@ -283,7 +269,7 @@ mod tests {
         let n = 30;
         let base = (n + 1) as u32;
         let mut instrs = Vec::new();
-        let mut push = |i: Instr, instrs: &mut Vec<Instr>| {
+        let push = |i: Instr, instrs: &mut Vec<Instr>| {
             instrs.push(i);
             base + instrs.len() as u32 - 1
         };

@@ -490,15 +490,17 @@ impl Rolled {
                         stride: r1 as i64 - r0 as i64,
                     },
                     // An earlier loop's results, one per iteration, at
-                    // slots a constant step apart.
-                    (Some(_), Some(_)) if let Some((at, stride)) = progression(p, s) => Operand::Earlier { at, stride },
-                    _ => {
-                        let arr = *tables.entry((p, s)).or_insert_with(|| {
-                            scratch_len += count;
-                            scratch_len - count
-                        });
-                        Operand::Scratch { at: arr }
-                    }
+                    // slots a constant step apart; else a table.
+                    results => match results.0.and(results.1).and_then(|_| progression(p, s)) {
+                        Some((at, stride)) => Operand::Earlier { at, stride },
+                        None => {
+                            let arr = *tables.entry((p, s)).or_insert_with(|| {
+                                scratch_len += count;
+                                scratch_len - count
+                            });
+                            Operand::Scratch { at: arr }
+                        }
+                    },
                 };
                 operands.push(op);
             }
@@ -844,7 +846,7 @@ mod tests {
     fn sweeps(n: usize) -> (Program, Vec<Option<u32>>, Vec<(u32, usize)>) {
         let base = (n + 1) as u32;
         let mut instrs = Vec::new();
-        let mut push = |i: Instr, instrs: &mut Vec<Instr>| {
+        let push = |i: Instr, instrs: &mut Vec<Instr>| {
             instrs.push(i);
             base + instrs.len() as u32 - 1
         };

@@ -493,17 +493,23 @@ pub fn shape(n: usize, role: Role) -> Shape {
     }
 }
 
-/// The `let`s and output assignments of a whole body.
-fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
-    let p = Printer {
+/// A printer of `f64` statements, whole (not split), reading the results
+/// of loops from `saved`.
+fn printer<'a>(prog: &'a Program, sig: &'a Signature, saved: Option<&'a HashMap<u32, usize>>) -> Printer<'a> {
+    Printer {
         prog,
         sig,
         dd: false,
         split: None,
         current: 0,
         loaded: None,
-        saved: None,
-    };
+        saved,
+    }
+}
+
+/// The `let`s and output assignments of a whole body.
+fn whole_body(prog: &Program, sig: &Signature) -> TokenStream {
+    let p = printer(prog, sig, None);
     let lets = (0..prog.instrs.len()).map(|i| p.stmt(i));
     let assigns = p.assigns();
     quote!(#(#lets)* #(#assigns)*)
@@ -707,15 +713,7 @@ fn rolled(
             _ => quote!(#k0 - #s * __i),
         }
     };
-    let p = Printer {
-        prog,
-        sig,
-        dd: false,
-        split: None,
-        current: 0,
-        loaded: None,
-        saved: Some(&plan.saved),
-    };
+    let p = printer(prog, sig, Some(&plan.saved));
     let mut loops = Vec::with_capacity(plan.loops.len());
     for lp in &plan.loops {
         let last = lp.count as i64 - 1;
