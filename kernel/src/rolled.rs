@@ -788,6 +788,24 @@ mod tests {
         outs
     }
 
+    /// Asserts that `plan` computes `prog`'s outputs at `places` from
+    /// `inputs` to the bit.
+    fn assert_gives_the_program_s_bits(
+        plan: &Rolled,
+        prog: &Program,
+        places: &[(u32, usize)],
+        inputs: &[f64],
+        what: &str,
+    ) {
+        let want = outputs_of(prog, places, inputs);
+        let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
+        let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|v| &mut v[..]).collect();
+        plan.eval(prog, places, inputs, &mut outs);
+        for (w, g) in want.iter().zip(&got) {
+            assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}");
+        }
+    }
+
     #[test]
     fn a_chain_runs_as_a_loop_to_the_bit() {
         for n in [6, 17, 64] {
@@ -804,13 +822,7 @@ mod tests {
                 "the constant outputs, and the first and last links'"
             );
             let inputs: Vec<f64> = (0..prog.n_inputs).map(|r| 0.3 + 0.17 * r as f64).collect();
-            let want = outputs_of(&prog, &places, &inputs);
-            let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
-            let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|v| &mut v[..]).collect();
-            plan.eval(&prog, &places, &inputs, &mut outs);
-            for (w, g) in want.iter().zip(&got) {
-                assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
-            }
+            assert_gives_the_program_s_bits(&plan, &prog, &places, &inputs, &format!("n = {n}"));
         }
     }
 
@@ -831,13 +843,7 @@ mod tests {
         let plan = Rolled::plan(&prog, &member, &places).expect("a loop");
         assert_eq!(plan.loops[0].count, 15 - 8, "links 8 … 14");
         let inputs: Vec<f64> = (0..prog.n_inputs).map(|r| 1.1 - 0.05 * r as f64).collect();
-        let want = outputs_of(&prog, &places, &inputs);
-        let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
-        let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|v| &mut v[..]).collect();
-        plan.eval(&prog, &places, &inputs, &mut outs);
-        for (w, g) in want.iter().zip(&got) {
-            assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()));
-        }
+        assert_gives_the_program_s_bits(&plan, &prog, &places, &inputs, "link 7 changed");
     }
 
     /// `s_k = s_{k-1} + a_k²` forward; every link's `t_k = s_k / s_{n-1}`
@@ -888,6 +894,8 @@ mod tests {
             // The forward sum, then the links' quotients and the back
             // substitution (each link's `t_k` belongs to it by the lowest
             // member it reads, and `y_k` reads `y_{k+1}`: a backward loop).
+            assert!(shapes.len() >= 2, "n = {n}: {shapes:?}");
+            assert!(shapes[0].0 >= n - 4 && shapes[1].0 >= n - 6, "n = {n}: {shapes:?}");
             let strides: Vec<i64> = plan.loops[1]
                 .body
                 .iter()
@@ -905,18 +913,10 @@ mod tests {
                 plan.loops[1].body
             );
             assert!(plan.loops[1].stores.len() < 4, "no table of s_k filled before the loop");
-            assert!(shapes.len() >= 2, "n = {n}: {shapes:?}");
-            assert!(shapes[0].0 >= n - 4 && shapes[1].0 >= n - 6, "n = {n}: {shapes:?}");
             assert!(plan.after.len() < 12, "n = {n}: {} after", plan.after.len());
             let mut inputs: Vec<f64> = (0..n).map(|k| 0.4 + 0.01 * k as f64).collect();
             inputs.push(n as f64);
-            let want = outputs_of(&prog, &places, &inputs);
-            let mut got: Vec<Vec<f64>> = want.iter().map(|v| vec![f64::NAN; v.len()]).collect();
-            let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|v| &mut v[..]).collect();
-            plan.eval(&prog, &places, &inputs, &mut outs);
-            for (w, g) in want.iter().zip(&got) {
-                assert!(w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
-            }
+            assert_gives_the_program_s_bits(&plan, &prog, &places, &inputs, &format!("n = {n}"));
         }
     }
 

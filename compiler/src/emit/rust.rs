@@ -304,7 +304,16 @@ impl Printer<'_> {
     /// chain) is filled with zeros once and only its other entries stored:
     /// one statement instead of thousands for rustc to compile.
     fn assigns(&self) -> Vec<TokenStream> {
-        let round = self.dd;
+        let all: Vec<usize> = (0..self.prog.outputs.len()).collect();
+        let (mut fills, stores) = self.assigns_of(&all);
+        fills.extend(stores);
+        fills
+    }
+
+    /// [`Printer::assigns`] for the outputs `which` (indices among the
+    /// program's): the `fill(0.0)`s, to run before anything else writes
+    /// those arrays, and the stores.
+    fn assigns_of(&self, which: &[usize]) -> (Vec<TokenStream>, Vec<TokenStream>) {
         let is_zero = |o: u32| {
             let r = o as usize;
             r >= self.prog.n_inputs && r < self.prog.result_base() && {
@@ -313,10 +322,12 @@ impl Printer<'_> {
             }
         };
         let mut zeros: Vec<(&Ident, usize)> = Vec::new();
-        for ((a, _), &o) in self.sig.outs.iter().zip(&self.prog.outputs) {
-            match zeros.last_mut() {
-                Some((b, n)) if *b == a => *n += usize::from(is_zero(o)),
-                _ => zeros.push((a, usize::from(is_zero(o)))),
+        for &j in which {
+            let (a, _) = &self.sig.outs[j];
+            let z = usize::from(is_zero(self.prog.outputs[j]));
+            match zeros.iter_mut().find(|(b, _)| *b == a) {
+                Some((_, n)) => *n += z,
+                None => zeros.push((a, z)),
             }
         }
         let filled: Vec<&Ident> = zeros
@@ -324,23 +335,21 @@ impl Printer<'_> {
             .filter(|&(_, n)| n >= ZERO_FILL_MIN)
             .map(|(a, _)| a)
             .collect();
-        let mut out: Vec<TokenStream> = filled.iter().map(|a| quote!(#a.fill(0.0);)).collect();
-        out.extend(
-            self.sig
-                .outs
-                .iter()
-                .zip(&self.prog.outputs)
-                .filter(|((a, _), &o)| !(is_zero(o) && filled.contains(&a)))
-                .map(|((a, k), &o)| {
-                    let v = self.reg(o);
-                    if round {
-                        quote!(#a[#k] = #v.to_f64();)
-                    } else {
-                        quote!(#a[#k] = #v;)
-                    }
-                }),
-        );
-        out
+        let fills = filled.iter().map(|a| quote!(#a.fill(0.0);)).collect();
+        let stores = which
+            .iter()
+            .map(|&j| (&self.sig.outs[j], self.prog.outputs[j]))
+            .filter(|((a, _), o)| !(is_zero(*o) && filled.contains(&a)))
+            .map(|((a, k), o)| {
+                let v = self.reg(o);
+                if self.dd {
+                    quote!(#a[#k] = #v.to_f64();)
+                } else {
+                    quote!(#a[#k] = #v;)
+                }
+            })
+            .collect();
+        (fills, stores)
     }
 }
 
@@ -414,6 +423,11 @@ pub fn function(
     let sig = signature(f, &[]);
     let name = format_ident!("{}", f.name.symbol());
     let n = prog.instrs.len();
+    let stats = |parts, iterations| EmitStats {
+        ops: n,
+        parts,
+        iterations,
+    };
     if let Some((body, iterations)) = rolled(f, &prog, &sig, member) {
         let params = &sig.params;
         let ts = match role {
@@ -428,40 +442,14 @@ pub fn function(
                 }
             },
         };
-        return Ok((
-            ts,
-            EmitStats {
-                ops: n,
-                parts: 1,
-                iterations,
-            },
-        ));
+        return Ok((ts, stats(1, iterations)));
     }
     Ok(match shape(n, role) {
-        Shape::Inline => (
-            inline(&prog, &sig, &name),
-            EmitStats {
-                ops: n,
-                parts: 1,
-                iterations: 0,
-            },
-        ),
-        Shape::Copies => (
-            with_copies(whole_body(&prog, &sig), &sig, &name),
-            EmitStats {
-                ops: n,
-                parts: 1,
-                iterations: 0,
-            },
-        ),
+        Shape::Inline => (inline(&prog, &sig, &name), stats(1, 0)),
+        Shape::Copies => (with_copies(whole_body(&prog, &sig), &sig, &name), stats(1, 0)),
         Shape::Split => {
             let cut = Partition::new(&prog, PART, Outputs::Caller);
-            let stats = EmitStats {
-                ops: n,
-                parts: cut.parts,
-                iterations: 0,
-            };
-            (split(&prog, &sig, &cut, f, &name), stats)
+            (split(&prog, &sig, &cut, f, &name), stats(cut.parts, 0))
         }
     })
 }
@@ -780,35 +768,9 @@ fn rolled(
         });
     }
     let after = plan.after.iter().map(|&i| p.stmt(i));
-    // Constant zeros among the outputs left for after the loop (a sparse
-    // Jacobian's) are filled first, by array, as `Printer::assigns` does.
-    let is_zero = |o: u32| {
-        let r = o as usize;
-        r >= prog.n_inputs && r < prog.result_base() && {
-            let c = prog.consts[r - prog.n_inputs];
-            c == 0.0 && c.is_sign_positive()
-        }
-    };
-    let mut zeros = vec![0usize; f.outputs.len()];
-    for &j in &plan.rest {
-        if is_zero(prog.outputs[j]) {
-            zeros[places[j].0 as usize] += 1;
-        }
-    }
-    let filled: Vec<bool> = zeros.iter().map(|&z| z >= ZERO_FILL_MIN).collect();
-    let fills = f.outputs.iter().zip(&filled).filter(|(_, &f)| f).map(|((a, _), _)| {
-        let id = format_ident!("{}", a);
-        quote!(#id.fill(0.0);)
-    });
-    let rest = plan
-        .rest
-        .iter()
-        .filter(|&&j| !(filled[places[j].0 as usize] && is_zero(prog.outputs[j])))
-        .map(|&j| {
-            let (a, k) = &sig.outs[j];
-            let v = p.reg(prog.outputs[j]);
-            quote!(#a[#k] = #v;)
-        });
+    // Constant zeros among the outputs left for after the loops (a sparse
+    // Jacobian's) are filled first, before the loops write those arrays.
+    let (fills, rest) = p.assigns_of(&plan.rest);
     let slots = plan.scratch_len;
     let body = quote! {
         #(#fills)*
