@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bytes;
 pub mod dd;
 pub mod func;
 pub mod hash;

@@ -35,6 +35,9 @@ pub struct IntegratorStats {
     pub parts: usize,
     /// functions emitted as a loop (per member of an indexed family)
     pub loops: usize,
+    /// functions emitted as data the interpreter evaluates
+    /// (`rust::DATA_ABOVE`)
+    pub data: usize,
 }
 
 /// `__gen::name(args…, outs…)`: the arguments in the order `f` declares its
@@ -176,9 +179,17 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
             k if k.is_hot() => Role::StepBaseline,
             _ => Role::Once,
         };
-        let (ts, EmitStats { ops, parts, iterations }) =
-            rust::function(&mut g, f, role, &member_of).map_err(unbound)?;
+        let (
+            ts,
+            EmitStats {
+                ops,
+                parts,
+                iterations,
+                data,
+            },
+        ) = rust::function(&mut g, f, role, &member_of).map_err(unbound)?;
         out.stats.loops += usize::from(iterations > 0);
+        out.stats.data += usize::from(data);
         out.stats.ops += ops;
         out.stats.parts += parts;
         match f.name {

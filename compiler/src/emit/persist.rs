@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use hamel_kernel::{Arg, Func, Instr, InvariantKind, Kernel, Program};
+use hamel_kernel::{Arg, InvariantKind, Kernel, Program};
 
 use super::compiled::{CompiledFunction, CompiledStep};
 use crate::scheme::Scheme;
@@ -159,9 +159,6 @@ impl Writer {
     fn usize(&mut self, x: usize) {
         self.u64(x as u64);
     }
-    fn u32(&mut self, x: u32) {
-        self.0.extend_from_slice(&x.to_le_bytes());
-    }
     fn f64(&mut self, x: f64) {
         self.u64(x.to_bits());
     }
@@ -188,32 +185,7 @@ impl Writer {
         }
     }
     fn program(&mut self, p: &Program) {
-        self.usize(p.n_inputs);
-        self.seq(&p.consts, |w, c| w.f64(*c));
-        self.seq(&p.instrs, |w, i| w.instr(i));
-        self.seq(&p.outputs, |w, o| w.u32(*o));
-    }
-    fn instr(&mut self, i: &Instr) {
-        let (code, a, b) = match *i {
-            Instr::Add(a, b) => (0, a, u64::from(b)),
-            Instr::Sub(a, b) => (1, a, u64::from(b)),
-            Instr::Mul(a, b) => (2, a, u64::from(b)),
-            Instr::Div(a, b) => (3, a, u64::from(b)),
-            Instr::Neg(a) => (4, a, 0),
-            Instr::Sqrt(a) => (5, a, 0),
-            Instr::Powi(a, n) => (6, a, u64::from(n as u32)),
-            Instr::Powf(a, e) => (7, a, e.to_bits()),
-            Instr::Pow(a, b) => (8, a, u64::from(b)),
-            Instr::Call(f, a) => (
-                9,
-                a,
-                Func::ALL.iter().position(|&g| g == f).expect("every Func listed") as u64,
-            ),
-            Instr::Atan2(a, b) => (10, a, u64::from(b)),
-        };
-        self.0.push(code);
-        self.u32(a);
-        self.u64(b);
+        p.write_bytes(&mut self.0);
     }
 }
 
@@ -235,9 +207,6 @@ impl Reader<'_> {
     }
     fn usize(&mut self) -> Result<usize, String> {
         usize::try_from(self.u64()?).map_err(|e| e.to_string())
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
     fn f64(&mut self) -> Result<f64, String> {
         Ok(f64::from_bits(self.u64()?))
@@ -268,57 +237,8 @@ impl Reader<'_> {
         }
     }
     fn program(&mut self) -> Result<Program, String> {
-        let n_inputs = self.usize()?;
-        let consts = self.seq(Reader::f64)?;
-        let instrs = self.seq(Reader::instr)?;
-        let outputs = self.seq(Reader::u32)?;
-        let p = Program {
-            n_inputs,
-            consts,
-            instrs,
-            outputs,
-        };
-        // A program whose operands or outputs point past their registers
-        // would read out of bounds when evaluated.
-        let base = p.result_base() as u64;
-        for (k, i) in p.instrs.iter().enumerate() {
-            let (ops, n) = i.operands();
-            if ops[..n].iter().any(|&r| u64::from(r) >= base + k as u64) {
-                return Err("a compiled step with a bad operand".into());
-            }
-        }
-        if p.outputs.iter().any(|&r| r as usize >= p.registers()) {
-            return Err("a compiled step with a bad output".into());
-        }
-        Ok(p)
+        Program::read_bytes(self.bytes, &mut self.at).map_err(|e| format!("a compiled step: {e}"))
     }
-    fn instr(&mut self) -> Result<Instr, String> {
-        let code = self.take(1)?[0];
-        let a = self.u32()?;
-        let b = self.u64()?;
-        let reg = |b: u64| u32::try_from(b).map_err(|e| e.to_string());
-        Ok(match code {
-            0 => Instr::Add(a, reg(b)?),
-            1 => Instr::Sub(a, reg(b)?),
-            2 => Instr::Mul(a, reg(b)?),
-            3 => Instr::Div(a, reg(b)?),
-            4 => Instr::Neg(a),
-            5 => Instr::Sqrt(a),
-            6 => Instr::Powi(a, reg(b)? as i32),
-            7 => Instr::Powf(a, f64::from_bits(b)),
-            8 => Instr::Pow(a, reg(b)?),
-            9 => Instr::Call(a_func(b)?, a),
-            10 => Instr::Atan2(a, reg(b)?),
-            c => return Err(format!("unknown instruction code {c}")),
-        })
-    }
-}
-
-fn a_func(code: u64) -> Result<Func, String> {
-    usize::try_from(code)
-        .ok()
-        .and_then(|i| Func::ALL.get(i).copied())
-        .ok_or_else(|| format!("unknown function code {code}"))
 }
 
 // Codes are written by exhaustive matches, so that a new kernel, quantity

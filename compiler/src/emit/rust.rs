@@ -21,6 +21,10 @@
 //!   super-linearly with the size of one function. Each part is a module of
 //!   its own, so that LLVM optimizes them in parallel codegen units.
 //!
+//! A function called now and then of more than [`DATA_ABOVE`] instructions
+//! that does not repeat is emitted as data instead: its program's bytes,
+//! evaluated by the interpreter.
+//!
 //! A body of more than [`ROLL_ABOVE`] instructions that repeats per member of
 //! an indexed family (a chain's link) is instead emitted as a loop over the
 //! members, by the [`Rolled`] plan the JIT runs (straight-line instructions
@@ -85,6 +89,18 @@ pub const WIDE_MIN: usize = 512;
 /// the JIT runs them: written out, rustc's time grows with the chain.
 pub const ROLL_ABOVE: usize = 2000;
 
+/// Functions called now and then ([`Role::Once`]) of more register
+/// instructions than this that do not repeat per member of a family (a
+/// chain's dense kinetic metric, its observation system, momenta of every
+/// link) are emitted as data: their program's bytes, which the derived code
+/// evaluates with the interpreter (the bits the printed code would give).
+/// rustc took about 0.4 ms per statement of them (the 32-link director
+/// chain's 100 634 statements, most of them these functions': a 39 s
+/// build), while evaluating them costs a few ns per instruction where they
+/// are called: at the start of a run, and when a physical state or
+/// invariants are asked for.
+pub const DATA_ABOVE: usize = 4_000;
+
 /// Statistics of an emitted function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EmitStats {
@@ -94,6 +110,8 @@ pub struct EmitStats {
     pub parts: usize,
     /// iterations of the body's loops (0: straight-line; see [`ROLL_ABOVE`])
     pub iterations: usize,
+    /// whether the body is data the interpreter evaluates (see [`DATA_ABOVE`])
+    pub data: bool,
 }
 
 fn num(c: f64) -> TokenStream {
@@ -427,6 +445,7 @@ pub fn function(
         ops: n,
         parts,
         iterations,
+        data: false,
     };
     if let Some((body, iterations)) = rolled(f, &prog, &sig, member) {
         let params = &sig.params;
@@ -444,6 +463,13 @@ pub fn function(
         };
         return Ok((ts, stats(1, iterations)));
     }
+    if role == Role::Once && n > DATA_ABOVE {
+        let data = EmitStats {
+            data: true,
+            ..stats(1, 0)
+        };
+        return Ok((as_data(f, &prog, &sig, &name), data));
+    }
     Ok(match shape(n, role) {
         Shape::Inline => (inline(&prog, &sig, &name), stats(1, 0)),
         Shape::Copies => (with_copies(whole_body(&prog, &sig), &sig, &name), stats(1, 0)),
@@ -452,6 +478,39 @@ pub fn function(
             (split(&prog, &sig, &cut, f, &name), stats(cut.parts, 0))
         }
     })
+}
+
+/// A function of more than [`DATA_ABOVE`] instructions called now and then:
+/// its program as bytes, read once (the first call) and evaluated by the
+/// interpreter, which runs the program's instructions in its order with the
+/// printer's arithmetic, so the results are the bits printed code would give.
+fn as_data(f: &Function, prog: &Program, sig: &Signature, name: &Ident) -> TokenStream {
+    let params = &sig.params;
+    let bytes = Literal::byte_string(&prog.to_bytes());
+    let inputs: Vec<Ident> = f.inputs.iter().map(|(a, _)| format_ident!("{}", a.name())).collect();
+    let total: usize = f.outputs.iter().map(|(_, e)| e.len()).sum();
+    let mut at = 0;
+    let copies = f.outputs.iter().map(|(o, e)| {
+        let id = format_ident!("{}", o);
+        let (lo, hi) = (at, at + e.len());
+        at = hi;
+        quote!(#id.copy_from_slice(&__flat[#lo..#hi]);)
+    });
+    quote! {
+        #[inline(never)]
+        #[allow(unused_variables, clippy::all)]
+        pub fn #name(#(#params),*) {
+            static __PROGRAM: ::std::sync::OnceLock<::hamel::runtime::kernel::Program> = ::std::sync::OnceLock::new();
+            let __program = __PROGRAM.get_or_init(|| {
+                ::hamel::runtime::kernel::Program::from_bytes(#bytes)
+                    .expect("internal error: a function hamel wrote as bytes does not read back")
+            });
+            let __inputs = ::std::iter::empty()#(.chain(#inputs.iter()))*.copied();
+            let mut __flat = ::std::vec![0.0f64; #total];
+            __program.eval_with(__inputs, &mut ::std::vec::Vec::new(), &mut __flat);
+            #(#copies)*
+        }
+    }
 }
 
 /// How a body is emitted, by its length in register instructions.
