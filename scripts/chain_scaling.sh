@@ -15,14 +15,15 @@ model=${MODEL:-spherical_chain}
 scheme=${SCHEME:-hamel}
 export MODEL=$model SCHEME=$scheme
 cargo build --release -q --example chain_stats
+tgt=${CARGO_TARGET_DIR:-target}
 printf '%4s %12s %10s %10s %10s %12s %12s %10s\n' N derive_ms lines ops_tree ops_dag compile_s ns_per_step newton
 f=examples/chain_scaling_tmp.rs
 # The crate written for each size goes, whatever happens to the run.
 trap 'rm -f "$f"' EXIT
 for n in "${sizes[@]}"; do
-  stats=$(target/release/examples/chain_stats "$n")
+  stats=$("$tgt"/release/examples/chain_stats "$n")
   cat > "$f" <<RS
-use hamel::{Integrator, Stepper};
+use hamel::Integrator;
 #[derive(Integrator)]
 #[hamel(model = "models/$model.hamel", scheme = "$scheme", sensitivity = $sens, N = $n)]
 pub struct Chain { pub m: f64, pub l: f64, pub g: f64 }
@@ -32,8 +33,9 @@ fn main() {
     let mut best = f64::INFINITY;
     let mut iters = 0.0;
     for _ in 0..5 {
-        let mut s = start;
-        let mut st = Stepper::new(&c, 0.001).unwrap();
+        // A step of many unknowns is sized at run time (DynState, not Copy).
+        let mut s = start.clone();
+        let mut st = c.stepper(0.001).unwrap();
         let t = std::time::Instant::now();
         for _ in 0..200 { st.step(&mut s).unwrap(); }
         best = best.min(t.elapsed().as_nanos() as f64 / 200.0);
@@ -45,7 +47,7 @@ RS
   t0=$(date +%s.%N)
   cargo build --release -q --example chain_scaling_tmp
   t1=$(date +%s.%N)
-  run=$(target/release/examples/chain_scaling_tmp)
+  run=$("$tgt"/release/examples/chain_scaling_tmp)
   rm -f "$f"
   read -r dms lines tree dag <<<"$stats"
   read -r ns it <<<"$run"

@@ -379,6 +379,16 @@ fn refusal(file: &str, estimates: &[Estimate], limit: f64) -> String {
     }
 }
 
+/// Most unknowns of a derived step sized at compile time. Such a step's
+/// Newton workspace holds the `n × n` Jacobian as a fixed-size array, in the
+/// stepper, which lives on the caller's stack and moves through a few frames
+/// on the way there. Measured: the 24-link director chain's stepper (240
+/// unknowns, a 0.46 MB matrix) steps on a 4 MiB stack but not on 2 MiB; the
+/// 64-link one (640 unknowns) overflowed the main thread's 8 MiB. Above this
+/// (a 1 MiB matrix) the derive emits a step sized at run time instead, as
+/// the JIT's: `DynState`, `DynStepper`, its vectors and banded LU on the heap.
+pub const MAX_FIXED_UNKNOWNS: usize = 362;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,45 +519,6 @@ mod tests {
             refusal("chain.hamel", std::slice::from_ref(&e), 600.0).starts_with(&format!(
                 "chain.hamel: deriving the model would take {e}, more than the limit of 10 min"
             ))
-        );
-    }
-}
-
-/// Most unknowns a derived (fixed-size) step takes: its Newton workspace
-/// holds the `n × n` Jacobian as a fixed-size array, in the stepper, which
-/// lives on the caller's stack and moves through a few frames on the way
-/// there. Measured: the 24-link director chain's stepper (240 unknowns, a
-/// 0.46 MB matrix) steps on a 4 MiB stack but not on 2 MiB; the 64-link
-/// one (640 unknowns) overflowed the main thread's 8 MiB. Above this (a
-/// 1 MiB matrix) the derive refuses the size; the run-time back-ends keep
-/// the matrix on the heap.
-pub const MAX_FIXED_UNKNOWNS: usize = 362;
-
-/// The derive's refusal of a step of `unknowns` unknowns (see
-/// [`MAX_FIXED_UNKNOWNS`]); `None` where it fits.
-pub fn fixed_size_refusal(file: &str, unknowns: usize) -> Option<String> {
-    (unknowns > MAX_FIXED_UNKNOWNS).then(|| {
-        let mb = (unknowns * unknowns * 8) as f64 / 1e6;
-        format!(
-            "{file}: the derived step would have {unknowns} unknowns, whose {unknowns} × {unknowns} Jacobian ({mb:.1} MB) \
-             a derived stepper keeps on the stack (at most {MAX_FIXED_UNKNOWNS} unknowns); run this size through the \
-             run-time back-end (`hamel simulate`, `hamel_load::compile`), which keeps it on the heap, or choose a smaller \
-             size or the maximal-coordinate form of a chain"
-        )
-    })
-}
-
-#[cfg(test)]
-mod fixed_size_tests {
-    use super::*;
-
-    #[test]
-    fn a_derived_step_too_large_for_the_stack_is_refused_with_its_size() {
-        assert_eq!(fixed_size_refusal("chain.hamel", MAX_FIXED_UNKNOWNS), None);
-        let e = fixed_size_refusal("chain.hamel", 640).expect("refused");
-        assert!(
-            e.starts_with("chain.hamel: ") && e.contains("640 unknowns") && e.contains("3.3 MB"),
-            "{e}"
         );
     }
 }

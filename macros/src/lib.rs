@@ -321,11 +321,6 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             e.to_string(),
         )
     })?;
-    // Its stepper keeps the Jacobian on the stack: a size that would
-    // overflow it is refused here, not at run time.
-    if let Some(e) = hamel_compiler::cost::fixed_size_refusal(&rel, sys.unknowns.len()) {
-        return Err(syn::Error::new(attr.model.span(), e));
-    }
     let order = match &attr.order {
         None => 2,
         Some(lit) => {

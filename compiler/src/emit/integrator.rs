@@ -52,6 +52,18 @@ fn call(
     slots: &[Slot],
     outs: &[TokenStream],
 ) -> Result<TokenStream, String> {
+    call_in(quote!(__gen), f, suffix, dd_args, slots, outs)
+}
+
+/// [`call`] of a function of module `module`.
+fn call_in(
+    module: TokenStream,
+    f: &crate::sym::Function,
+    suffix: &str,
+    dd_args: &[Arg],
+    slots: &[Slot],
+    outs: &[TokenStream],
+) -> Result<TokenStream, String> {
     let slot = |a: Arg, lo: bool| {
         slots
             .iter()
@@ -73,7 +85,7 @@ fn call(
         }
     }
     let name = format_ident!("{}{}", f.name.symbol(), suffix);
-    Ok(quote!(__gen::#name(#(#args,)* #(#outs),*)))
+    Ok(quote!(#module::#name(#(#args,)* #(#outs),*)))
 }
 
 /// A kernel input slot — `(argument, is its low part)` — and the expression a
@@ -179,6 +191,11 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
             k if k.is_hot() => Role::StepBaseline,
             _ => Role::Once,
         };
+        // A run-time-sized step writes its Jacobian as its pattern's values
+        // only (the dense methods scatter them).
+        let pattern = (f.name == Kernel::ResidualJacobian)
+            .then(|| pattern_function(sys, functions))
+            .flatten();
         let (
             ts,
             EmitStats {
@@ -187,7 +204,7 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
                 iterations,
                 data,
             },
-        ) = rust::function(&mut g, f, role, &member_of).map_err(unbound)?;
+        ) = rust::function(&mut g, pattern.as_ref().unwrap_or(f), role, &member_of).map_err(unbound)?;
         out.stats.loops += usize::from(iterations > 0);
         out.stats.data += usize::from(data);
         out.stats.ops += ops;
@@ -207,6 +224,152 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
         }
     }
     Ok(out)
+}
+
+/// How the glue spells the step's vectors. A step of up to
+/// [`crate::cost::MAX_FIXED_UNKNOWNS`] unknowns is fixed-size (`SVector`,
+/// `State<NZ, NX>`, `Stepper`): its stepper holds its Newton matrix inline,
+/// which small systems keep in registers. A larger one is sized at run time
+/// (`DVector`, `DynState`, `DynStepper`), as the JIT's: its vectors and its
+/// banded LU on the heap, its Jacobian written as its pattern's values.
+#[derive(Clone, Copy)]
+struct Dims {
+    nz: usize,
+    nx: usize,
+    dynamic: bool,
+}
+
+impl Dims {
+    fn of(sys: &StepSystem) -> Dims {
+        let Sizes { nz, nx, .. } = Sizes::of(sys);
+        Dims {
+            nz,
+            nx,
+            dynamic: nx > crate::cost::MAX_FIXED_UNKNOWNS,
+        }
+    }
+
+    /// The `Kernels` dimensions `(Z, X)`.
+    fn types(&self) -> (TokenStream, TokenStream) {
+        let (nz, nx) = (self.nz, self.nx);
+        if self.dynamic {
+            (quote!(__na::Dyn), quote!(__na::Dyn))
+        } else {
+            (quote!(__na::Const<#nz>), quote!(__na::Const<#nx>))
+        }
+    }
+
+    /// A vector of `n` entries.
+    fn vector(&self, n: usize) -> TokenStream {
+        if self.dynamic {
+            quote!(__na::DVector<f64>)
+        } else {
+            quote!(__na::SVector<f64, #n>)
+        }
+    }
+
+    /// The unknowns' square matrix.
+    fn square(&self) -> TokenStream {
+        let nx = self.nx;
+        if self.dynamic {
+            quote!(__na::DMatrix<f64>)
+        } else {
+            quote!(__na::SMatrix<f64, #nx, #nx>)
+        }
+    }
+
+    /// The `r × c` matrix of row-major `rows`.
+    fn matrix_of_rows(&self, r: usize, c: usize, rows: TokenStream) -> TokenStream {
+        if self.dynamic {
+            quote!(__na::DMatrix::<f64>::from_row_slice(#r, #c, &#rows))
+        } else {
+            quote!(__na::SMatrix::<f64, #r, #c>::from_row_slice(&#rows))
+        }
+    }
+
+    /// Vector `name` of `n` entries as the array a generated function reads.
+    fn array(&self, name: &Ident, n: usize) -> TokenStream {
+        if self.dynamic {
+            quote!(<&[f64; #n]>::try_from(#name.as_slice()).expect("vector length"))
+        } else {
+            quote!(&#name.data.0[0])
+        }
+    }
+
+    /// Vector `name` of `n` entries as the array a generated function writes.
+    fn array_mut(&self, name: &Ident, n: usize) -> TokenStream {
+        if self.dynamic {
+            quote!(<&mut [f64; #n]>::try_from(#name.as_mut_slice()).expect("vector length"))
+        } else {
+            quote!(&mut #name.data.0[0])
+        }
+    }
+
+    /// Zeros of `n` entries a generated function writes (on the heap where
+    /// sized at run time: a large step's matrices would not fit the stack).
+    fn scratch(&self, n: usize) -> TokenStream {
+        if self.dynamic {
+            quote!(::std::vec![0.0f64; #n])
+        } else {
+            quote!([0.0f64; #n])
+        }
+    }
+
+    /// A scratch array (see [`Dims::scratch`]) passed to a generated function.
+    fn scratch_arg(&self, name: &Ident, n: usize) -> TokenStream {
+        if self.dynamic {
+            quote!(<&mut [f64; #n]>::try_from(&mut #name[..]).expect("scratch length"))
+        } else {
+            quote!(&mut #name)
+        }
+    }
+
+    /// The state's type.
+    fn state(&self) -> TokenStream {
+        let (nz, nx) = (self.nz, self.nx);
+        if self.dynamic {
+            quote!(__rt::DynState)
+        } else {
+            quote!(__rt::State<#nz, #nx>)
+        }
+    }
+
+    /// The stepper's type and constructor path.
+    fn stepper(&self) -> (TokenStream, TokenStream) {
+        let (nz, nx) = (self.nz, self.nx);
+        if self.dynamic {
+            (quote!(__rt::DynStepper<'_, Self>), quote!(__rt::DynStepper))
+        } else {
+            (quote!(__rt::Stepper<'_, Self, #nz, #nx>), quote!(__rt::Stepper))
+        }
+    }
+}
+
+/// A run-time-sized step's residual and Jacobian as the values of the
+/// Jacobian's pattern (`Kernels::residual_jacobian_pattern`): what its LU
+/// reads, without the `n²` stores of the whole matrix (3.3 MB per
+/// evaluation for the 64-link director chain). Emitted instead of the
+/// whole matrix's function; `None` for a fixed-size or unbanded step.
+fn pattern_function(sys: &StepSystem, functions: &[crate::sym::Function]) -> Option<crate::sym::Function> {
+    if !Dims::of(sys).dynamic {
+        return None;
+    }
+    let pattern = sys.jacobian_pattern();
+    let f = functions.iter().find(|f| f.name == Kernel::ResidualJacobian)?;
+    let [(rn, r), (_, j)] = &f.outputs[..] else {
+        return None;
+    };
+    let n = r.len();
+    if pattern.is_empty() || j.len() != n * n {
+        return None;
+    }
+    // Column-major, as the whole matrix is written.
+    let values = pattern.iter().map(|&(r, c)| j[c as usize * n + r as usize]).collect();
+    Some(crate::sym::Function {
+        name: Kernel::ResidualJacobian,
+        inputs: f.inputs.clone(),
+        outputs: vec![(rn.clone(), r.clone()), ("values".into(), values)],
+    })
 }
 
 /// The lengths of the vectors the glue passes, as `sys` declares them.
@@ -254,6 +417,7 @@ impl Sizes {
 struct Calls<'a> {
     functions: &'a [crate::sym::Function],
     ne: usize,
+    dims: Dims,
     once: Vec<Slot>,
 }
 
@@ -269,7 +433,12 @@ impl<'a> Calls<'a> {
             ((Arg::V, false), arr("v", nv)),
             ((Arg::T, false), quote!(&[t])),
         ];
-        Calls { functions, ne, once }
+        Calls {
+            functions,
+            ne,
+            dims: Dims::of(sys),
+            once,
+        }
     }
 
     fn function(&self, k: Kernel) -> Result<&'a crate::sym::Function, String> {
@@ -282,8 +451,10 @@ impl<'a> Calls<'a> {
     /// The per-step slots; the unknowns (and the Newton iterate `w`) are the
     /// method's argument named `unknowns`.
     fn step_slots(&self, unknowns: &str) -> Vec<Slot> {
-        let ne = self.ne;
+        let (ne, d) = (self.ne, self.dims);
         let w = format_ident!("{}", unknowns);
+        let (z, lo) = (format_ident!("z"), format_ident!("lo"));
+        let (zs, los, ws) = (d.array(&z, d.nz), d.array(&lo, d.nz), d.array(&w, d.nx));
         vec![
             ((Arg::P, false), quote!(&self.__params())),
             ((Arg::H, false), quote!(&[h])),
@@ -291,10 +462,10 @@ impl<'a> Calls<'a> {
                 (Arg::E, false),
                 quote!(<&[f64; #ne]>::try_from(e).expect("exogenous data length")),
             ),
-            ((Arg::Z, false), quote!(&z.data.0[0])),
-            ((Arg::Z, true), quote!(&lo.data.0[0])),
-            ((Arg::X, false), quote!(&#w.data.0[0])),
-            ((Arg::W, false), quote!(&#w.data.0[0])),
+            ((Arg::Z, false), zs),
+            ((Arg::Z, true), los),
+            ((Arg::X, false), ws.clone()),
+            ((Arg::W, false), ws),
         ]
     }
 
@@ -355,6 +526,9 @@ fn inherent_impl(sys: &StepSystem, target: &Target) -> TokenStream {
         target.model_path, sys.scheme
     );
     let doc_state = format!("Scheme state: [{}].", znames.join(", "));
+    let dims = Dims::of(sys);
+    let state = dims.state();
+    let (stepper_ty, stepper_new) = dims.stepper();
     quote! {
         #[doc = #doc_struct]
         impl #ident {
@@ -388,7 +562,7 @@ fn inherent_impl(sys: &StepSystem, target: &Target) -> TokenStream {
             /// Fails on non-finite data, on data off the model's constraints, or
             /// where the physical state cannot be recovered from the scheme's
             /// state (a coordinate singularity).
-            pub fn initial_state(&self, q: [f64; #nq], v: [f64; #nv]) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
+            pub fn initial_state(&self, q: [f64; #nq], v: [f64; #nv]) -> Result<#state, __rt::StepError> {
                 __rt::Kernels::initial_state(self, &q, &v)
             }
 
@@ -400,18 +574,18 @@ fn inherent_impl(sys: &StepSystem, target: &Target) -> TokenStream {
             }
 
             /// The scheme's state for a named initial state of the model file.
-            pub fn initial(&self, name: &str) -> Result<__rt::State<#nz, #nx>, __rt::StepError> {
+            pub fn initial(&self, name: &str) -> Result<#state, __rt::StepError> {
                 __rt::Kernels::initial_named(self, name)
             }
 
             /// A stepper with step size `h`.
-            pub fn stepper(&self, h: f64) -> Result<__rt::Stepper<'_, Self, #nz, #nx>, __rt::StepError> {
+            pub fn stepper(&self, h: f64) -> Result<#stepper_ty, __rt::StepError> {
                 __rt::Kernels::check_parameters(self)?;
-                __rt::Stepper::new(self, h)
+                #stepper_new::new(self, h)
             }
 
             /// The physical state `(q, ξ)` of a scheme state.
-            pub fn physical(&self, state: &__rt::State<#nz, #nx>) -> Result<([f64; #nq], [f64; #nv]), __rt::StepError> {
+            pub fn physical(&self, state: &#state) -> Result<([f64; #nq], [f64; #nv]), __rt::StepError> {
                 let mut q = [0.0f64; #nq];
                 let mut v = [0.0f64; #nv];
                 __rt::Kernels::physical_into(self, &state.z, state.step, &mut q, &mut v)?;
@@ -420,7 +594,7 @@ fn inherent_impl(sys: &StepSystem, target: &Target) -> TokenStream {
 
             /// Energy, the model's invariants and its constraint residuals at a state
             /// (names in `invariant_info`).
-            pub fn invariants(&self, state: &__rt::State<#nz, #nx>) -> Result<[f64; #ni], __rt::StepError> {
+            pub fn invariants(&self, state: &#state) -> Result<[f64; #ni], __rt::StepError> {
                 let (q, v) = self.physical(state)?;
                 let mut out = [0.0f64; #ni];
                 let t = __rt::Kernels::time_of(self, state.z.as_slice());
@@ -452,7 +626,7 @@ fn kernels_impl(
     calls: &Calls,
     generated: &Generated,
 ) -> Result<TokenStream, String> {
-    let Sizes { nz, nx, .. } = Sizes::of(sys);
+    let (zt, xt) = Dims::of(sys).types();
     let ident = target.ident;
     let description = description_methods(sys, target.order);
     let step = step_methods(sys, calls, generated)?;
@@ -468,7 +642,7 @@ fn kernels_impl(
     let initial = initial_data_method(sys, calls)?;
     Ok(quote! {
         #[allow(unused_variables)]
-        impl __rt::Kernels<__na::Const<#nz>, __na::Const<#nx>> for #ident {
+        impl __rt::Kernels<#zt, #xt> for #ident {
             #description
 
             #step
@@ -490,7 +664,14 @@ fn kernels_impl(
 
 /// What the system is: model, scheme, order, sizes and names.
 fn description_methods(sys: &StepSystem, order: u32) -> TokenStream {
-    let Sizes { nz, nx, .. } = Sizes::of(sys);
+    let d = Dims::of(sys);
+    let (nz, nx) = (d.nz, d.nx);
+    let (zt, xt) = d.types();
+    let dims = if d.dynamic {
+        quote!((__na::Dyn(#nz), __na::Dyn(#nx)))
+    } else {
+        quote!((__na::Const, __na::Const))
+    };
     let model = &sys.model;
     let scheme = &sys.scheme;
     let order_fn = match order {
@@ -512,8 +693,8 @@ fn description_methods(sys: &StepSystem, order: u32) -> TokenStream {
 
         #order_fn
 
-        fn dims(&self) -> (__na::Const<#nz>, __na::Const<#nx>) {
-            (__na::Const, __na::Const)
+        fn dims(&self) -> (#zt, #xt) {
+            #dims
         }
 
         fn names(&self, list: __rt::NameList) -> Vec<&str> {
@@ -542,16 +723,63 @@ fn description_methods(sys: &StepSystem, order: u32) -> TokenStream {
 /// what the Newton solve needs to know about them.
 fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Result<TokenStream, String> {
     let Sizes { nz, nx, ne, .. } = Sizes::of(sys);
-    let out_vec = quote!(&mut out.data.0[0]);
+    let d = Dims::of(sys);
+    let (vz, vx, mxx) = (d.vector(nz), d.vector(nx), d.square());
+    let (out, r) = (format_ident!("out"), format_ident!("r"));
+    let (out_x, out_z) = (d.array_mut(&out, nx), d.array_mut(&out, nz));
     let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
     let out_j = quote!(<&mut [f64; #nx * #nx]>::try_from(j.as_mut_slice()).expect("square matrix"));
-    let residual = calls.step(Kernel::Residual, "x", std::slice::from_ref(&out_vec))?;
-    // `jacobian` alone (sensitivities, simplified Newton) runs the fused
-    // function and drops the residual: one function to compile, not two.
-    let jacobian = calls.step(Kernel::ResidualJacobian, "x", &[quote!(&mut [0.0f64; #nx]), out_mat])?;
-    let residual_jacobian = calls.step(Kernel::ResidualJacobian, "x", &[quote!(&mut r.data.0[0]), out_j])?;
-    let increment = calls.step(Kernel::Increment, "x", std::slice::from_ref(&out_vec))?;
-    let predict = calls.step(Kernel::Predict, "previous", std::slice::from_ref(&out_vec))?;
+    let residual = calls.step(Kernel::Residual, "x", std::slice::from_ref(&out_x))?;
+    let (jacobian, residual_jacobian, pattern_method) = match pattern_function(sys, calls.functions) {
+        // `jacobian` alone (sensitivities, simplified Newton) runs the fused
+        // function and drops the residual: one function to compile, not two.
+        None => (
+            calls.step(Kernel::ResidualJacobian, "x", &[quote!(&mut [0.0f64; #nx]), out_mat])?,
+            calls.step(Kernel::ResidualJacobian, "x", &[d.array_mut(&r, nx), out_j])?,
+            quote!(),
+        ),
+        // The pattern's values, scattered into the matrix.
+        Some(pf) => {
+            let np = pf.outputs[1].1.len();
+            let values = quote!(<&mut [f64; #np]>::try_from(&mut values[..]).expect("pattern length"));
+            let into = |r: TokenStream, m: TokenStream| -> Result<TokenStream, String> {
+                let c = calls.step(Kernel::ResidualJacobian, "x", &[r, values.clone()])?;
+                Ok(quote! {
+                    let mut values = ::std::vec![0.0f64; #np];
+                    #c;
+                    let pattern = __rt::Kernels::jacobian_pattern(self).unwrap_or(&[]);
+                    #m.fill(0.0);
+                    for (&(i, k), v) in pattern.iter().zip(&values) {
+                        #m[(i as usize, k as usize)] = *v;
+                    }
+                })
+            };
+            let c = calls.step(Kernel::ResidualJacobian, "x", &[d.array_mut(&r, nx), quote!(values)])?;
+            (
+                into(quote!(&mut [0.0f64; #nx]), quote!(out))?,
+                into(d.array_mut(&r, nx), quote!(j))?,
+                quote! {
+                    fn residual_jacobian_pattern(
+                        &self,
+                        h: f64,
+                        e: &[f64],
+                        z: &#vz,
+                        x: &#vx,
+                        r: &mut #vx,
+                        values: &mut [f64],
+                    ) -> bool {
+                        let Ok(values) = <&mut [f64; #np]>::try_from(values) else {
+                            return false;
+                        };
+                        #c;
+                        true
+                    }
+                },
+            )
+        }
+    };
+    let increment = calls.step(Kernel::Increment, "x", std::slice::from_ref(&out_z))?;
+    let predict = calls.step(Kernel::Predict, "previous", std::slice::from_ref(&out_x))?;
     let band = match sys.band {
         Some((kl, ku)) => quote!(Some((#kl, #ku))),
         None => quote!(None),
@@ -565,13 +793,15 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
     };
     let (residual_ops, residual_jacobian_ops) = (generated.residual_ops, generated.residual_jacobian_ops);
     Ok(quote! {
+        #pattern_method
+
         #[inline]
-        fn residual(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+        fn residual(&self, h: f64, e: &[f64], z: &#vz, x: &#vx, out: &mut #vx) {
             #residual;
         }
 
         #[inline]
-        fn jacobian(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SMatrix<f64, #nx, #nx>) {
+        fn jacobian(&self, h: f64, e: &[f64], z: &#vz, x: &#vx, out: &mut #mxx) {
             #jacobian;
         }
 
@@ -580,21 +810,21 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
             &self,
             h: f64,
             e: &[f64],
-            z: &__na::SVector<f64, #nz>,
-            x: &__na::SVector<f64, #nx>,
-            r: &mut __na::SVector<f64, #nx>,
-            j: &mut __na::SMatrix<f64, #nx, #nx>,
+            z: &#vz,
+            x: &#vx,
+            r: &mut #vx,
+            j: &mut #mxx,
         ) {
             #residual_jacobian;
         }
 
         #[inline]
-        fn increment(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nz>) {
+        fn increment(&self, h: f64, e: &[f64], z: &#vz, x: &#vx, out: &mut #vz) {
             #increment;
         }
 
         #[inline]
-        fn predict(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, previous: &__na::SVector<f64, #nx>, out: &mut __na::SVector<f64, #nx>) {
+        fn predict(&self, h: f64, e: &[f64], z: &#vz, previous: &#vx, out: &mut #vx) {
             #predict;
         }
 
@@ -623,28 +853,50 @@ fn sensitivity_method(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, St
         return Ok(quote!());
     }
     let Sizes { nz, nx, .. } = Sizes::of(sys);
+    let d = Dims::of(sys);
+    let (vz, vx) = (d.vector(nz), d.vector(nx));
+    let [rz, uz, ux] = ["rz", "uz", "ux"].map(|n| format_ident!("{}", n));
     let c = calls.step(
         Kernel::SensitivityParts,
         "x",
-        &[quote!(&mut rz), quote!(&mut uz), quote!(&mut ux)],
+        &[
+            d.scratch_arg(&rz, nx * nz),
+            d.scratch_arg(&uz, nz * nz),
+            d.scratch_arg(&ux, nz * nx),
+        ],
     )?;
+    let (rz_new, uz_new, ux_new) = (d.scratch(nx * nz), d.scratch(nz * nz), d.scratch(nz * nx));
+    let (mrz, muz, mux) = if d.dynamic {
+        (
+            quote!(__na::DMatrix<f64>),
+            quote!(__na::DMatrix<f64>),
+            quote!(__na::DMatrix<f64>),
+        )
+    } else {
+        (
+            quote!(__na::SMatrix<f64, #nx, #nz>),
+            quote!(__na::SMatrix<f64, #nz, #nz>),
+            quote!(__na::SMatrix<f64, #nz, #nx>),
+        )
+    };
+    let (frz, fuz, fux) = (
+        d.matrix_of_rows(nx, nz, quote!(rz)),
+        d.matrix_of_rows(nz, nz, quote!(uz)),
+        d.matrix_of_rows(nz, nx, quote!(ux)),
+    );
     Ok(quote! {
             fn sensitivity_parts(
                 &self,
                 h: f64,
                 e: &[f64],
-                z: &__na::SVector<f64, #nz>,
-                x: &__na::SVector<f64, #nx>,
-            ) -> Option<(__na::SMatrix<f64, #nx, #nz>, __na::SMatrix<f64, #nz, #nz>, __na::SMatrix<f64, #nz, #nx>)> {
-                let mut rz = [0.0f64; #nx * #nz];
-                let mut uz = [0.0f64; #nz * #nz];
-                let mut ux = [0.0f64; #nz * #nx];
+                z: &#vz,
+                x: &#vx,
+            ) -> Option<(#mrz, #muz, #mux)> {
+                let mut rz = #rz_new;
+                let mut uz = #uz_new;
+                let mut ux = #ux_new;
                 #c;
-                Some((
-                    __na::SMatrix::<f64, #nx, #nz>::from_row_slice(&rz),
-                    __na::SMatrix::<f64, #nz, #nz>::from_row_slice(&uz),
-                    __na::SMatrix::<f64, #nz, #nx>::from_row_slice(&ux),
-                ))
+                Some((#frz, #fuz, #fux))
             }
 
     })
@@ -654,19 +906,27 @@ fn sensitivity_method(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, St
 /// inputs and the work the forces do over a step, each where `sys` has it.
 fn forcing_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> {
     let Sizes { nz, nx, nu, .. } = Sizes::of(sys);
+    let d = Dims::of(sys);
+    let (vz, vx) = (d.vector(nz), d.vector(nx));
     let mut ts = quote!();
     if sys.input_sensitivity.is_some() {
-        let c = calls.step(Kernel::InputSensitivityParts, "x", &[quote!(&mut ru), quote!(&mut uu)])?;
+        let [ru, uu] = ["ru", "uu"].map(|n| format_ident!("{}", n));
+        let c = calls.step(
+            Kernel::InputSensitivityParts,
+            "x",
+            &[d.scratch_arg(&ru, nx * nu), d.scratch_arg(&uu, nz * nu)],
+        )?;
+        let (ru_new, uu_new) = (d.scratch(nx * nu), d.scratch(nz * nu));
         ts.extend(quote! {
             fn input_sensitivity_parts(
                 &self,
                 h: f64,
                 e: &[f64],
-                z: &__na::SVector<f64, #nz>,
-                x: &__na::SVector<f64, #nx>,
+                z: &#vz,
+                x: &#vx,
             ) -> Option<(__na::DMatrix<f64>, __na::DMatrix<f64>)> {
-                let mut ru = [0.0f64; #nx * #nu];
-                let mut uu = [0.0f64; #nz * #nu];
+                let mut ru = #ru_new;
+                let mut uu = #uu_new;
                 #c;
                 Some((
                     __na::DMatrix::<f64>::from_row_slice(#nx, #nu, &ru),
@@ -682,7 +942,7 @@ fn forcing_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, Strin
                 true
             }
 
-            fn work(&self, h: f64, e: &[f64], z: &__na::SVector<f64, #nz>, x: &__na::SVector<f64, #nx>) -> Option<f64> {
+            fn work(&self, h: f64, e: &[f64], z: &#vz, x: &#vx) -> Option<f64> {
                 let mut w = [0.0f64; 1];
                 #c;
                 Some(w[0])
@@ -696,19 +956,21 @@ fn forcing_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, Strin
 /// `z`, the low part `lo`), for compensated runs.
 fn compensated_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> {
     let Sizes { nz, nx, .. } = Sizes::of(sys);
-    let out_vec = quote!(&mut out.data.0[0]);
-    let r = calls.step_compensated(Kernel::Residual, std::slice::from_ref(&out_vec))?;
-    let u = calls.step_compensated(Kernel::Increment, std::slice::from_ref(&out_vec))?;
+    let d = Dims::of(sys);
+    let (vz, vx) = (d.vector(nz), d.vector(nx));
+    let out = format_ident!("out");
+    let r = calls.step_compensated(Kernel::Residual, &[d.array_mut(&out, nx)])?;
+    let u = calls.step_compensated(Kernel::Increment, &[d.array_mut(&out, nz)])?;
     Ok(quote! {
         #[inline]
         fn residual_compensated(
             &self,
             h: f64,
             e: &[f64],
-            z: &__na::SVector<f64, #nz>,
-            lo: &__na::SVector<f64, #nz>,
-            x: &__na::SVector<f64, #nx>,
-            out: &mut __na::SVector<f64, #nx>,
+            z: &#vz,
+            lo: &#vz,
+            x: &#vx,
+            out: &mut #vx,
         ) -> bool {
             #r;
             true
@@ -719,10 +981,10 @@ fn compensated_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, S
             &self,
             h: f64,
             e: &[f64],
-            z: &__na::SVector<f64, #nz>,
-            lo: &__na::SVector<f64, #nz>,
-            x: &__na::SVector<f64, #nx>,
-            out: &mut __na::SVector<f64, #nz>,
+            z: &#vz,
+            lo: &#vz,
+            x: &#vx,
+            out: &mut #vz,
         ) -> bool {
             #u;
             true
