@@ -52,18 +52,6 @@ fn call(
     slots: &[Slot],
     outs: &[TokenStream],
 ) -> Result<TokenStream, String> {
-    call_in(quote!(__gen), f, suffix, dd_args, slots, outs)
-}
-
-/// [`call`] of a function of module `module`.
-fn call_in(
-    module: TokenStream,
-    f: &crate::sym::Function,
-    suffix: &str,
-    dd_args: &[Arg],
-    slots: &[Slot],
-    outs: &[TokenStream],
-) -> Result<TokenStream, String> {
     let slot = |a: Arg, lo: bool| {
         slots
             .iter()
@@ -85,7 +73,7 @@ fn call_in(
         }
     }
     let name = format_ident!("{}{}", f.name.symbol(), suffix);
-    Ok(quote!(#module::#name(#(#args,)* #(#outs),*)))
+    Ok(quote!(__gen::#name(#(#args,)* #(#outs),*)))
 }
 
 /// A kernel input slot — `(argument, is its low part)` — and the expression a
@@ -1044,12 +1032,41 @@ fn physical_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, Stri
     })
 }
 
+/// Observation systems of up to this many unknowns are solved on the stack
+/// (in three copies of the matrix: 0.2 MB at this size).
+const OBSERVE_ON_STACK: usize = 96;
+
 /// The body of `observe`: solve the observation system `k y = b` at the
 /// state; trivially true where nothing is observed.
 fn observe_body(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> {
     let nk = sys.obs_solution.len();
     if nk == 0 {
         return Ok(quote!(true));
+    }
+    // A long chain's system is too large for the stack (the 128-link
+    // director chain's, 384 × 384, overflowed the main thread in three
+    // copies): past `OBSERVE_ON_STACK` unknowns it lives on the heap.
+    if nk > OBSERVE_ON_STACK {
+        let c = calls.once(
+            Kernel::ObserveSystem,
+            &[
+                quote!(<&mut [f64; #nk * #nk]>::try_from(&mut k[..]).expect("observation matrix")),
+                quote!(<&mut [f64; #nk]>::try_from(&mut b[..]).expect("observation vector")),
+            ],
+        )?;
+        return Ok(quote! {
+            let p = self.__params();
+            let mut k = ::std::vec![0.0f64; #nk * #nk];
+            let mut b = ::std::vec![0.0f64; #nk];
+            #c;
+            let km = __na::DMatrix::<f64>::from_row_slice(#nk, #nk, &k);
+            let mut bv = __na::DVector::<f64>::from_vec(b);
+            if __rt::lu::solve_in_place(&km, &mut bv).is_err() {
+                return false;
+            }
+            y.copy_from_slice(bv.as_slice());
+            true
+        });
     }
     let c = calls.once(Kernel::ObserveSystem, &[quote!(&mut k), quote!(&mut b)])?;
     Ok(quote! {
