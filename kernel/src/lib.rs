@@ -27,4 +27,4 @@ pub use lu_plan::{LuPlan, LuStep};
 pub use partition::{Outputs, Partition};
 pub use program::{Instr, Program, Value};
 pub use rolled::Rolled;
-pub use vocabulary::{Arg, Exogenous, InvariantKind, Kernel};
+pub use vocabulary::{Arg, Exogenous, InvariantKind, Kernel, PATTERN_MIN};

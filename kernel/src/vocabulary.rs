@@ -257,3 +257,14 @@ pub const PIVOT_THRESHOLD: f64 = 0.1;
 /// runs the banded LU whole. The compiler's band ordering weighs orders by
 /// the same rule.
 pub const REPLAY_SHARE: f64 = 0.4;
+
+/// Steps of at least this many unknowns with a banded Jacobian write it as
+/// the values of its pattern (`Kernels::residual_jacobian_pattern` in
+/// `hamel-runtime`) where their kernels can, whatever their sizes: the whole
+/// `n × n` matrix costs `n²` stores per factorization (zeroing it was 43 % of
+/// the derived 32-link director chain's step), of which the band's LU reads
+/// a few per row. Measured on derived director chains (h = 1e-3, 2000-step
+/// runs, the two builds alternated): 320 unknowns 59–62 → 36–38 µs, 160
+/// unknowns 21.7–25.2 → 19.5–19.9 µs, but 80 unknowns 7.4–8.5 → 9.8–10.1 µs;
+/// smaller steps keep their Jacobian whole.
+pub const PATTERN_MIN: usize = 128;

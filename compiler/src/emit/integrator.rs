@@ -333,13 +333,14 @@ impl Dims {
     }
 }
 
-/// A run-time-sized step's residual and Jacobian as the values of the
-/// Jacobian's pattern (`Kernels::residual_jacobian_pattern`): what its LU
-/// reads, without the `n²` stores of the whole matrix (3.3 MB per
-/// evaluation for the 64-link director chain). Emitted instead of the
-/// whole matrix's function; `None` for a fixed-size or unbanded step.
+/// A step's residual and Jacobian as the values of the Jacobian's pattern
+/// (`Kernels::residual_jacobian_pattern`): what its LU reads, without the
+/// `n²` stores of the whole matrix (3.3 MB per evaluation for the 64-link
+/// director chain). Emitted instead of the whole matrix's function; `None`
+/// for a step of fewer than [`hamel_kernel::PATTERN_MIN`] unknowns, whose
+/// Jacobian stays whole, or an unbanded one.
 fn pattern_function(sys: &StepSystem, functions: &[crate::sym::Function]) -> Option<crate::sym::Function> {
-    if !Dims::of(sys).dynamic {
+    if sys.unknowns.len() < hamel_kernel::PATTERN_MIN {
         return None;
     }
     let pattern = sys.jacobian_pattern();

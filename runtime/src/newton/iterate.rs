@@ -355,9 +355,9 @@ fn evaluate<S, Z, X, const COMP: bool>(
     DefaultAllocator: Alloc<Z, X>,
 {
     if refresh && !COMP {
-        // Derived code (sizes known at compile time) writes its Jacobian
-        // whole: the branch folds away there.
-        if X::try_to_usize().is_none() && lu.band().is_some() {
+        // Small derived steps (sizes known at compile time) write their
+        // Jacobian whole, in registers: the branch folds away there.
+        if X::try_to_usize().is_none_or(|n| n >= hamel_kernel::PATTERN_MIN) && lu.band().is_some() {
             let written = lu
                 .pattern_values_mut()
                 .is_some_and(|values| sys.residual_jacobian_pattern(h, e, z, x, r, values));
