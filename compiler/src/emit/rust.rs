@@ -96,9 +96,9 @@ pub const ROLL_ABOVE: usize = 2000;
 /// evaluates with the interpreter (the bits the printed code would give).
 /// rustc took about 0.4 ms per statement of them (the 32-link director
 /// chain's 100 634 statements, most of them these functions': a 39 s
-/// build), while evaluating them costs a few ns per instruction where they
-/// are called: at the start of a run, and when a physical state or
-/// invariants are asked for.
+/// build; 9 569 statements and 5.2–7.6 s as data), while the interpreter's
+/// cost falls only where they are called: at the start of a run, and when a
+/// physical state or invariants are asked for.
 pub const DATA_ABOVE: usize = 4_000;
 
 /// Statistics of an emitted function.
