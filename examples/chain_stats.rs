@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(dump) = std::env::var("HAMEL_DUMP") {
         std::fs::write(dump, &text)?;
     }
-    let lines = statements(&text);
+    let lines = hamel_compiler::emit::rust::statements(&text);
     let roots: Vec<_> = sys
         .residual
         .iter()
@@ -55,25 +55,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-/// The `;`s of the emitted code outside byte-string literals (functions
-/// emitted as data carry their program in one).
-fn statements(text: &str) -> usize {
-    let (mut count, mut in_bytes, mut escaped, mut prev) = (0, false, false, ' ');
-    for c in text.chars() {
-        if in_bytes {
-            match (escaped, c) {
-                (false, '\\') => escaped = true,
-                (false, '"') => in_bytes = false,
-                _ => escaped = false,
-            }
-        } else if c == '"' && prev == 'b' {
-            in_bytes = true;
-        } else if c == ';' {
-            count += 1;
-        }
-        prev = c;
-    }
-    count
 }

@@ -31,10 +31,8 @@ fn a_director_chain_of_370_unknowns_is_sized_at_run_time_and_steps_as_the_interp
     let m = hamel_load::read_model(Path::new(&path), &[("N".to_string(), 37)]).unwrap();
     let sys = hamel_load::compile(&m, "hamel_midpoint".parse().unwrap(), hamel_load::Backend::Interpreter).unwrap();
     let c = Director37::with_defaults();
-    assert_eq!(
-        Kernels::dims(&c),
-        (hamel::nalgebra::Dyn(c_state_len()), hamel::nalgebra::Dyn(370))
-    );
+    let nz = Director37::STATE.len();
+    assert_eq!(Kernels::dims(&c), (hamel::nalgebra::Dyn(nz), hamel::nalgebra::Dyn(370)));
     assert!(Kernels::jacobian_band(&c).is_some() && Kernels::jacobian_pattern(&c).is_some());
     let mut s: DynState = c.initial("sway").unwrap();
     let mut r = sys.initial("sway").unwrap();
@@ -56,9 +54,4 @@ fn a_director_chain_of_370_unknowns_is_sized_at_run_time_and_steps_as_the_interp
     // two of our back-ends).
     let e0 = c.invariants(&c.initial("sway").unwrap()).unwrap()[0];
     assert!(((inv[0] - e0) / e0).abs() < 1e-4, "{} vs {e0}", inv[0]);
-}
-
-/// The chain's state components: directors and momenta of every link.
-fn c_state_len() -> usize {
-    Director37::STATE.len()
 }

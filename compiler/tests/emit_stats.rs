@@ -221,7 +221,7 @@ fn a_long_chain_s_kernels_are_emitted_as_loops_and_its_code_stops_growing() {
     // Twice the links, twice the arithmetic, not twice the code: the loops
     // are one copy of a link's instructions whatever N is.
     assert!(at64.ops > 19 * at32.ops / 10, "{} vs {}", at64.ops, at32.ops);
-    let (l32, l64) = (statements(&text), statements(&text64));
+    let (l32, l64) = (rust::statements(&text), rust::statements(&text64));
     println!(
         "RATTLE chain: {} / {} instructions, {l32} / {l64} statements at N = 32 / 64",
         at32.ops, at64.ops
@@ -231,32 +231,6 @@ fn a_long_chain_s_kernels_are_emitted_as_loops_and_its_code_stops_growing() {
     // `tests/rolled_derive.rs` steps).
     let (_, director) = integrator("spherical_chain", "hamel_midpoint", 8);
     assert!(director.loops >= 1, "{director:?}");
-}
-
-/// The `;`s of emitted code outside byte-string literals (a function
-/// emitted as data carries its program in one).
-fn statements(text: &str) -> usize {
-    let mut rest = text;
-    let mut count = 0;
-    while let Some(at) = rest.find("b\"") {
-        count += rest[..at].matches(';').count();
-        // The literal ends at the first quote not escaped.
-        let body = &rest[at + 2..];
-        let mut end = 0;
-        let mut escaped = false;
-        for (k, c) in body.char_indices() {
-            match (escaped, c) {
-                (false, '\\') => escaped = true,
-                (false, '"') => {
-                    end = k;
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        rest = &body[end + 1..];
-    }
-    count + rest.matches(';').count()
 }
 
 #[test]
@@ -273,7 +247,7 @@ fn a_long_chain_s_dense_functions_called_now_and_then_are_data() {
     assert_eq!(at32.data, 4, "{at32:?}");
     // What is left is the step, whose kernels are loops: it hardly grows
     // with the links while the arithmetic grows faster than they do.
-    let (s24, s32) = (statements(&text), statements(&text32));
+    let (s24, s32) = (rust::statements(&text), rust::statements(&text32));
     println!(
         "director chain: {} / {} instructions, {s24} / {s32} statements at N = 24 / 32",
         at24.ops, at32.ops

@@ -1,6 +1,6 @@
 //! A [`Program`] as bytes and back: how a host keeps a derivation in a cache
 //! file, and how derived code carries a long function it evaluates rather
-//! than compiles (the Rust printer's `Shape::Data`). One format for both, so
+//! than compiles (the Rust printer's functions above `DATA_ABOVE`). One format for both, so
 //! that a program read back evaluates to the bits of the one written:
 //! numbers are stored by their bits, counts as little-endian `u64`.
 

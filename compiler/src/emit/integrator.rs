@@ -92,8 +92,8 @@ pub fn emit(sys: &StepSystem, target: &Target) -> Result<(TokenStream, Integrato
         sys
     };
     let functions = sys.functions();
-    let generated = generate(sys, &functions, target.simd)?;
     let calls = Calls::new(sys, &functions);
+    let generated = generate(sys, &calls, target.simd)?;
     let path = target.model_path;
     let fns = &generated.fns;
     let inherent = inherent_impl(sys, target);
@@ -142,7 +142,7 @@ struct Generated {
 
 /// Prints every function of `sys`, the per-step ones with instruction-set
 /// copies where `simd` asks for them.
-fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) -> Result<Generated, String> {
+fn generate(sys: &StepSystem, calls: &Calls, simd: bool) -> Result<Generated, String> {
     let mut g = sys.graph.clone();
     let mut out = Generated {
         fns: Vec::new(),
@@ -171,7 +171,7 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
         }
     }
     let member_of = |s: crate::sym::Id| member.get(&s).copied();
-    for f in functions {
+    for f in calls.functions {
         let unbound =
             |u: crate::sym::tape::UnboundSymbol| format!("internal error: `{}` uses unbound symbol `{}`", f.name, u.0);
         let role = match f.name {
@@ -179,11 +179,9 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
             k if k.is_hot() => Role::StepBaseline,
             _ => Role::Once,
         };
-        // A run-time-sized step writes its Jacobian as its pattern's values
+        // A large banded step writes its Jacobian as its pattern's values
         // only (the dense methods scatter them).
-        let pattern = (f.name == Kernel::ResidualJacobian)
-            .then(|| pattern_function(sys, functions))
-            .flatten();
+        let pattern = calls.pattern_fn.as_ref().filter(|_| f.name == Kernel::ResidualJacobian);
         let (
             ts,
             EmitStats {
@@ -192,7 +190,7 @@ fn generate(sys: &StepSystem, functions: &[crate::sym::Function], simd: bool) ->
                 iterations,
                 data,
             },
-        ) = rust::function(&mut g, pattern.as_ref().unwrap_or(f), role, &member_of).map_err(unbound)?;
+        ) = rust::function(&mut g, pattern.unwrap_or(f), role, &member_of).map_err(unbound)?;
         out.stats.loops += usize::from(iterations > 0);
         out.stats.data += usize::from(data);
         out.stats.ops += ops;
@@ -339,11 +337,14 @@ impl Dims {
 /// director chain). Emitted instead of the whole matrix's function; `None`
 /// for a step of fewer than [`hamel_kernel::PATTERN_MIN`] unknowns, whose
 /// Jacobian stays whole, or an unbanded one.
-fn pattern_function(sys: &StepSystem, functions: &[crate::sym::Function]) -> Option<crate::sym::Function> {
+fn pattern_function(
+    sys: &StepSystem,
+    functions: &[crate::sym::Function],
+    pattern: &[(u32, u32)],
+) -> Option<crate::sym::Function> {
     if sys.unknowns.len() < hamel_kernel::PATTERN_MIN {
         return None;
     }
-    let pattern = sys.jacobian_pattern();
     let f = functions.iter().find(|f| f.name == Kernel::ResidualJacobian)?;
     let [(rn, r), (_, j)] = &f.outputs[..] else {
         return None;
@@ -408,6 +409,11 @@ struct Calls<'a> {
     ne: usize,
     dims: Dims,
     once: Vec<Slot>,
+    /// the Jacobian's pattern (empty: none declared)
+    pattern: Vec<(u32, u32)>,
+    /// the residual and the pattern's values, emitted instead of the whole
+    /// Jacobian (see [`pattern_function`])
+    pattern_fn: Option<crate::sym::Function>,
 }
 
 impl<'a> Calls<'a> {
@@ -422,11 +428,15 @@ impl<'a> Calls<'a> {
             ((Arg::V, false), arr("v", nv)),
             ((Arg::T, false), quote!(&[t])),
         ];
+        let pattern = sys.jacobian_pattern();
+        let pattern_fn = pattern_function(sys, functions, &pattern);
         Calls {
             functions,
             ne,
             dims: Dims::of(sys),
             once,
+            pattern,
+            pattern_fn,
         }
     }
 
@@ -719,7 +729,7 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
     let out_mat = quote!(<&mut [f64; #nx * #nx]>::try_from(out.as_mut_slice()).expect("square matrix"));
     let out_j = quote!(<&mut [f64; #nx * #nx]>::try_from(j.as_mut_slice()).expect("square matrix"));
     let residual = calls.step(Kernel::Residual, "x", std::slice::from_ref(&out_x))?;
-    let (jacobian, residual_jacobian, pattern_method) = match pattern_function(sys, calls.functions) {
+    let (jacobian, residual_jacobian, pattern_method) = match &calls.pattern_fn {
         // `jacobian` alone (sensitivities, simplified Newton) runs the fused
         // function and drops the residual: one function to compile, not two.
         None => (
@@ -773,11 +783,10 @@ fn step_methods(sys: &StepSystem, calls: &Calls, generated: &Generated) -> Resul
         Some((kl, ku)) => quote!(Some((#kl, #ku))),
         None => quote!(None),
     };
-    let pattern = sys.jacobian_pattern();
-    let pattern = if pattern.is_empty() {
+    let pattern = if calls.pattern.is_empty() {
         quote!(None)
     } else {
-        let (rows, cols): (Vec<u32>, Vec<u32>) = pattern.into_iter().unzip();
+        let (rows, cols): (Vec<u32>, Vec<u32>) = calls.pattern.iter().copied().unzip();
         quote!(Some(&[#((#rows, #cols)),*]))
     };
     let (residual_ops, residual_jacobian_ops) = (generated.residual_ops, generated.residual_jacobian_ops);

@@ -513,6 +513,24 @@ fn as_data(f: &Function, prog: &Program, sig: &Signature, name: &Ident) -> Token
     }
 }
 
+/// The statements (`;`) of emitted code as text, outside string literals:
+/// a function emitted as data ([`DATA_ABOVE`]) carries its program in a byte
+/// string, whose bytes are no statements.
+pub fn statements(text: &str) -> usize {
+    let (mut count, mut quoted, mut escaped) = (0, false, false);
+    for c in text.chars() {
+        match (quoted, escaped, c) {
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => quoted = false,
+            (true, ..) => escaped = false,
+            (false, _, '"') => quoted = true,
+            (false, _, ';') => count += 1,
+            _ => {}
+        }
+    }
+    count
+}
+
 /// How a body is emitted, by its length in register instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -878,6 +896,14 @@ pub fn function_dd(g: &mut Graph, f: &Function, dd_args: &[Arg]) -> Result<Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_are_counted_outside_byte_strings() {
+        // A byte string's `;` and escaped quote are its bytes, not code;
+        // so are a string's, even one that ends in `b`.
+        assert_eq!(statements(r#"let a = 1 ; f (b"x;\";y") ; g (c) ;"#), 3);
+        assert_eq!(statements(r#"let s = "a;b" ; t (1) ;"#), 2);
+    }
 
     #[test]
     fn shapes_change_at_the_named_thresholds() {
