@@ -4,7 +4,11 @@
 # with venv; pip fetches maturin, numpy, pytest and dask.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace
+# Examples are left out of the test build: clippy (`.ci/run`) checks them, and
+# building them as well was minutes of rustc on the derives they share with
+# the tests. Doc tests run on their own, as target selection drops them.
+cargo test --workspace --lib --bins --tests
+cargo test --workspace --doc
 python3 -m venv target/venv
 target/venv/bin/python -m pip install -q --upgrade pip
 target/venv/bin/python -m pip install -q "./python[test,dask]"

@@ -6,7 +6,7 @@ mod common;
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = 1)]
+#[hamel(simd = false, model = "models/spherical_chain.hamel", N = 1)]
 pub struct Chain1 {
     pub m: f64,
     pub l: f64,
@@ -14,7 +14,7 @@ pub struct Chain1 {
 }
 
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = 2, kinematics = "midpoint")]
+#[hamel(simd = false, model = "models/spherical_chain.hamel", N = 2, kinematics = "midpoint")]
 pub struct Chain2 {
     pub m: f64,
     pub l: f64,
@@ -22,7 +22,7 @@ pub struct Chain2 {
 }
 
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_chain.hamel", N = 8, sensitivity = false)]
+#[hamel(simd = false, model = "models/spherical_chain.hamel", N = 8, sensitivity = false)]
 pub struct Chain8 {
     pub m: f64,
     pub l: f64,

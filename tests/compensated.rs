@@ -5,7 +5,7 @@
 use hamel::{simulate_with, Integrator, RunSummary};
 
 #[derive(Integrator)]
-#[hamel(model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
+#[hamel(simd = false, model = "models/spherical_pendulum.hamel", kinematics = "averaged")]
 pub struct Pendulum {
     pub m: f64,
     pub r: f64,

@@ -5,7 +5,12 @@
 use hamel::{simulate, Integrator};
 
 #[derive(Integrator)]
-#[hamel(model = "models/chaplygin_sleigh.hamel", kinematics = "midpoint", order = 4)]
+#[hamel(
+    simd = false,
+    model = "models/chaplygin_sleigh.hamel",
+    kinematics = "midpoint",
+    order = 4
+)]
 pub struct Sleigh {
     pub m: f64,
     pub a: f64,

@@ -11,6 +11,7 @@ use hamel::{DynStepper, Integrator, Stepper};
 
 #[derive(Integrator)]
 #[hamel(
+    simd = false,
     model = "models/spherical_chain.hamel",
     kinematics = "midpoint",
     sensitivity = false,

@@ -4,14 +4,14 @@
 use hamel::{simulate, Integrator, Kernels};
 
 #[derive(Integrator)]
-#[hamel(model = "models/gallery/kepler.hamel")]
+#[hamel(simd = false, model = "models/gallery/kepler.hamel")]
 pub struct Unnamed {
     pub m: f64,
     pub k: f64,
 }
 
 #[derive(Integrator)]
-#[hamel(model = "models/gallery/kepler.hamel", scheme = "hamel")]
+#[hamel(simd = false, model = "models/gallery/kepler.hamel", scheme = "hamel")]
 pub struct Named {
     pub m: f64,
     pub k: f64,

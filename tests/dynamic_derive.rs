@@ -10,6 +10,7 @@ use hamel::{DynState, DynStepper, Integrator, Kernels};
 
 #[derive(Integrator)]
 #[hamel(
+    simd = false,
     model = "models/spherical_chain.hamel",
     kinematics = "midpoint",
     sensitivity = false,

@@ -9,7 +9,7 @@ use hamel::{simulate, Integrator};
 macro_rules! projectile {
     ($name:ident, $($key:ident = $val:literal),*) => {
         #[derive(Integrator)]
-        #[hamel(model = "models/gallery/projectile.hamel", $($key = $val),*)]
+        #[hamel(simd = false, model = "models/gallery/projectile.hamel", $($key = $val),*)]
         pub struct $name {
             pub m: f64,
             pub g: f64,
@@ -22,7 +22,7 @@ projectile!(Midpoint, scheme = "hamel", kinematics = "midpoint");
 projectile!(Verlet, scheme = "stormer_verlet");
 
 #[derive(Integrator)]
-#[hamel(model = "models/gallery/kepler.hamel", scheme = "stormer_verlet")]
+#[hamel(simd = false, model = "models/gallery/kepler.hamel", scheme = "stormer_verlet")]
 pub struct Kepler {
     pub m: f64,
     pub k: f64,

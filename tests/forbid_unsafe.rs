@@ -13,7 +13,16 @@ mod common;
 
 use hamel::{State, StepSystem, Stepper};
 
-double_pendulum!(Dsp, model = "models/double_spherical_pendulum.hamel");
+// With the copies (the default), unlike `common`'s structs.
+#[derive(hamel::Integrator)]
+#[hamel(model = "models/double_spherical_pendulum.hamel")]
+pub struct Dsp {
+    pub m1: f64,
+    pub m2: f64,
+    pub l1: f64,
+    pub l2: f64,
+    pub g: f64,
+}
 double_pendulum!(
     DspBaseline,
     model = "models/double_spherical_pendulum.hamel",

@@ -6,7 +6,11 @@
 use hamel::{simulate, Integrator, Kernels};
 
 #[derive(Integrator)]
-#[hamel(model = "models/gallery/kapitza_pendulum.hamel", kinematics = "midpoint")]
+#[hamel(
+    simd = false,
+    model = "models/gallery/kapitza_pendulum.hamel",
+    kinematics = "midpoint"
+)]
 pub struct Kapitza {
     pub m: f64,
     pub l: f64,
@@ -16,7 +20,7 @@ pub struct Kapitza {
 }
 
 #[derive(Integrator)]
-#[hamel(model = "models/gallery/rotating_wire.hamel", scheme = "rattle")]
+#[hamel(simd = false, model = "models/gallery/rotating_wire.hamel", scheme = "rattle")]
 pub struct Wire {
     pub m: f64,
     pub omega: f64,

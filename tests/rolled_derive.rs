@@ -9,6 +9,7 @@ use hamel::{DynStepper, Integrator, Stepper};
 
 #[derive(Integrator)]
 #[hamel(
+    simd = false,
     model = "models/spherical_chain_cartesian.hamel",
     scheme = "rattle",
     sensitivity = false,
@@ -22,6 +23,7 @@ pub struct Rattle32 {
 
 #[derive(Integrator)]
 #[hamel(
+    simd = false,
     model = "models/spherical_chain.hamel",
     kinematics = "midpoint",
     sensitivity = false,

@@ -12,7 +12,7 @@ use hamel_runtime::DynStepper;
 macro_rules! model {
     ($name:ident, [$($field:ident),*], $($key:ident = $val:literal),*) => {
         #[derive(Integrator)]
-        #[hamel($($key = $val),*, sensitivity = false)]
+        #[hamel($($key = $val),*, sensitivity = false, simd = false)]
         pub struct $name { $(pub $field: f64),* }
     };
 }

@@ -1,12 +1,17 @@
 //! Integrator structs shared by the integration tests: one macro per family of
 //! model parameters, so a test names the model file and scheme only.
+//!
+//! They derive the baseline kernels only (`simd = false`): the instruction-set
+//! copies triple the code rustc compiles for every test, and they give the
+//! baseline's bits, which `isa_copies.rs` checks on derives of their own (as
+//! does `forbid_unsafe.rs` for their `unsafe`).
 
 /// A struct with the single-pendulum parameters `m, r, g`.
 #[macro_export]
 macro_rules! pendulum {
     ($name:ident, $($key:ident = $val:literal),*) => {
         #[derive(hamel::Integrator)]
-        #[hamel($($key = $val),*)]
+        #[hamel($($key = $val),*, simd = false)]
         pub struct $name {
             pub m: f64,
             pub r: f64,
@@ -20,7 +25,7 @@ macro_rules! pendulum {
 macro_rules! double_pendulum {
     ($name:ident, $($key:ident = $val:literal),*) => {
         #[derive(hamel::Integrator)]
-        #[hamel($($key = $val),*)]
+        #[hamel($($key = $val),*, simd = false)]
         pub struct $name {
             pub m1: f64,
             pub m2: f64,
