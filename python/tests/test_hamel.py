@@ -21,9 +21,11 @@ CHAIN = str(ROOT / "models" / "spherical_chain.hamel")
 
 def cli(*args):
     """The `hamel` command of this checkout: $HAMEL_BIN, or the binary
-    `cargo test` / `cargo build` left in target/, or built by cargo."""
+    `cargo test` / `cargo build` left in the target directory
+    ($CARGO_TARGET_DIR or target/), or built by cargo."""
     binary = os.environ.get("HAMEL_BIN")
-    for candidate in [ROOT / "target" / "debug" / "hamel", ROOT / "target" / "release" / "hamel"]:
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    for candidate in [target / "debug" / "hamel", target / "release" / "hamel"]:
         if binary is None and candidate.is_file():
             binary = str(candidate)
     cmd = [binary] if binary else ["cargo", "run", "-q", "-p", "hamel-cli", "--"]
