@@ -49,6 +49,13 @@ type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, *const *mut f64);
 /// Largest number of instructions compiled as one native function.
 pub const CHUNK: usize = 2000;
 
+/// Largest number of instructions of a program with a direct entry (a small
+/// system's hot kernel) compiled as one native function, as the derive emits
+/// such kernels whole up to 3000: cut at [`CHUNK`], the averaged Hamel double
+/// pendulum's fused kernel (2103 instructions) passed its values between two
+/// parts through memory, and its step took 1.74× the derived one's.
+pub const DIRECT_WHOLE: usize = 3000;
+
 extern "C" fn powi(x: f64, n: i32) -> f64 {
     x.powi(n)
 }
@@ -390,7 +397,9 @@ impl JitCode {
             // array: in the last part, 150 000 stores took register
             // allocation minutes (96 links).
             let many = prog.outputs.len() > CHUNK;
-            let cut = Partition::new(prog, CHUNK, if many { Outputs::Caller } else { Outputs::LastPart });
+            let whole = direct.iter().any(|d| d.program == k) && prog.instrs.len() <= DIRECT_WHOLE;
+            let chunk = if whole { DIRECT_WHOLE } else { CHUNK };
+            let cut = Partition::new(prog, chunk, if many { Outputs::Caller } else { Outputs::LastPart });
             let stores = if many { prog.outputs.len().div_ceil(CHUNK) } else { 0 };
             let mut part_ids = Vec::with_capacity(cut.parts + stores);
             for c in 0..cut.parts + stores {
