@@ -810,25 +810,33 @@ mod tests {
             ],
             outputs: vec![8, 10, 2, 0],
         };
-        let mut instrs = Vec::new();
-        for i in 0..(CHUNK + 77) as u32 {
-            let r = 6 + i;
-            instrs.push(match i % 3 {
-                0 => Instr::Add(r - 1, (i % 5).min(4)),
-                1 => Instr::Mul(r - 1, 2),
-                _ => Instr::Call(Func::Cos, r - 1),
-            });
-        }
-        let n = instrs.len() as u32;
-        let long = Program {
-            n_inputs: 5,
-            consts: vec![0.25],
-            instrs,
-            outputs: vec![5 + n, 6 + CHUNK as u32, 4, 1],
+        // A chain of `len` instructions; `middle` is longer than CHUNK but
+        // compiled whole (DIRECT_WHOLE), `long` is cut into parts.
+        let chain = |len: usize| {
+            let mut instrs = Vec::new();
+            for i in 0..len as u32 {
+                let r = 6 + i;
+                instrs.push(match i % 3 {
+                    0 => Instr::Add(r - 1, (i % 5).min(4)),
+                    1 => Instr::Mul(r - 1, 2),
+                    _ => Instr::Call(Func::Cos, r - 1),
+                });
+            }
+            let n = instrs.len() as u32;
+            Program {
+                n_inputs: 5,
+                consts: vec![0.25],
+                instrs,
+                outputs: vec![5 + n, 6 + CHUNK as u32, 4, 1],
+            }
         };
+        let (middle, long) = (chain(CHUNK + 77), chain(DIRECT_WHOLE + 77));
         let outs = [OutputArray { len: 1, at: None }, OutputArray { len: 3, at: None }];
-        let programs: [(&Program, &[usize], &[OutputArray]); 2] =
-            [(&short, &[1, 3, 1], &outs), (&long, &[1, 3, 1], &outs)];
+        let programs: [(&Program, &[usize], &[OutputArray]); 3] = [
+            (&short, &[1, 3, 1], &outs),
+            (&middle, &[1, 3, 1], &outs),
+            (&long, &[1, 3, 1], &outs),
+        ];
         let args = [Passed::Table(1), Passed::Values(1), Passed::Table(0)];
         let direct = [
             Direct {
@@ -841,13 +849,18 @@ mod tests {
                 args: &args,
                 values: 4,
             },
+            Direct {
+                program: 2,
+                args: &args,
+                values: 4,
+            },
         ];
         type F = unsafe extern "C" fn(*const *const f64, *mut f64, *mut f64, *mut f64, f64, f64, f64, f64);
         let (compiled, kept) = JitCode::compile_direct(&programs, &direct, &[], true).unwrap();
         let loaded = JitCode::load_direct(&programs, &direct, &[], &kept.expect("this code can be kept")).unwrap();
         let (a, b, c, d, e) = (0.3, -1.25, 2.5, 0.125, 7.0);
         for code in [&compiled, &loaded] {
-            for (j, prog) in [&short, &long].into_iter().enumerate() {
+            for (j, prog) in [&short, &middle, &long].into_iter().enumerate() {
                 let want: Vec<u64> = prog.eval(&[a, b, c, d, e]).iter().map(|x| x.to_bits()).collect();
                 let (mut o1, mut o2) = ([f64::NAN], [f64::NAN; 3]);
                 let mut scratch = vec![0.0; code.scratch_len(j)];
@@ -871,7 +884,12 @@ mod tests {
                 assert_eq!(got, want, "program {j}");
             }
         }
-        assert!(compiled.scratch_len(1) > 0, "the long program was split");
+        assert_eq!(
+            compiled.scratch_len(1),
+            0,
+            "a program with a direct entry is whole up to DIRECT_WHOLE"
+        );
+        assert!(compiled.scratch_len(2) > 0, "the long program was split");
         // Arrays that do not fit their values are refused.
         let bad = [Direct {
             program: 0,
