@@ -13,21 +13,9 @@ mod common;
 
 use hamel::{State, StepSystem, Stepper};
 
-// With the copies (the default), unlike `common`'s structs.
-#[derive(hamel::Integrator)]
-#[hamel(model = "models/double_spherical_pendulum.hamel")]
-pub struct Dsp {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
-double_pendulum!(
-    DspBaseline,
-    model = "models/double_spherical_pendulum.hamel",
-    simd = false
-);
+double_pendulum!(with_copies Dsp, model = "models/double_spherical_pendulum.hamel");
+// `common`'s structs derive with `simd = false`.
+double_pendulum!(DspBaseline, model = "models/double_spherical_pendulum.hamel");
 
 fn run<M: StepSystem<12, NX>, const NX: usize>(model: &M, start: State<12, NX>) -> Vec<u64> {
     let mut state = start;

@@ -7,6 +7,9 @@
 //!
 //! One test function: the ceiling is process-wide, so the copies run in turn.
 
+#[macro_use]
+mod common;
+
 use std::path::Path;
 
 use hamel::runtime::isa::{self, Isa};
@@ -14,20 +17,12 @@ use hamel::{DynStepper, State, Stepper};
 use hamel_compiler::emit::rust::{self, Role, Shape};
 use hamel_compiler::scheme::Scheme;
 
-// With the copies (the default), unlike `common`'s structs.
-#[derive(hamel::Integrator)]
-#[hamel(
+double_pendulum!(
+    with_copies Dsp,
     model = "models/double_spherical_pendulum.hamel",
     scheme = "hamel",
     kinematics = "averaged"
-)]
-pub struct Dsp {
-    pub m1: f64,
-    pub m2: f64,
-    pub l1: f64,
-    pub l2: f64,
-    pub g: f64,
-}
+);
 
 const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/double_spherical_pendulum.hamel");
 const H: f64 = 0.01;

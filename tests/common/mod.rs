@@ -20,12 +20,14 @@ macro_rules! pendulum {
     };
 }
 
-/// A struct with the double-pendulum parameters `m1, m2, l1, l2, g`.
+/// A struct with the double-pendulum parameters `m1, m2, l1, l2, g`;
+/// `double_pendulum!(with_copies Name, ...)` keeps the derive's default, the
+/// instruction-set copies.
 #[macro_export]
 macro_rules! double_pendulum {
-    ($name:ident, $($key:ident = $val:literal),*) => {
+    (with_copies $name:ident, $($key:ident = $val:literal),*) => {
         #[derive(hamel::Integrator)]
-        #[hamel($($key = $val),*, simd = false)]
+        #[hamel($($key = $val),*)]
         pub struct $name {
             pub m1: f64,
             pub m2: f64,
@@ -33,5 +35,8 @@ macro_rules! double_pendulum {
             pub l2: f64,
             pub g: f64,
         }
+    };
+    ($name:ident, $($key:ident = $val:literal),*) => {
+        $crate::double_pendulum!(with_copies $name, $($key = $val),*, simd = false);
     };
 }
