@@ -136,10 +136,14 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     };
     let (q, v) = (step.q.clone(), step.v.clone());
     // The health kernels' metric: the observation's where it has one, else
-    // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E).
+    // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E),
+    // through the tableau where the step keeps one.
     let metric = eqs.observation.metric.take().or_else(|| {
         let v = &step.v;
-        g.degree_at_most(&mech.p, v, 1).then(|| hessian(&mut g, &mech.p, v))
+        g.degree_at_most(&mech.p, v, 1).then(|| match &sparse {
+            Some(s) => tableau::metric(&mut g, s, v),
+            None => hessian(&mut g, &mech.p, v),
+        })
     });
     let mut draft = step.draft(kin, eqs, predictor);
     draft.kinetic_metric = metric;
@@ -398,10 +402,17 @@ impl<'a> Step<'a> {
         let (q0, pi) = (self.q0(), self.k0());
         let momenta: Vec<Id> = kept.iter().map(|&a| self.mech.p[a]).collect();
         check_affine_momenta(g, &momenta, &self.v)?;
-        // One derivative per velocity across the momenta, which share most
-        // of their terms (a chain's couple every link); `∂p_a/∂ξ_b` and
-        // `∂p_b/∂ξ_a` are one derivative of the Lagrangian.
-        let hess = symmetric_jacobian(g, &momenta, &self.v, kept);
+        // With a tableau, accumulated through its symbols (O(N²) for a
+        // chain); otherwise one derivative per velocity across the momenta,
+        // which share most of their terms (a chain's couple every link);
+        // `∂p_a/∂ξ_b` and `∂p_b/∂ξ_a` are one derivative of the Lagrangian.
+        let hess = match self.sparse {
+            Some(s) => {
+                let full = tableau::metric(g, s, &self.v);
+                kept.iter().map(|&a| full[a].clone()).collect()
+            }
+            None => symmetric_jacobian(g, &momenta, &self.v, kept),
+        };
         let zeros = vec![zero; m];
         let mut matrix = Vec::new();
         let mut rhs = Vec::new();
