@@ -182,6 +182,7 @@ impl MomentumStep {
             work: self.work,
             auxiliary: vec![],
             kinetic_metric: None,
+            free_motion: None,
         }
     }
 }

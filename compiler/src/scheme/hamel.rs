@@ -14,7 +14,7 @@ use crate::sym::vector::midpoint;
 use crate::sym::{gradient, hessian, jacobian, symmetric_jacobian, Graph, Id};
 
 use super::frame::Frame;
-use super::mechanics::Mechanics;
+use super::mechanics::{FreeMotion, Mechanics};
 use super::step::{self, at_time, force_at, power, scaled_dot, symbols, time_in_step, Draft, StepSystem};
 use super::tableau;
 use super::SchemeError;
@@ -147,6 +147,10 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     });
     let mut draft = step.draft(kin, eqs, predictor);
     draft.kinetic_metric = metric;
+    draft.free_motion = Some(FreeMotion {
+        psi: frame.psi.clone(),
+        mechanics: mech.clone(),
+    });
     if let Some(s) = &sparse {
         tableau::attach(&mut g, &mut draft, s, (&q, &stage_q), (&v, &xi1));
     }
@@ -581,6 +585,7 @@ impl<'a> Step<'a> {
             work: eqs.work,
             auxiliary: vec![],
             kinetic_metric: None,
+            free_motion: None,
         }
     }
 }

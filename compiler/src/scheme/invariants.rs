@@ -15,6 +15,7 @@
 use crate::model::Model;
 use crate::sym::{gradient, jacobian, Graph, Id, Node, Point};
 
+use super::mechanics::FreeMotion;
 use super::InvariantKind;
 
 /// The kind of each of `model.invariants`, in order. Works on a copy of
@@ -23,7 +24,16 @@ use super::InvariantKind;
 ///
 /// `metric`, `∂p/∂ξ` where the scheme derived it, spares the momentum test
 /// a directional derivative of the momenta per velocity at each point.
-pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>) -> Vec<InvariantKind> {
+///
+/// `free`, the frame's `Ψ` and the free motion's quantities where the
+/// scheme derived them from the model itself, spares the momentum test
+/// deriving them again (1.8 of the 128-link director chain's 12 s).
+pub(crate) fn classify(
+    model: &Model,
+    graph: &Graph,
+    metric: Option<&[Vec<Id>]>,
+    free: Option<&FreeMotion>,
+) -> Vec<InvariantKind> {
     if model.invariants.is_empty() {
         return vec![];
     }
@@ -58,10 +68,15 @@ pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>)
     let mut kinds = Vec::with_capacity(model.invariants.len());
     let (mut geometric, mut rows): (Vec<usize>, Vec<Vec<Id>>) = (Vec::new(), Vec::new());
     for (k, inv) in model.invariants.iter().enumerate() {
-        let dv = gradient(&mut g, inv.expr, &v);
         let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
+        // Linear in the velocities: by one pass over the graph where it is
+        // written so; else by its gradient, whose terms may cancel (a
+        // symbolic gradient of a chain's angular momentum is O(N³)).
+        let linear = |g: &mut Graph| {
+            g.degree_at_most(&[inv.expr], &v, 1) || gradient(g, inv.expr, &v).iter().all(|&d| velocity_free(g, d))
+        };
         kinds.push(if g.depends_on(inv.expr, &v) {
-            if dv.iter().all(|&d| velocity_free(&g, d)) && conserved(model, &g, inv.expr, metric) {
+            if linear(&mut g) && conserved(model, &g, inv.expr, metric, free) {
                 InvariantKind::Momentum
             } else {
                 InvariantKind::Monitored
@@ -92,13 +107,19 @@ pub(crate) fn classify(model: &Model, graph: &Graph, metric: Option<&[Vec<Id>]>)
 /// them: the motion then keeps another level set of the same constraints.
 /// When no point can be evaluated (the frame fits no rule, the metric is
 /// singular everywhere tried) the quantity keeps its linear form's kind.
-fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) -> bool {
+fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, free: Option<&FreeMotion>) -> bool {
     let mut m = model.clone();
     m.graph = graph.clone();
-    let Ok(frame) = super::Frame::of(&mut m) else {
-        return true;
+    let (psi, mech) = match free {
+        Some(f) => (f.psi.clone(), f.mechanics.clone()),
+        None => {
+            let Ok(frame) = super::Frame::of(&mut m) else {
+                return true;
+            };
+            let mech = super::mechanics::Mechanics::of(&mut m, &frame);
+            (frame.psi, mech)
+        }
     };
-    let mech = super::mechanics::Mechanics::of(&mut m, &frame);
     let (q, v) = (m.q_syms(), m.v_syms());
     let (nq, nv) = (q.len(), v.len());
     let metric = metric.filter(|rows| rows.len() == nv && rows.iter().all(|r| r.len() == nv));
@@ -109,8 +130,8 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) ->
     // chain's N lengths), from Ψ's non-zero entries.
     let qdot: Vec<Id> = (0..nq)
         .map(|i| {
-            let moved: Vec<usize> = (0..nv).filter(|&a| !g.is_const(frame.psi[i][a], 0.0)).collect();
-            let terms: Vec<Id> = moved.into_iter().map(|a| g.mul2(frame.psi[i][a], v[a])).collect();
+            let moved: Vec<usize> = (0..nv).filter(|&a| !g.is_const(psi[i][a], 0.0)).collect();
+            let terms: Vec<Id> = moved.into_iter().map(|a| g.mul2(psi[i][a], v[a])).collect();
             g.add(&terms)
         })
         .collect();
@@ -125,7 +146,6 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) ->
     // O(N²) entries on a director chain and took O(N³) to build (8.6 s of a
     // 64-link derivation's 22 s).
     let c_rows = jacobian(g, &cons, &v);
-    let (j_q, j_v) = (gradient(g, j, &q), gradient(g, j, &v));
     let g = &m.graph;
     let index_of = |id: Id| match g.node(id) {
         Node::Sym(s) => Some(*s),
@@ -146,13 +166,13 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) ->
             values[s as usize] = p.default;
         }
     }
-    let roots: Vec<Id> = (frame.psi.iter().flatten())
+    // `j`'s gradient is taken at each point by a reverse pass (`Point::gradient`).
+    let roots: Vec<Id> = (psi.iter().flatten())
         .chain(c_rows.iter().flatten())
         .chain(&mech.p)
         .chain(&mech.force)
         .chain(&cons)
-        .chain(&j_q)
-        .chain(&j_v)
+        .chain([&j])
         .chain(metric.into_iter().flatten().flatten())
         .copied()
         .collect();
@@ -183,7 +203,7 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) ->
         }
         let at = point(&mut values, &xi);
         let psi_xi: Vec<f64> = (0..nq)
-            .map(|i| (0..nv).map(|a| val(&at, frame.psi[i][a]) * xi[a]).sum())
+            .map(|i| (0..nv).map(|a| val(&at, psi[i][a]) * xi[a]).sum())
             .collect();
         // Derivatives along q' = Ψξ, the velocities held.
         let along = |tangent: &mut Vec<f64>, dir: &[(u32, f64)], of: &[Id]| {
@@ -233,8 +253,10 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>) ->
             a[nv + k][..nv].copy_from_slice(&rows[k]);
             a[nv + k][n] = -c_q_psi_xi[k];
         }
-        let jq: Vec<f64> = j_q.iter().map(|&e| val(&at, e)).collect();
-        let jv: Vec<f64> = j_v.iter().map(|&e| val(&at, e)).collect();
+        let grad = at.gradient(g, j);
+        let partial = |s: &u32| grad.get(s).copied().unwrap_or(0.0);
+        let jq: Vec<f64> = qs.iter().map(partial).collect();
+        let jv: Vec<f64> = vs.iter().map(partial).collect();
         if a.iter().flatten().chain(&jq).chain(&jv).any(|x| !x.is_finite()) {
             continue;
         }
@@ -427,7 +449,7 @@ mod tests {
 
     fn kinds(src: &str) -> Vec<(String, InvariantKind)> {
         let model = crate::load("t.hamel", src).unwrap();
-        let k = classify(&model, &model.graph, None);
+        let k = classify(&model, &model.graph, None, None);
         model.invariants.iter().map(|i| i.name.clone()).zip(k).collect()
     }
 
@@ -531,6 +553,40 @@ mod tests {
         assert_eq!(kinds_of(charged, &["Lz", "pz"]), [Momentum, Momentum]);
         let planar = include_str!("../../../models/gallery/planar_body.hamel");
         assert_eq!(kinds_of(planar, &["spin", "horizontal_momentum"]), [Momentum, Momentum]);
+    }
+
+    #[test]
+    fn the_hamel_steps_classify_with_their_own_mechanics_as_without() {
+        // The Hamel schemes hand `classify` their frame and mechanics
+        // (`FreeMotion`); the kinds are those it finds deriving its own.
+        let top = include_str!("../../../models/gallery/heavy_top.hamel");
+        let sources = [
+            ("top", top.to_string()),
+            ("asymmetric top", top.replace("I2 = 1.0", "I2 = 1.5")),
+            ("sleigh", include_str!("../../../models/chaplygin_sleigh.hamel").into()),
+            ("chain", include_str!("../../../models/spherical_chain.hamel").into()),
+        ];
+        for (name, src) in sources {
+            let sizes = if name == "chain" {
+                vec![("N".to_string(), 4)]
+            } else {
+                vec![]
+            };
+            let model = crate::model::load_with_sizes("t.hamel", &src, &sizes).unwrap();
+            let own = classify(&model, &model.graph, None, None);
+            assert!(
+                own.contains(&InvariantKind::Momentum) || name != "top",
+                "{name}: {own:?}"
+            );
+            for scheme in ["hamel_averaged", "hamel_midpoint"] {
+                let sys = crate::scheme::Scheme::from_names(scheme, None)
+                    .unwrap()
+                    .derive(&model)
+                    .unwrap();
+                let kinds: Vec<InvariantKind> = sys.invariants[1..=own.len()].iter().map(|i| i.kind).collect();
+                assert_eq!(kinds, own, "{name}, {scheme}");
+            }
+        }
     }
 
     #[test]

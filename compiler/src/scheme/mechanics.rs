@@ -39,6 +39,16 @@ impl Mechanics {
     }
 }
 
+/// A frame's `Ψ` and the [`Mechanics`] a scheme derived from the model as
+/// written (not a reduced form of it), which the classification of the
+/// invariants reuses instead of deriving them again.
+#[derive(Clone, Debug)]
+pub(crate) struct FreeMotion {
+    /// `Ψ(q)`, a row per coordinate
+    pub(crate) psi: Vec<Vec<Id>>,
+    pub(crate) mechanics: Mechanics,
+}
+
 /// The force side of Hamel's equations, `ψᵀ ∂L/∂q + ad*`-bracket of the
 /// momenta `p` of the velocities `v`: one entry per velocity.
 pub(crate) fn hamel_force(g: &mut Graph, frame: &Frame, v: &[Id], p: &[Id], dldq: &[Id]) -> Vec<Id> {

@@ -427,6 +427,9 @@ pub struct Draft {
     pub auxiliary: Vec<Id>,
     /// `∂p/∂ξ` where the scheme derived it ([`StepSystem::kinetic_metric`])
     pub kinetic_metric: Option<Vec<Vec<Id>>>,
+    /// the frame and free motion where the scheme derived them from the
+    /// model as written (see `invariants::classify`)
+    pub(crate) free_motion: Option<super::mechanics::FreeMotion>,
 }
 
 impl Draft {
@@ -435,7 +438,8 @@ impl Draft {
     /// states, Jacobians, increment form.
     pub fn assemble(self, model: &Model, graph: Graph, energy: Id) -> StepSystem {
         let slot = |(sym, name): (Id, String)| Slot { name, sym };
-        let (invariants, mut graph) = monitored(model, graph, energy, self.kinetic_metric.as_deref());
+        let free = self.free_motion.as_ref();
+        let (invariants, mut graph) = monitored(model, graph, energy, self.kinetic_metric.as_deref(), free);
         let forced = model.force.is_some() || !model.inputs.is_empty();
         let exogenous: Vec<Slot> = if forced {
             std::iter::once(Slot {
@@ -561,13 +565,19 @@ impl Draft {
 /// The quantities a run monitors: the energy, the model's invariants (their
 /// kind decided from what each is), its constraints and, in generalized
 /// coordinates, each holonomic constraint's hidden velocity constraint.
-fn monitored(model: &Model, graph: Graph, energy: Id, metric: Option<&[Vec<Id>]>) -> (Vec<Invariant>, Graph) {
+fn monitored(
+    model: &Model,
+    graph: Graph,
+    energy: Id,
+    metric: Option<&[Vec<Id>]>,
+    free: Option<&super::mechanics::FreeMotion>,
+) -> (Vec<Invariant>, Graph) {
     let mut invariants = vec![Invariant {
         name: "energy".into(),
         kind: InvariantKind::Energy,
         expr: energy,
     }];
-    let kinds = super::invariants::classify(model, &graph, metric);
+    let kinds = super::invariants::classify(model, &graph, metric, free);
     invariants.extend(model.invariants.iter().zip(kinds).map(|(i, kind)| Invariant {
         name: i.name.clone(),
         kind,

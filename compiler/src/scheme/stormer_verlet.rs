@@ -244,6 +244,7 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         work,
         auxiliary: vec![],
         kinetic_metric: None,
+        free_motion: None,
     };
     draft.assemble(&model, g, mech.energy)
 }

@@ -158,6 +158,60 @@ impl Point {
     }
 }
 
+impl Point {
+    /// The gradient of `root` (one of the roots) in every symbol it reads,
+    /// by one reverse pass over its nodes: symbol number → derivative.
+    /// Where a test needs all of one quantity's partial derivatives (a
+    /// chain's angular momentum, O(N²) nodes, in its 6N coordinates and
+    /// velocities), the symbolic gradient costs a pass per variable.
+    pub fn gradient(&self, g: &Graph, root: Id) -> HashMap<u32, f64> {
+        let mut out = HashMap::default();
+        let Some(&top) = self.index.get(&root) else {
+            return out;
+        };
+        // Children come before their parents in `order`: every node the
+        // root reaches lies at or below it.
+        let mut bar = vec![0.0; top + 1];
+        bar[top] = 1.0;
+        for k in (0..=top).rev() {
+            let b = bar[k];
+            if b == 0.0 {
+                continue;
+            }
+            let kids = &self.kids[self.first[k]..self.first[k + 1]];
+            let v = |j: usize| self.value[kids[j]];
+            match g.node(self.order[k]) {
+                Node::Const(_) => {}
+                Node::Sym(s) => *out.entry(*s).or_insert(0.0) += b,
+                Node::Add(_) => kids.iter().for_each(|&c| bar[c] += b),
+                Node::Mul(_) => {
+                    for i in 0..kids.len() {
+                        let rest: f64 = (0..kids.len()).filter(|&j| j != i).map(v).product();
+                        bar[kids[i]] += b * rest;
+                    }
+                }
+                Node::Pow(_, e) => {
+                    let (bv, ev) = (v(0), v(1));
+                    bar[kids[0]] += b * ev * pow_value(bv, ev - 1.0);
+                    // A constant exponent (the usual case) takes no share:
+                    // the logarithm of a negative base would be NaN.
+                    if !matches!(g.node(*e), Node::Const(_)) {
+                        bar[kids[1]] += b * self.value[k] * bv.ln();
+                    }
+                }
+                Node::Call(f, _) => bar[kids[0]] += b * outer(*f, v(0), self.value[k]),
+                Node::Atan2(_, _) => {
+                    let (yv, xv) = (v(0), v(1));
+                    let r2 = xv * xv + yv * yv;
+                    bar[kids[0]] += b * xv / r2;
+                    bar[kids[1]] -= b * yv / r2;
+                }
+            }
+        }
+        out
+    }
+}
+
 /// `f'(a)`, given `a` and `f(a)`.
 fn outer(f: Func, a: f64, fa: f64) -> f64 {
     match f {
@@ -181,7 +235,8 @@ mod tests {
     use crate::sym::gradient;
 
     /// Every kind of node: the tangent equals the symbolic gradient's
-    /// entries, evaluated, dotted with the direction.
+    /// entries, evaluated, dotted with the direction, and the reverse pass
+    /// gives those entries.
     #[test]
     fn tangents_are_the_symbolic_gradient_along_the_direction() {
         let mut g = Graph::new();
@@ -219,6 +274,15 @@ mod tests {
             );
             let grad = gradient(&mut g, r, &vars);
             let want: f64 = grad.iter().zip(dir).map(|(&d, w)| g.eval(d, &value_of) * w).sum();
+            // The reverse pass gives every entry of the same gradient.
+            let reverse = at.gradient(&g, r);
+            for (i, &d) in grad.iter().enumerate() {
+                let (want, got) = (g.eval(d, &value_of), reverse.get(&numbers[i]).copied().unwrap_or(0.0));
+                assert!(
+                    (got - want).abs() < 1e-13 * want.abs().max(1.0),
+                    "root {k}, ∂/∂{i}: reverse {got} against {want}"
+                );
+            }
             assert!(
                 (got[k] - want).abs() < 1e-13 * want.abs().max(1.0),
                 "root {k}: {} against {want}",
