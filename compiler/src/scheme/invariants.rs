@@ -177,6 +177,8 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
         .copied()
         .collect();
     let mut tangent = vec![0.0; values.len()];
+    // The expressions' nodes are walked once; each point re-evaluates them.
+    let mut at = Point::new(g, &roots, &|s| values[s as usize]);
     let mut next = sample_points(0x2545_f491_4f6c_dd1d, 0.3);
     let mut checked = 0;
     for _ in 0..12 {
@@ -184,13 +186,13 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
         let mut xi: Vec<f64> = (0..nv).map(|_| next()).collect();
         // Project ξ onto the null space of the constraint rows (they depend
         // on q only, so ξ's values do not matter to them).
-        let point = |values: &mut Vec<f64>, xi: &[f64]| {
+        let point = |at: &mut Point, values: &mut Vec<f64>, xi: &[f64]| {
             for (&s, &x) in qs.iter().zip(&qv).chain(vs.iter().zip(xi)) {
                 values[s as usize] = x;
             }
-            Point::new(g, &roots, &|s| values[s as usize])
+            at.move_to(g, &|s| values[s as usize]);
         };
-        let at = point(&mut values, &xi);
+        point(&mut at, &mut values, &xi);
         let val = |at: &Point, e: Id| at.value(e).unwrap_or(f64::NAN);
         let rows: Vec<Vec<f64>> = c_rows
             .iter()
@@ -201,7 +203,7 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
             let c = dot(o, &xi);
             xi.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
         }
-        let at = point(&mut values, &xi);
+        point(&mut at, &mut values, &xi);
         let psi_xi: Vec<f64> = (0..nq)
             .map(|i| (0..nv).map(|a| val(&at, psi[i][a]) * xi[a]).sum())
             .collect();

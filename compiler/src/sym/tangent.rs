@@ -58,11 +58,27 @@ impl Point {
             kids.extend(g.children(id).into_iter().map(|c| index[&c]));
         }
         first.push(kids.len());
-        let mut value = vec![0.0; order.len()];
-        for (k, &id) in order.iter().enumerate() {
-            let kids = &kids[first[k]..first[k + 1]];
+        let mut point = Self {
+            value: vec![0.0; order.len()],
+            order,
+            index,
+            kids,
+            first,
+        };
+        point.move_to(g, value_of);
+        point
+    }
+
+    /// Evaluates the same roots at another point (symbol `s` at
+    /// `value_of(s)`), on the nodes found by [`Point::new`]: a test at many
+    /// points walks and indexes the expressions once (a chain's invariant
+    /// test evaluates O(N²) nodes at each of its points).
+    pub fn move_to(&mut self, g: &Graph, value_of: &dyn Fn(u32) -> f64) {
+        for (k, &id) in self.order.iter().enumerate() {
+            let kids = &self.kids[self.first[k]..self.first[k + 1]];
+            let value = &self.value;
             let at = |j: usize| value[kids[j]];
-            value[k] = match g.node(id) {
+            let x = match g.node(id) {
                 Node::Const(bits) => f64::from_bits(*bits),
                 Node::Sym(s) => value_of(*s),
                 Node::Add(_) => (0..kids.len()).map(at).sum(),
@@ -71,13 +87,7 @@ impl Point {
                 Node::Call(f, _) => f.apply(at(0)),
                 Node::Atan2(_, _) => f64::atan2(at(0), at(1)),
             };
-        }
-        Self {
-            order,
-            index,
-            value,
-            kids,
-            first,
+            self.value[k] = x;
         }
     }
 
@@ -265,7 +275,9 @@ mod tests {
         let sym = |s: u32| numbers.iter().position(|&k| k == s);
         let value_of = |s: u32| sym(s).map_or(0.0, |i| point[i]);
         let tangent_of = |s: u32| sym(s).map_or(0.0, |i| dir[i]);
-        let at = Point::new(&g, &roots, &value_of);
+        // Built elsewhere and moved here: the same values as built here.
+        let mut at = Point::new(&g, &roots, &|_| 0.25);
+        at.move_to(&g, &value_of);
         let got = at.tangent(&g, &roots, &tangent_of);
         for (k, &r) in roots.iter().enumerate() {
             assert!(
