@@ -13,7 +13,7 @@
 //! simplifier cancels (`⟨γ, γ × ξ⟩/‖γ‖` is zero only after expansion).
 
 use crate::model::Model;
-use crate::sym::{gradient, jacobian, Graph, Id, Node, Point};
+use crate::sym::{affine_in, gradient, jacobian, Graph, Id, Node, Point};
 
 use super::mechanics::FreeMotion;
 use super::InvariantKind;
@@ -68,15 +68,8 @@ pub(crate) fn classify(
     let mut kinds = Vec::with_capacity(model.invariants.len());
     let (mut geometric, mut rows): (Vec<usize>, Vec<Vec<Id>>) = (Vec::new(), Vec::new());
     for (k, inv) in model.invariants.iter().enumerate() {
-        let velocity_free = |g: &Graph, e: Id| !g.depends_on(e, &v);
-        // Linear in the velocities: by one pass over the graph where it is
-        // written so; else by its gradient, whose terms may cancel (a
-        // symbolic gradient of a chain's angular momentum is O(N³)).
-        let linear = |g: &mut Graph| {
-            g.degree_at_most(&[inv.expr], &v, 1) || gradient(g, inv.expr, &v).iter().all(|&d| velocity_free(g, d))
-        };
         kinds.push(if g.depends_on(inv.expr, &v) {
-            if linear(&mut g) && conserved(model, &g, inv.expr, metric, free) {
+            if affine_in(&mut g, &[inv.expr], &v) && conserved(model, &g, inv.expr, metric, free) {
                 InvariantKind::Momentum
             } else {
                 InvariantKind::Monitored

@@ -167,6 +167,19 @@ pub fn jacobian(g: &mut Graph, fs: &[Id], vars: &[Id]) -> Vec<Vec<Id>> {
     jacobian_where(g, fs, vars, |_, _| true)
 }
 
+/// Whether every expression of `fs` is affine in `vars` (its Jacobian in
+/// them reads none of them): by one pass over the graph where they are
+/// written so ([`Graph::degree_at_most`]); only otherwise, since terms might
+/// cancel, by the Jacobian (a Jacobian of a chain's momenta, or a gradient
+/// of its angular momentum, is O(N³)).
+pub fn affine_in(g: &mut Graph, fs: &[Id], vars: &[Id]) -> bool {
+    if g.degree_at_most(fs, vars, 1) {
+        return true;
+    }
+    let jac = jacobian(g, fs, vars);
+    !g.depends_on_any(&jac.concat(), vars)
+}
+
 /// The Jacobian of gradients: `fs[i] = ∂φ/∂vars[of[i]]` for one scalar
 /// `φ`, so that `∂fs[i]/∂vars[of[k]] = ∂fs[k]/∂vars[of[i]]` (the Hessian of
 /// `φ` is symmetric). Each such pair is differentiated once, below the

@@ -10,7 +10,7 @@ pub mod tangent;
 pub mod tape;
 pub mod vector;
 
-pub use diff::{gradient, hessian, jacobian, symmetric_jacobian, Differentiator};
+pub use diff::{affine_in, gradient, hessian, jacobian, symmetric_jacobian, Differentiator};
 pub use function::Function;
 pub use graph::{Func, Graph, Id, Node, SubstMap};
 pub use tangent::Point;

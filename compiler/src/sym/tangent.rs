@@ -166,9 +166,7 @@ impl Point {
             .map(|r| self.index.get(r).map_or(0.0, |&k| dot[k]))
             .collect()
     }
-}
 
-impl Point {
     /// The gradient of `root` (one of the roots) in every symbol it reads,
     /// by one reverse pass over its nodes: symbol number → derivative.
     /// Where a test needs all of one quantity's partial derivatives (a
