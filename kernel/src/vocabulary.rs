@@ -99,7 +99,9 @@ pub enum Kernel {
     Work,
     /// the model's `let` values at a physical state
     Lets,
-    /// the constrained kinetic metric `[[M, Aᵀ], [A, 0]]` at a physical state
+    /// the constrained kinetic metric `[[M, Aᵀ], [A, 0]]` at a physical
+    /// state, applied to a direction ([`Arg::U`]): a host forms the matrix
+    /// a column at a time
     Metric,
     /// the frame's matrix stacked on the velocity constraint rows
     FrameCheck,
@@ -177,11 +179,14 @@ pub enum Arg {
     /// evaluate a rheonomic model (one whose Lagrangian or constraints
     /// depend on `t`) away from a step, such as its invariants
     T,
+    /// a direction that a linear kernel is applied to (the kinetic
+    /// metric's: its product with `u`, one column of it for a unit `u`)
+    U,
 }
 
 impl Arg {
     /// How many kinds of argument there are.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
 
     /// The argument's name in generated code (`p`, `h`, `z`, …).
     pub fn name(self) -> &'static str {
@@ -196,6 +201,7 @@ impl Arg {
             Arg::Y => "y",
             Arg::E => "e",
             Arg::T => "t",
+            Arg::U => "u",
         }
     }
 }

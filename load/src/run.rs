@@ -632,7 +632,8 @@ pub fn monitor_every(sys: &System) -> u64 {
     let ops = |k: Kernel| c.program(k).map_or(0, |p| p.instrs.len()) as f64;
     let n = c.unknowns.len() as f64;
     let m = c.observe_size as f64;
-    let observe = ops(Kernel::ObserveSystem) + 2.0 / 3.0 * m * m * m + 2.0 * m * m;
+    // The system's kernel is its product with a direction: m calls form it.
+    let observe = m * ops(Kernel::ObserveSystem) + 2.0 / 3.0 * m * m * m + 2.0 * m * m;
     let watch = ops(Kernel::Invariants) + ops(Kernel::Physical) + observe + 16.0 * (c.invariants.len() + 4) as f64;
     let band = c.band.map_or(n, |(l, u)| (l + u + 1) as f64);
     let iteration = ops(Kernel::Residual) + ops(Kernel::ResidualJacobian) + ops(Kernel::Increment) + 2.0 * n * band;

@@ -359,6 +359,7 @@ fn pattern_function(
         name: Kernel::ResidualJacobian,
         inputs: f.inputs.clone(),
         outputs: vec![(rn.clone(), r.clone()), ("values".into(), values)],
+        locals: f.locals.clone(),
     })
 }
 
@@ -427,6 +428,7 @@ impl<'a> Calls<'a> {
             ((Arg::Q, false), arr("q", nq)),
             ((Arg::V, false), arr("v", nv)),
             ((Arg::T, false), quote!(&[t])),
+            ((Arg::U, false), quote!(&u)),
         ];
         let pattern = sys.jacobian_pattern();
         let pattern_fn = pattern_function(sys, functions, &pattern);
@@ -1053,24 +1055,32 @@ fn observe_body(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> 
     if nk == 0 {
         return Ok(quote!(true));
     }
+    // The kernel is the system's product with u: its matrix is formed a
+    // column at a time (with `b`, which every call writes).
+    let c = calls.once(Kernel::ObserveSystem, &[quote!(&mut column), quote!(&mut b)])?;
+    let fill = quote! {
+        let p = self.__params();
+        let mut b = [0.0f64; #nk];
+        let mut u = [0.0f64; #nk];
+        let mut column = [0.0f64; #nk];
+        for j in 0..#nk {
+            u[j] = 1.0;
+            #c;
+            u[j] = 0.0;
+            for (i, &kij) in column.iter().enumerate() {
+                k[i * #nk + j] = kij;
+            }
+        }
+    };
     // A long chain's system is too large for the stack (the 128-link
     // director chain's, 384 × 384, overflowed the main thread in three
     // copies): past `OBSERVE_ON_STACK` unknowns it lives on the heap.
     if nk > OBSERVE_ON_STACK {
-        let c = calls.once(
-            Kernel::ObserveSystem,
-            &[
-                quote!(<&mut [f64; #nk * #nk]>::try_from(&mut k[..]).expect("observation matrix")),
-                quote!(<&mut [f64; #nk]>::try_from(&mut b[..]).expect("observation vector")),
-            ],
-        )?;
         return Ok(quote! {
-            let p = self.__params();
             let mut k = ::std::vec![0.0f64; #nk * #nk];
-            let mut b = ::std::vec![0.0f64; #nk];
-            #c;
+            #fill
             let km = __na::DMatrix::<f64>::from_row_slice(#nk, #nk, &k);
-            let mut bv = __na::DVector::<f64>::from_vec(b);
+            let mut bv = __na::DVector::<f64>::from_column_slice(&b);
             if __rt::lu::solve_in_place(&km, &mut bv).is_err() {
                 return false;
             }
@@ -1078,12 +1088,9 @@ fn observe_body(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> 
             true
         });
     }
-    let c = calls.once(Kernel::ObserveSystem, &[quote!(&mut k), quote!(&mut b)])?;
     Ok(quote! {
-        let p = self.__params();
         let mut k = [0.0f64; #nk * #nk];
-        let mut b = [0.0f64; #nk];
-        #c;
+        #fill
         let km = __na::SMatrix::<f64, #nk, #nk>::from_row_slice(&k);
         let mut bv = __na::SVector::<f64, #nk>::from(b);
         if __rt::lu::solve_in_place(&km, &mut bv).is_err() {
@@ -1123,7 +1130,7 @@ fn health_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String
     };
     let np = sys.params.len();
     let (n, varies) = (h.metric_size, h.metric_varies);
-    let metric = calls.once(Kernel::Metric, &[arr_mut("out", n * n)])?;
+    let metric = calls.once(Kernel::Metric, &[quote!(&mut column)])?;
     let mut ts = quote! {
         fn metric_size(&self) -> usize {
             #n
@@ -1135,7 +1142,18 @@ fn health_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String
 
         fn metric_at(&self, p: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) {
             let p: [f64; #np] = p.try_into().expect("parameter count");
-            #metric;
+            // A column at a time: the kernel is the metric's product with u.
+            let out = &mut out[..#n * #n];
+            let mut u = [0.0f64; #n];
+            let mut column = [0.0f64; #n];
+            for b in 0..#n {
+                u[b] = 1.0;
+                #metric;
+                u[b] = 0.0;
+                for (a, &k) in column.iter().enumerate() {
+                    out[a * #n + b] = k;
+                }
+            }
         }
     };
     if let Some((rows, cols, _)) = &h.frame_check {

@@ -319,6 +319,7 @@ const ARGS: [Arg; Arg::COUNT] = [
     Arg::Y,
     Arg::E,
     Arg::T,
+    Arg::U,
 ];
 
 fn arg_code(a: Arg) -> usize {
@@ -333,6 +334,7 @@ fn arg_code(a: Arg) -> usize {
         Arg::Y => 7,
         Arg::E => 8,
         Arg::T => 9,
+        Arg::U => 10,
     }
 }
 

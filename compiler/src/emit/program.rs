@@ -310,4 +310,52 @@ mod tests {
             }
         }
     }
+
+    /// A recurrence kept as locals, `x_i = x_{i−1} + y_i²`, costs an
+    /// operation or two per member where its substitution costs a sum over
+    /// all members before it, and gives the same values.
+    #[test]
+    fn locals_keep_a_recurrence_linear() {
+        let mut g = Graph::new();
+        let n = 40;
+        let ys: Vec<_> = (0..n).map(|i| g.symbol(&format!("y{i}"))).collect();
+        let (mut locals, mut map) = (Vec::new(), crate::sym::SubstMap::default());
+        let mut prev = g.constant(0.0);
+        let mut outs = Vec::new();
+        for (i, &y) in ys.iter().enumerate() {
+            let x = g.symbol(&format!("x{i}"));
+            let y2 = g.powf(y, 2.0);
+            let def = g.add2(prev, y2);
+            locals.push((x, def));
+            let e = g.substitute(def, &map);
+            map.insert(x, e);
+            outs.push(x);
+            prev = x;
+        }
+        let kept = Tape::build_with(&mut g, &ys, &locals, &outs).unwrap();
+        let expanded: Vec<_> = outs.iter().map(|&x| map[&x]).collect();
+        let flat = Tape::build(&mut g, &ys, &expanded).unwrap();
+        // Operands read: a sum of i terms is one instruction of i operands.
+        let operands = |t: &Tape| -> usize {
+            t.ops
+                .iter()
+                .map(|op| match op {
+                    crate::sym::Op::Sum { pos, neg } => pos.len() + neg.len(),
+                    _ => 1,
+                })
+                .sum()
+        };
+        assert!(operands(&kept) <= 3 * n, "{} operands", operands(&kept));
+        assert!(operands(&flat) > n * n / 2, "{} operands", operands(&flat));
+        let (kept, flat) = (lower(&kept), lower(&flat));
+        let args: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 1.3).collect();
+        let (a, b) = (kept.eval(&args), flat.eval(&args));
+        for i in 0..n {
+            assert!((a[i] - b[i]).abs() <= 1e-13 * b[i].abs(), "{i}: {} vs {}", a[i], b[i]);
+        }
+        assert!(
+            Tape::build(&mut g, &ys, &outs).is_err(),
+            "without its locals, x is unbound"
+        );
+    }
 }

@@ -124,6 +124,9 @@ pub struct Tableau {
     pub definitions: Vec<Id>,
     /// `l` in the model's symbols and the members
     pub lagrangian: Id,
+    /// the model's invariants in its symbols and the members, a component
+    /// each, in the order of [`Model::invariants`]
+    pub invariants: Vec<Id>,
 }
 
 impl Model {

@@ -1,6 +1,6 @@
-//! Stage 4b of lowering (see [`super::lower`]): the Lagrangian once more,
-//! with every member of an indexed `let` family kept as a symbol of its own
-//! instead of the expression it stands for.
+//! Stage 4b of lowering (see [`super::lower`]): the Lagrangian and the
+//! invariants once more, with every member of an indexed `let` family kept
+//! as a symbol of its own instead of the expression it stands for.
 //!
 //! A family defined by a recurrence (`x[i] = x[i-1] + …`) expands into sums
 //! that grow with the index, so the expanded Lagrangian and everything
@@ -34,6 +34,7 @@ fn lower_in_scope(lw: &mut Lowerer, placed: &[Placed]) -> Option<Tableau> {
         symbols: vec![],
         definitions: vec![],
         lagrangian: crate::sym::Id(0),
+        invariants: vec![],
     };
     let mut lagrangian = None;
     for p in placed {
@@ -70,9 +71,30 @@ fn lower_in_scope(lw: &mut Lowerer, placed: &[Placed]) -> Option<Tableau> {
                 lw.scope.insert(name, (value, Kind::Let, span));
             }
             Item::Lagrangian(e) => lagrangian = Some(lw.scalar(e).ok()?),
+
             _ => {}
         }
     }
     tableau.lagrangian = lagrangian?;
+    // The invariants once every member is in scope (as the body lowers
+    // them after all `let`s, `body::invariant`), a component each; one that
+    // does not lower leaves them all to their expanded form.
+    let errors = lw.errors.len();
+    for p in placed {
+        if let Item::Invariant(b) = p.item {
+            set_env(lw, &p.env);
+            match lw.expr(&b.value) {
+                Ok(value) => tableau.invariants.extend(Lowerer::flatten(value)),
+                Err(_) => {
+                    tableau.invariants.clear();
+                    break;
+                }
+            }
+        }
+    }
+    if lw.errors.len() > errors {
+        lw.errors.truncate(errors);
+        tableau.invariants.clear();
+    }
     Some(tableau)
 }

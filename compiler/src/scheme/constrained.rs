@@ -174,6 +174,7 @@ impl MomentumStep {
             init_state: model.q_syms().into_iter().chain(mv).collect(),
             init_warm: self.init_warm,
             obs_matrix: vec![],
+            obs_applied: None,
             obs_rhs: vec![],
             obs_solution: vec![],
             obs_q: q0.to_vec(),
@@ -182,7 +183,9 @@ impl MomentumStep {
             work: self.work,
             auxiliary: vec![],
             kinetic_metric: None,
+            momenta: None,
             free_motion: None,
+            physical_locals: Vec::new(),
         }
     }
 }

@@ -11,7 +11,9 @@
 
 use crate::model::Model;
 use crate::sym::vector::midpoint;
-use crate::sym::{affine_in, gradient, hessian, symmetric_jacobian, Graph, Id};
+use crate::sym::{
+    affine_in, directional, gradient, hessian, restage, symmetric_jacobian, Applied, Graph, Id, SubstMap,
+};
 
 use super::frame::Frame;
 use super::mechanics::{FreeMotion, Mechanics};
@@ -107,13 +109,22 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     let mut model = model.clone();
     check_form(&model)?;
     let frame = Frame::of(&mut model).map_err(|e| SchemeError(format!("hamel: {}", e.0)))?;
-    let mech = Mechanics::of(&mut model, &frame);
-    let cons = classify(&mut model);
     let sparse = if super::Scheme::Hamel(kin).keeps_tableau(&model, tableau) {
         tableau::of(&mut model, &frame)
     } else {
         None
     };
+    // Through the tableau where the step keeps one: the expanded momenta
+    // and force of a chain are O(N²) nodes and took a quarter of a 256-link
+    // derivation.
+    let mech = match (&sparse, &model.tableau) {
+        (Some(s), Some(t)) => {
+            let v = model.v_syms();
+            tableau::mechanics(&mut model.graph, t, s, &v)
+        }
+        _ => Mechanics::of(&mut model, &frame),
+    };
+    let cons = classify(&mut model);
     let mut g = std::mem::take(&mut model.graph);
     let mut step = Step::new(&mut g, &model, &mech, &frame, &cons);
     step.sparse = sparse.as_ref();
@@ -130,18 +141,24 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
         Kinematics::Averaged => step.q1().to_vec(),
     };
     let (q, v) = (step.q.clone(), step.v.clone());
-    // The health kernels' metric: the observation's where it has one, else
-    // `∂p/∂ξ` from the momenta (one differentiation of p, not two of E),
-    // through the tableau where the step keeps one.
-    let metric = eqs.observation.metric.take().or_else(|| {
-        let v = &step.v;
-        g.degree_at_most(&mech.p, v, 1).then(|| match &sparse {
-            Some(s) => tableau::metric(&mut g, s, v),
-            None => hessian(&mut g, &mech.p, v),
-        })
-    });
+    // `∂p/∂ξ` for the invariants' classification: the observation's where
+    // it has one, else from the momenta (one differentiation of p, not two
+    // of E). Through a tableau there is none: the classification takes the
+    // momenta's derivative along each velocity at its points instead (a
+    // symbolic one is O(N²) entries). The health kernels take the momenta
+    // themselves (the metric's product with a direction is their
+    // derivative along it); through a tableau always (`∂p/∂ξ`, the Hessian
+    // of l, is the Legendre condition itself), else where affine in ξ.
+    let affine = g.degree_at_most_through(&mech.p, &step.v, 1, &mech.locals);
+    let metric = eqs
+        .observation
+        .metric
+        .take()
+        .or_else(|| (affine && sparse.is_none()).then(|| hessian(&mut g, &mech.p, &step.v)));
+    let momenta = (affine || sparse.is_some()).then(|| mech.p.clone());
     let mut draft = step.draft(kin, eqs, predictor);
     draft.kinetic_metric = metric;
+    draft.momenta = momenta;
     draft.free_motion = Some(FreeMotion {
         psi: frame.psi.clone(),
         mechanics: mech.clone(),
@@ -149,7 +166,19 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     if let Some(s) = &sparse {
         tableau::attach(&mut g, &mut draft, s, (&q, &stage_q), (&v, &xi1));
     }
+    if let (Some(s), Some(t)) = (&sparse, &model.tableau) {
+        draft.physical_locals = tableau::physical_locals(t, s);
+    }
     let mut sys = draft.assemble(&model, g, mech.energy);
+    // The monitor reads the model's invariants through the tableau too
+    // (classified above in their expanded form).
+    if let (Some(_), Some(t)) = (&sparse, &model.tableau) {
+        if t.invariants.len() == model.invariants.len() {
+            for (inv, &e) in sys.invariants[1..].iter_mut().zip(&t.invariants) {
+                inv.expr = e;
+            }
+        }
+    }
     sys.frame = Some(frame.psi.clone());
     Ok(sys)
 }
@@ -198,11 +227,14 @@ struct Equations {
 /// state and solution.
 struct Observation {
     matrix: Vec<Vec<Id>>,
+    /// the matrix by its product with a direction, instead of `matrix`
+    /// (a chain's through its tableau: O(N) where the matrix is O(N²))
+    applied: Option<Applied>,
     rhs: Vec<Id>,
     solution: Vec<Id>,
     v: Vec<Id>,
     /// `∂p/∂ξ` in the physical symbols where the observation derived it
-    /// for every velocity (see [`StepSystem::kinetic_metric`])
+    /// for every velocity (see [`Draft::kinetic_metric`])
     metric: Option<Vec<Vec<Id>>>,
 }
 
@@ -380,9 +412,10 @@ impl<'a> Step<'a> {
             next.push(g.add(&terms));
         }
         let observation = self.node_velocity(g, &rows0)?;
-        // π_0 = p(q_0, ξ_0)
+        // π_0 = p(q_0, ξ_0), through the tableau's symbols where it has
+        // one (the physical kernels compute them, `physical_locals`)
         let mut init_state: Vec<Id> = self.q.clone();
-        init_state.extend(self.cons.kept.iter().map(|&a| mech.p[a]));
+        init_state.extend(self.cons.kept.iter().map(|&a| p[a]));
         Ok(Equations {
             residual,
             next,
@@ -400,18 +433,29 @@ impl<'a> Step<'a> {
         let kept = &self.cons.kept;
         let (q0, pi) = (self.q0(), self.k0());
         let momenta: Vec<Id> = kept.iter().map(|&a| self.mech.p[a]).collect();
-        check_affine_momenta(g, &momenta, &self.v)?;
-        // With a tableau, accumulated through its symbols (O(N²) for a
-        // chain); otherwise one derivative per velocity across the momenta,
-        // which share most of their terms (a chain's couple every link);
-        // `∂p_a/∂ξ_b` and `∂p_b/∂ξ_a` are one derivative of the Lagrangian.
-        let hess = match self.sparse {
-            Some(s) => {
-                let full = tableau::metric(g, s, &self.v);
-                kept.iter().map(|&a| full[a].clone()).collect()
+        if let Some(s) = self.sparse {
+            // Affine as written through the tableau, or else once expanded
+            // (terms might cancel).
+            if !g.degree_at_most_through(&momenta, &self.v, 1, &self.mech.locals) {
+                let expanded = tableau::at_stage(g, s, &momenta, (&self.q, &self.q), (&self.v, &self.v));
+                check_affine_momenta(g, &expanded, &self.v)?;
             }
-            None => symmetric_jacobian(g, &momenta, &self.v, kept),
-        };
+            let (applied, rhs) = self.node_velocity_applied(g, s, rows0);
+            let y = symbols(g, "__y", self.nk() + nc);
+            return Ok(Observation {
+                v: self.full(&y[..self.nk()]),
+                solution: y,
+                matrix: Vec::new(),
+                applied: Some(applied),
+                rhs,
+                metric: None,
+            });
+        }
+        check_affine_momenta(g, &momenta, &self.v)?;
+        // One derivative per velocity across the momenta, which share most
+        // of their terms (a chain's couple every link); `∂p_a/∂ξ_b` and
+        // `∂p_b/∂ξ_a` are one derivative of the Lagrangian.
+        let hess = symmetric_jacobian(g, &momenta, &self.v, kept);
         let zeros = vec![zero; m];
         let mut matrix = Vec::new();
         let mut rhs = Vec::new();
@@ -436,9 +480,58 @@ impl<'a> Step<'a> {
             v: self.full(&y[..self.nk()]),
             solution: y,
             matrix,
+            applied: None,
             rhs,
             metric: kept.iter().copied().eq(0..m).then_some(hess),
         })
+    }
+
+    /// [`Step::node_velocity`]'s system through the tableau `s`: its
+    /// product with a direction `u` (`M u` the momenta's derivative along
+    /// the kept velocities' part of `u`, at `q_k` and rest) and its
+    /// right-hand side, reading the tableau's members and their rates at
+    /// that point as locals.
+    fn node_velocity_applied(&self, g: &mut Graph, s: &tableau::Sparse, rows0: &[Id]) -> (Applied, Vec<Id>) {
+        let (m, nc, nk) = (self.m, self.nc, self.nk());
+        let kept = &self.cons.kept;
+        let (q0, pi) = (self.q0(), self.k0());
+        let u: Vec<Id> = (0..nk + nc).map(|i| g.symbol(&format!("__ou{i}"))).collect();
+        let seeds: Vec<(Id, Id)> = kept.iter().zip(&u).map(|(&a, &ui)| (self.v[a], ui)).collect();
+        let members: Vec<(Id, Id)> = s.symbols.iter().map(|&(_, sym, def)| (sym, def)).collect();
+        let (mu, rates) = directional(g, &s.p, &seeds, &members, "__odu");
+        // Everything at (q_k, 0): members, rates, the product and p(q_k, 0).
+        let mut at_rest = SubstMap::default();
+        at_rest.extend(self.q.iter().copied().zip(q0.iter().copied()));
+        at_rest.extend(self.v.iter().map(|&x| (x, self.zero)));
+        let locals: Vec<(Id, Id)> = members.into_iter().chain(rates).collect();
+        let exprs: Vec<Id> = mu.iter().chain(&s.p).copied().collect();
+        let (moved, locals) = restage(g, &exprs, &locals, &at_rest, "__ot");
+        let (mu0, b0) = moved.split_at(m);
+        let mut product = Vec::new();
+        let mut rhs = Vec::new();
+        for (k, &a) in kept.iter().enumerate() {
+            let mut terms = vec![mu0[a]];
+            for j in 0..nc {
+                let r = rows0[j * m + a];
+                if !g.is_const(r, 0.0) {
+                    terms.push(g.mul2(r, u[nk + j]));
+                }
+            }
+            product.push(g.add(&terms));
+            rhs.push(g.sub(pi[k], b0[a]));
+        }
+        for j in 0..nc {
+            let read: Vec<usize> = (0..nk).filter(|&k| !g.is_const(rows0[j * m + kept[k]], 0.0)).collect();
+            let terms: Vec<Id> = read.into_iter().map(|k| g.mul2(rows0[j * m + kept[k]], u[k])).collect();
+            product.push(g.add(&terms));
+            rhs.push(self.zero);
+        }
+        let applied = Applied {
+            product,
+            direction: u,
+            locals,
+        };
+        (applied, rhs)
     }
 
     /// The published energy-preserving form between midpoints
@@ -523,6 +616,7 @@ impl<'a> Step<'a> {
             work,
             observation: Observation {
                 matrix: vec![],
+                applied: None,
                 rhs: vec![],
                 solution: vec![],
                 v: xi0,
@@ -573,6 +667,7 @@ impl<'a> Step<'a> {
             init_state: eqs.init_state,
             init_warm,
             obs_matrix: eqs.observation.matrix,
+            obs_applied: eqs.observation.applied,
             obs_rhs: eqs.observation.rhs,
             obs_solution: eqs.observation.solution,
             obs_v: eqs.observation.v,
@@ -580,7 +675,9 @@ impl<'a> Step<'a> {
             work: eqs.work,
             auxiliary: vec![],
             kinetic_metric: None,
+            momenta: None,
             free_motion: None,
+            physical_locals: Vec::new(),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! moves the configuration. What the values mean is the runtime's
 //! (`hamel_runtime::health`); here they are only derived.
 
-use crate::sym::{gradient, hessian, Id};
+use std::collections::{HashMap, HashSet};
+
+use crate::sym::{directional, gradient, Applied, Graph, Id, Node};
 
 use super::step::{InvariantKind, StepSystem};
 
@@ -15,11 +17,18 @@ use super::step::{InvariantKind, StepSystem};
 /// physical symbols `q`, `ξ` and the parameters.
 #[derive(Clone, Debug)]
 pub struct HealthKernels {
-    /// the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]`, row-major:
-    /// `M` the Hessian of the energy in the velocities (`∂p/∂ξ` where the
-    /// scheme gave it, [`StepSystem::kinetic_metric`]), `A` the
-    /// velocity-level constraint rows
-    pub metric: Vec<Id>,
+    /// the constrained kinetic metric `K = [[M, Aᵀ], [A, 0]]` applied to a
+    /// direction `u` (the kernel's argument [`hamel_kernel::Arg::U`]),
+    /// `K u`: `M u` the derivative of the momenta along `u` (of the
+    /// energy's gradient where the scheme gave no momenta affine in the
+    /// velocities: `M` is the Hessian of the energy in the velocities), `A`
+    /// the velocity-level constraint rows. A host forms `K` a column at a
+    /// time; the product is as long as the momenta (a chain's is O(N) code
+    /// through its tableau) where `K` has O(N²) entries. Its locals are the
+    /// rates along `u` of the physical locals it reads (see
+    /// [`crate::sym::directional`]), read after
+    /// [`StepSystem::physical_locals`].
+    pub metric: Applied,
     /// the size of `K`
     pub metric_size: usize,
     /// whether `K` depends on the configuration (if not, it never needs
@@ -37,6 +46,7 @@ impl StepSystem {
         let g = &mut self.graph;
         let q: Vec<Id> = self.phys_q.iter().map(|s| s.sym).collect();
         let v: Vec<Id> = self.phys_v.iter().map(|s| s.sym).collect();
+        let locals = &self.physical_locals;
         // K is non-singular exactly when the velocity terms of the
         // Lagrangian determine every velocity the constraints allow and the
         // constraints are independent; its conditioning degrades near a
@@ -50,22 +60,14 @@ impl StepSystem {
         // depend on time (a rheonomic constraint's) are left out, and the
         // whole metric where the mass matrix does.
         let timed: Vec<Id> = self.time.map(|(_, t)| t).into_iter().collect();
-        let mut rows: Vec<Vec<Id>> = Vec::new();
-        if let Some(metric) = self.kinetic_metric.take() {
-            // The scheme's own `∂p/∂ξ`: the Hessian of the energy where the
-            // Lagrangian is quadratic in the velocities (the schemes that
-            // derive it require that), and the Legendre condition itself.
-            rows = metric;
-        } else if let Some(e) = energy {
-            // One derivative per velocity across the rows, which share most
-            // of their terms (a chain's metric couples every link).
-            let grads = gradient(g, e, &v);
-            rows = hessian(g, &grads, &v);
+        // The scheme's own momenta where it gave them (the Legendre
+        // condition itself: one derivative of p, not two of the energy),
+        // else the energy's gradient: M u is their derivative along u.
+        let mut grads = self.momenta.take().or_else(|| energy.map(|e| gradient(g, e, &v)));
+        if grads.as_ref().is_some_and(|p| depends_through(g, p, locals, &timed)) {
+            grads = None;
         }
-        if g.depends_on_any(&rows.concat(), &timed) {
-            rows.clear();
-        }
-        let m = rows.len();
+        let m = grads.as_ref().map_or(0, |_| v.len());
         // Velocity rows: the velocity constraints, and the velocity level of
         // the holonomic ones (their position level has no velocity row).
         let mut a_rows = Vec::new();
@@ -76,29 +78,69 @@ impl StepSystem {
             }
         }
         let n = m + a_rows.len();
-        let zero = g.constant(0.0);
-        let mut metric = Vec::with_capacity(n * n);
-        for i in 0..n {
-            for j in 0..n {
-                metric.push(match (i < m, j < m) {
-                    (true, true) => rows[i][j],
-                    (true, false) => a_rows[j - m][i],
-                    (false, true) => a_rows[i - m][j],
-                    (false, false) => zero,
-                });
+        let u: Vec<Id> = (0..n).map(|i| g.symbol(&format!("__u{i}"))).collect();
+        let seeds: Vec<(Id, Id)> = v.iter().copied().zip(u.iter().copied()).collect();
+        let (mu, rates) = match &grads {
+            Some(p) => directional(g, p, &seeds, locals, "__du"),
+            None => (Vec::new(), Vec::new()),
+        };
+        let mut metric = Vec::with_capacity(n);
+        for (i, &mu_i) in mu.iter().enumerate() {
+            // (M u + Aᵀ u_λ)_i, over the rows that read velocity i
+            let mut terms = vec![mu_i];
+            for (k, row) in a_rows.iter().enumerate() {
+                if !g.is_const(row[i], 0.0) {
+                    terms.push(g.mul2(row[i], u[m + k]));
+                }
             }
+            metric.push(g.add(&terms));
         }
-        let metric_varies = g.depends_on_any(&metric, &q);
+        for row in &a_rows {
+            let read: Vec<usize> = (0..m).filter(|&j| !g.is_const(row[j], 0.0)).collect();
+            let terms: Vec<Id> = read.into_iter().map(|j| g.mul2(row[j], u[j])).collect();
+            metric.push(g.add(&terms));
+        }
+        let all_locals: Vec<(Id, Id)> = locals.iter().chain(&rates).copied().collect();
+        let metric_varies = depends_through(g, &metric, &all_locals, &q);
         let frame_check = self.frame.as_ref().map(|psi| {
             let mut out: Vec<Id> = psi.iter().flatten().copied().collect();
             out.extend(a_rows.iter().flatten().copied());
             (psi.len() + a_rows.len(), v.len(), out)
         });
         self.health = Some(HealthKernels {
-            metric,
+            metric: Applied {
+                product: metric,
+                direction: u,
+                locals: rates,
+            },
             metric_size: n,
             metric_varies,
             frame_check,
         });
     }
+}
+
+/// Whether any of `roots` reads a symbol of `syms`, directly or through the
+/// definitions of `locals` it reads (one walk over all of them).
+fn depends_through(g: &Graph, roots: &[Id], locals: &[(Id, Id)], syms: &[Id]) -> bool {
+    if syms.is_empty() {
+        return false;
+    }
+    let wanted: HashSet<Id> = syms.iter().copied().collect();
+    let defs: HashMap<Id, Id> = locals.iter().copied().collect();
+    let mut seen = HashSet::new();
+    let mut stack = roots.to_vec();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        if let Node::Sym(_) = g.node(x) {
+            if wanted.contains(&x) {
+                return true;
+            }
+            stack.extend(defs.get(&x));
+        }
+        stack.extend(g.children(x));
+    }
+    false
 }

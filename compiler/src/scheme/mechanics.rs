@@ -18,6 +18,10 @@ pub struct Mechanics {
     /// `∂l/∂t` (zero unless the model is rheonomic): `dE/dt = −∂l/∂t` plus
     /// the power of forces and of time-dependent constraints
     pub lt: Id,
+    /// symbols the quantities read, each `(symbol, definition)` in order
+    /// ([`crate::sym::Function::locals`]): a tableau's members and
+    /// adjoints where they were derived through it, else none
+    pub locals: Vec<(Id, Id)>,
 }
 
 impl Mechanics {
@@ -35,7 +39,13 @@ impl Mechanics {
         let pv = g.add(&pv);
         let energy = g.sub(pv, l);
         let lt = gradient(g, l, &[time])[0];
-        Mechanics { p, force, energy, lt }
+        Mechanics {
+            p,
+            force,
+            energy,
+            lt,
+            locals: Vec::new(),
+        }
     }
 }
 

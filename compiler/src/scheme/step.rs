@@ -93,8 +93,10 @@ pub struct StepSystem {
     /// `x(q, ξ)`: a first warm start from physical data
     pub init_warm: Vec<Id>,
     /// Observation of the physical state from `z`: solve `K(z) y = b(z)`,
-    /// then `q = obs_q(z)`, `ξ = obs_v(z, y)`. Empty `K` means no solve.
-    pub obs_matrix: Vec<Vec<Id>>,
+    /// then `q = obs_q(z)`, `ξ = obs_v(z, y)`. `K` is given by its product
+    /// with a direction (a host forms it a column at a time); empty means
+    /// no solve. `b` may read its locals too.
+    pub observation: crate::sym::Applied,
     /// right-hand side `b(z)`
     pub obs_rhs: Vec<Id>,
     /// solution symbols `y`
@@ -116,14 +118,21 @@ pub struct StepSystem {
     /// members, see [`crate::model::Tableau`]): the reductions do not
     /// substitute them back, which would make it dense again
     pub auxiliary: Vec<Id>,
+    /// symbols the kernels of a physical state (its step state, invariants
+    /// and health) compute from their definitions there, `(symbol,
+    /// definition)` in order: a tableau's members and adjoints, which keep
+    /// a chain's expressions O(N) where their expansion is O(N²) (see
+    /// [`crate::sym::Function::locals`])
+    pub physical_locals: Vec<(Id, Id)>,
     /// the kernels that judge a state (see [`StepSystem::add_health`]);
     /// `None` until derived
     pub health: Option<super::health::HealthKernels>,
-    /// `∂p/∂ξ`, the Hessian of the Lagrangian in the velocities (row-major,
-    /// in the physical symbols), where the scheme derived it for its own
-    /// use: [`StepSystem::add_health`] takes it instead of differentiating
+    /// the momenta `p = ∂l/∂ξ` in the physical symbols (they may read
+    /// [`StepSystem::physical_locals`]), where the scheme derived them and
+    /// they are affine in the velocities: [`StepSystem::add_health`] takes
+    /// their derivative for the kinetic metric instead of differentiating
     /// the energy twice, which on a director chain builds O(N³) nodes
-    pub kinetic_metric: Option<Vec<Vec<Id>>>,
+    pub momenta: Option<Vec<Id>>,
     /// for a rheonomic model (time in its Lagrangian or a holonomic
     /// constraint): the index of the state component that carries the time
     /// `t_k` of the state (the last), and the symbol of time in the
@@ -279,12 +288,12 @@ impl StepSystem {
         let flat_jac: Vec<Id> = (0..nx)
             .flat_map(|c| self.jacobian.iter().map(move |row| row[c]))
             .collect();
-        let flat_obs: Vec<Id> = self.obs_matrix.iter().flatten().copied().collect();
         let mut fs = vec![
             Function {
                 name: Kernel::Residual,
                 inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("r".into(), self.residual.clone())],
+                locals: Vec::new(),
             },
             // Residual and Jacobian in one function, as Newton needs them:
             // the subexpressions they share are computed once (about 13 %
@@ -293,26 +302,34 @@ impl StepSystem {
                 name: Kernel::ResidualJacobian,
                 inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("r".into(), self.residual.clone()), ("j".into(), flat_jac)],
+                locals: Vec::new(),
             },
             Function {
                 name: Kernel::Increment,
                 inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("dz".into(), self.update.clone())],
+                locals: Vec::new(),
             },
             Function {
                 name: Kernel::Predict,
                 inputs: hot(&z, Arg::W, &self.previous),
                 outputs: vec![("x0".into(), self.predictor.clone())],
+                locals: Vec::new(),
             },
             Function {
                 name: Kernel::ObserveSystem,
-                inputs: inp(&[(Arg::P, &p), (Arg::Z, &z)]),
-                outputs: vec![("k".into(), flat_obs), ("b".into(), self.obs_rhs.clone())],
+                inputs: inp(&[(Arg::P, &p), (Arg::Z, &z), (Arg::U, &self.observation.direction)]),
+                outputs: vec![
+                    ("ku".into(), self.observation.product.clone()),
+                    ("b".into(), self.obs_rhs.clone()),
+                ],
+                locals: self.observation.locals.clone(),
             },
             Function {
                 name: Kernel::Physical,
                 inputs: inp(&[(Arg::P, &p), (Arg::Z, &z), (Arg::Y, &self.obs_solution)]),
                 outputs: vec![("q".into(), self.obs_q.clone()), ("v".into(), self.obs_v.clone())],
+                locals: Vec::new(),
             },
             Function {
                 name: Kernel::Invariants,
@@ -321,6 +338,7 @@ impl StepSystem {
                     None => inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
                 },
                 outputs: vec![("i".into(), self.invariants.iter().map(|i| i.expr).collect())],
+                locals: self.physical_locals.clone(),
             },
             Function {
                 name: Kernel::InitState,
@@ -329,6 +347,7 @@ impl StepSystem {
                     ("z".into(), self.init_state.clone()),
                     ("x".into(), self.init_warm.clone()),
                 ],
+                locals: self.physical_locals.clone(),
             },
         ];
         if let Some([rz, uz, ux]) = &self.sensitivity {
@@ -341,6 +360,7 @@ impl StepSystem {
                     ("uz".into(), flat(uz)),
                     ("ux".into(), flat(ux)),
                 ],
+                locals: Vec::new(),
             });
         }
         if let Some([ru, uu]) = &self.input_sensitivity {
@@ -349,19 +369,22 @@ impl StepSystem {
                 name: Kernel::InputSensitivityParts,
                 inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("ru".into(), flat(ru)), ("uu".into(), flat(uu))],
+                locals: Vec::new(),
             });
         }
         if let Some(h) = &self.health {
             fs.push(Function {
                 name: Kernel::Metric,
-                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
-                outputs: vec![("k".into(), h.metric.clone())],
+                inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v), (Arg::U, &h.metric.direction)]),
+                outputs: vec![("ku".into(), h.metric.product.clone())],
+                locals: self.physical_locals.iter().chain(&h.metric.locals).copied().collect(),
             });
             if let Some((_, _, f)) = &h.frame_check {
                 fs.push(Function {
                     name: Kernel::FrameCheck,
                     inputs: inp(&[(Arg::P, &p), (Arg::Q, &q), (Arg::V, &v)]),
                     outputs: vec![("f".into(), f.clone())],
+                    locals: self.physical_locals.clone(),
                 });
             }
         }
@@ -370,6 +393,7 @@ impl StepSystem {
                 name: Kernel::Work,
                 inputs: hot(&z, Arg::X, &x),
                 outputs: vec![("w".into(), vec![w])],
+                locals: Vec::new(),
             });
         }
         for (i, (_, iq, iv)) in self.initials.iter().enumerate() {
@@ -377,6 +401,7 @@ impl StepSystem {
                 name: Kernel::Initial(i),
                 inputs: inp(&[(Arg::P, &p)]),
                 outputs: vec![("q".into(), iq.clone()), ("v".into(), iv.clone())],
+                locals: Vec::new(),
             });
         }
         fs
@@ -406,8 +431,12 @@ pub struct Draft {
     pub init_state: Vec<Id>,
     /// `x(q, ξ)`
     pub init_warm: Vec<Id>,
-    /// observation matrix `K(z)` (empty: none)
+    /// observation matrix `K(z)` (empty: none, or given by `obs_applied`)
     pub obs_matrix: Vec<Vec<Id>>,
+    /// the observation matrix by its product with a direction, where the
+    /// scheme forms that instead of the matrix (see
+    /// [`StepSystem::observation`])
+    pub obs_applied: Option<crate::sym::Applied>,
     /// observation right-hand side
     pub obs_rhs: Vec<Id>,
     /// observation solution symbols
@@ -425,11 +454,17 @@ pub struct Draft {
     /// unknowns the scheme added to keep the Jacobian sparse (see
     /// [`StepSystem::auxiliary`])
     pub auxiliary: Vec<Id>,
-    /// `∂p/∂ξ` where the scheme derived it ([`StepSystem::kinetic_metric`])
+    /// `∂p/∂ξ` (row-major, in the physical symbols) where the scheme
+    /// derived it: the classification of the model's invariants evaluates
+    /// it instead of differentiating the momenta at each point
     pub kinetic_metric: Option<Vec<Vec<Id>>>,
+    /// see [`StepSystem::momenta`]
+    pub momenta: Option<Vec<Id>>,
     /// the frame and free motion where the scheme derived them from the
     /// model as written (see `invariants::classify`)
     pub(crate) free_motion: Option<super::mechanics::FreeMotion>,
+    /// see [`StepSystem::physical_locals`]
+    pub physical_locals: Vec<(Id, Id)>,
 }
 
 impl Draft {
@@ -456,6 +491,10 @@ impl Draft {
         };
         let mut d = self;
         let time = d.carry_time(&mut graph, model);
+        let observation = match d.obs_applied.take() {
+            Some(a) => a,
+            None => crate::sym::Applied::of_rows(&mut graph, &d.obs_matrix, "__ou"),
+        };
         let sys = StepSystem {
             model: model.name.clone(),
             scheme: d.scheme,
@@ -489,7 +528,7 @@ impl Draft {
             sensitivity: None,
             frame: None,
             health: None,
-            kinetic_metric: d.kinetic_metric,
+            momenta: d.momenta,
             time,
             phys_q: model
                 .coords
@@ -509,7 +548,7 @@ impl Draft {
                 .collect(),
             init_state: d.init_state,
             init_warm: d.init_warm,
-            obs_matrix: d.obs_matrix,
+            observation,
             obs_rhs: d.obs_rhs,
             obs_solution: d.obs_solution,
             obs_q: d.obs_q,
@@ -522,6 +561,7 @@ impl Draft {
                 .collect(),
             lets: model.lets.clone(),
             auxiliary: d.auxiliary,
+            physical_locals: d.physical_locals,
         };
         sys.into_increment_form(&d.base)
     }
@@ -549,6 +589,7 @@ impl Draft {
         self.predictor = g.substitute_all(&self.predictor, &to_state);
         self.work = self.work.map(|w| g.substitute_all(&[w], &to_state)[0]);
         self.obs_matrix = self.obs_matrix.iter().map(|r| g.substitute_all(r, &to_state)).collect();
+        self.obs_applied = self.obs_applied.as_ref().map(|a| a.substitute(g, &to_state));
         self.obs_rhs = g.substitute_all(&self.obs_rhs, &to_state);
         self.obs_q = g.substitute_all(&self.obs_q, &to_state);
         self.obs_v = g.substitute_all(&self.obs_v, &to_state);

@@ -236,6 +236,7 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         init_state,
         init_warm,
         obs_matrix,
+        obs_applied: None,
         obs_rhs,
         obs_solution: y.clone(),
         obs_q: q0.to_vec(),
@@ -244,7 +245,9 @@ pub(super) fn general(model: Model, mech: Mechanics, scheme: &str) -> StepSystem
         work,
         auxiliary: vec![],
         kinetic_metric: None,
+        momenta: None,
         free_motion: None,
+        physical_locals: Vec::new(),
     };
     draft.assemble(&model, g, mech.energy)
 }

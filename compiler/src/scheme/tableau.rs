@@ -16,7 +16,7 @@ use crate::model::{Model, Tableau};
 use crate::sym::{Differentiator, Graph, Id, SubstMap};
 
 use super::frame::Frame;
-use super::mechanics::hamel_force;
+use super::mechanics::{hamel_force, Mechanics};
 use super::step::Draft;
 
 /// `p` and `F` in the model's symbols and the tableau's, with the symbols'
@@ -145,80 +145,38 @@ fn total_derivative(
     g.add(&terms)
 }
 
-/// `∂p/∂ξ` (a row per momentum, a column per velocity of `v`) in the
-/// model's coordinates, velocities and parameters, by forward accumulation
-/// through the tableau's symbols: a symbol's derivative in a velocity is
-/// its definition's explicit one plus, for each symbol it reads, that
-/// symbol's derivative times the definition's partial. A column then costs
-/// what the definitions do, where the Hessian of the expanded momenta costs
-/// what they do, a sum per link over the links beyond it: O(N³) for an
-/// N-link chain (58 % of the 128-link director chain's derivation, 12 of
-/// 21 s). The momenta are the gradient of one Lagrangian, so only the
-/// lower triangle is accumulated and the upper one is the same nodes.
-pub(super) fn metric(g: &mut Graph, sparse: &Sparse, v: &[Id]) -> Vec<Vec<Id>> {
-    let m = v.len();
-    assert_eq!(sparse.p.len(), m, "a momentum per velocity");
-    let syms: Vec<Id> = sparse.symbols.iter().map(|s| s.1).collect();
-    let sym_index: HashMap<Id, usize> = syms.iter().enumerate().map(|(k, &s)| (s, k)).collect();
-    let v_index: HashMap<Id, usize> = v.iter().enumerate().map(|(b, &x)| (x, b)).collect();
-    let candidates: HashSet<Id> = syms.iter().chain(v).copied().collect();
-    // An expression's partials: in the symbols it reads (by index), and in
-    // the velocities it reads (by column).
-    type Partials = (Vec<(usize, Id)>, Vec<(usize, Id)>);
-    let partials = |g: &mut Graph, e: Id| -> Partials {
-        let (mut in_syms, mut in_v) = (Vec::new(), Vec::new());
-        for x in reads(g, e, &candidates) {
-            let d = Differentiator::new(x).diff(g, e);
-            match sym_index.get(&x) {
-                Some(&k) => in_syms.push((k, d)),
-                None => in_v.push((v_index[&x], d)),
-            }
-        }
-        (in_syms, in_v)
-    };
-    let defs: Vec<Partials> = sparse.symbols.iter().map(|s| partials(g, s.2)).collect();
-    let momenta: Vec<Partials> = sparse.p.iter().map(|&p| partials(g, p)).collect();
-    // The derivative of an expression in velocity `b`, from those of the
-    // symbols it reads (`None`: zero).
-    let chain = |g: &mut Graph, (in_syms, in_v): &Partials, b: usize, t: &[Option<Id>]| -> Option<Id> {
-        let mut terms: Vec<Id> = in_v.iter().filter(|&&(c, _)| c == b).map(|&(_, d)| d).collect();
-        for &(j, d) in in_syms {
-            if let Some(tj) = t[j] {
-                terms.push(g.mul2(d, tj));
-            }
-        }
-        (!terms.is_empty())
-            .then(|| g.add(&terms))
-            .filter(|&e| !g.is_const(e, 0.0))
-    };
-    let zero = g.constant(0.0);
-    let mut out = vec![vec![zero; m]; m];
-    let mut t: Vec<Option<Id>> = vec![None; syms.len()];
-    for b in 0..m {
-        for k in 0..syms.len() {
-            t[k] = chain(g, &defs[k], b, &t);
-        }
-        for a in b..m {
-            if let Some(d) = chain(g, &momenta[a], b, &t) {
-                out[a][b] = d;
-            }
-        }
+/// The locals of the kernels of a physical state ([`Draft::physical_locals`])
+/// for a model with tableau `t` whose step keeps `sparse`: the members the
+/// step does not keep (constants, such as a chain's fixed origin), then the
+/// kept members and their adjoints, each `(symbol, definition)` in order.
+pub(super) fn physical_locals(t: &Tableau, sparse: &Sparse) -> Vec<(Id, Id)> {
+    let kept: HashSet<Id> = sparse.symbols.iter().map(|s| s.1).collect();
+    let constant = t
+        .symbols
+        .iter()
+        .zip(&t.definitions)
+        .filter(|((_, s), _)| !kept.contains(s));
+    constant
+        .map(|((_, s), &d)| (*s, d))
+        .chain(sparse.symbols.iter().map(|&(_, s, d)| (s, d)))
+        .collect()
+}
+
+/// The free motion's quantities through the tableau `t` whose step keeps
+/// `sparse`: `p` and `F` as [`of`] derived them, the energy `⟨p, ξ⟩ − l`,
+/// reading the members and adjoints as locals ([`physical_locals`]). A
+/// chain's are O(N) where expanded they are O(N²); the Lagrangian reads no
+/// time (else [`of`] keeps no tableau), so `∂l/∂t` is zero.
+pub(super) fn mechanics(g: &mut Graph, t: &Tableau, sparse: &Sparse, v: &[Id]) -> Mechanics {
+    let pv: Vec<Id> = sparse.p.iter().zip(v).map(|(&p, &x)| g.mul2(p, x)).collect();
+    let pv = g.add(&pv);
+    Mechanics {
+        p: sparse.p.clone(),
+        force: sparse.force.clone(),
+        energy: g.sub(pv, t.lagrangian),
+        lt: g.constant(0.0),
+        locals: physical_locals(t, sparse),
     }
-    let expanded = definitions(g, sparse, SubstMap::default());
-    let lower: Vec<Id> = (0..m)
-        .flat_map(|a| (0..=a).map(move |b| (a, b)))
-        .map(|(a, b)| out[a][b])
-        .collect();
-    let lower = g.substitute_all(&lower, &expanded);
-    let mut k = 0;
-    for a in 0..m {
-        for b in 0..=a {
-            out[a][b] = lower[k];
-            out[b][a] = lower[k];
-            k += 1;
-        }
-    }
-    out
 }
 
 /// Every symbol of the tableau mapped to its definition with `map`'s
@@ -255,7 +213,9 @@ pub(super) fn at_stage(
 /// those their definitions read in turn) unknowns of the step: each gets
 /// the row `a − f(q̄, ξ̄, …) = 0` at the stage `(stage_q, stage_v)`, is
 /// guessed as its previous value and first as its value at the physical
-/// state, and is marked auxiliary (see [`Draft::auxiliary`]).
+/// state, and is marked auxiliary (see [`Draft::auxiliary`]). The caller
+/// lists the definitions among the physical kernels' locals
+/// ([`Draft::physical_locals`]), which that first guess reads.
 pub(super) fn attach(
     g: &mut Graph,
     draft: &mut Draft,
@@ -273,22 +233,22 @@ pub(super) fn attach(
             needed.extend(reads(g, *d, &all));
         }
     }
-    // Each symbol's value at the physical state, its first guess.
-    let expanded = definitions(g, sparse, SubstMap::default());
     let mut to_unknown = SubstMap::default();
     let mut rows = Vec::new();
     for (k, (label, s, d)) in sparse.symbols.iter().enumerate() {
         if !needed.contains(s) {
             continue;
         }
-        let e = expanded[s];
         let (u, w) = (g.symbol(&format!("__xt{k}")), g.symbol(&format!("__wt{k}")));
         to_unknown.insert(*s, u);
         rows.push((u, *d));
         draft.unknowns.push((u, label.clone()));
         draft.previous.push(w);
         draft.predictor.push(w);
-        draft.init_warm.push(e);
+        // Its value at the physical state, its first guess: the symbol
+        // itself, which the physical kernels compute from its definition
+        // (`physical_locals`), linear in the chain's length.
+        draft.init_warm.push(*s);
         draft.base.push(None);
         draft.auxiliary.push(u);
     }

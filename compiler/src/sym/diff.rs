@@ -7,10 +7,13 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::graph::{Func, Graph, Id, Node};
 
-/// Differentiates expressions with respect to one symbol, sharing work across
-/// calls through a memo.
+/// Differentiates expressions with respect to one symbol, or along a
+/// direction, sharing work across calls through a memo.
 pub struct Differentiator {
-    var: Id,
+    var: Option<Id>,
+    /// each symbol's derivative along the direction (see
+    /// [`Differentiator::along`]); a symbol not listed has none
+    seeds: HashMap<Id, Id>,
     memo: HashMap<Id, Id>,
 }
 
@@ -18,9 +21,29 @@ impl Differentiator {
     /// Prepares `∂/∂var`; `var` must be a symbol node.
     pub fn new(var: Id) -> Self {
         Self {
-            var,
+            var: Some(var),
+            seeds: HashMap::default(),
             memo: HashMap::default(),
         }
+    }
+
+    /// Prepares the derivative along a direction in which symbol `s` moves
+    /// at rate `d` for each `(s, d)` of `seeds` (a forward, directional
+    /// derivative: one pass over an expression, where a Jacobian times the
+    /// direction is a pass per symbol).
+    pub fn along(seeds: &[(Id, Id)]) -> Self {
+        Self {
+            var: None,
+            seeds: seeds.iter().copied().collect(),
+            memo: HashMap::default(),
+        }
+    }
+
+    /// Gives symbol `s` the rate `d` along the direction, before any
+    /// expression that reads `s` is differentiated.
+    pub fn seed(&mut self, s: Id, d: Id) {
+        debug_assert!(!self.memo.contains_key(&s), "a symbol seeded after its use");
+        self.seeds.insert(s, d);
     }
 
     /// `∂e/∂var`.
@@ -40,7 +63,11 @@ impl Differentiator {
         }
         let d = match g.node(e).clone() {
             Node::Const(_) => g.constant(0.0),
-            Node::Sym(_) => g.constant(if e == self.var { 1.0 } else { 0.0 }),
+            Node::Sym(_) if self.var == Some(e) => g.constant(1.0),
+            Node::Sym(_) => match self.seeds.get(&e) {
+                Some(&d) => d,
+                None => g.constant(0.0),
+            },
             Node::Add(ts) => {
                 let ds: Vec<Id> = ts.iter().map(|&t| self.diff_within(g, t, dependent)).collect();
                 g.add(&ds)
@@ -140,6 +167,36 @@ impl Differentiator {
         self.memo.insert(e, d);
         d
     }
+}
+
+/// The derivatives of `exprs` along the direction `seeds` (see
+/// [`Differentiator::along`]), where they read symbols defined by `locals`
+/// (`(symbol, definition)` in order, a definition reading earlier ones:
+/// [`super::Function::locals`]). Each local that moves along the direction
+/// gets a symbol for its rate, named `{prefix}{k}` for the `k`-th local,
+/// defined by the derivative of its definition: returned with the
+/// derivatives, as locals the derivatives read. A recurrence's rates are a
+/// recurrence too, as long as it is, where their expansion would not be.
+pub fn directional(
+    g: &mut Graph,
+    exprs: &[Id],
+    seeds: &[(Id, Id)],
+    locals: &[(Id, Id)],
+    prefix: &str,
+) -> (Vec<Id>, Vec<(Id, Id)>) {
+    let mut d = Differentiator::along(seeds);
+    let mut rates = Vec::new();
+    for (k, &(s, def)) in locals.iter().enumerate() {
+        let ds = d.diff(g, def);
+        if g.is_const(ds, 0.0) {
+            continue;
+        }
+        let r = g.symbol(&format!("{prefix}{k}"));
+        rates.push((r, ds));
+        d.seed(s, r);
+    }
+    let out = exprs.iter().map(|&e| d.diff(g, e)).collect();
+    (out, rates)
 }
 
 /// Gradient of `e` with respect to each symbol of `vars`.

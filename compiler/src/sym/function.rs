@@ -15,6 +15,12 @@ pub struct Function {
     pub inputs: Vec<(Arg, Vec<Id>)>,
     /// result arrays: (name, one expression per entry)
     pub outputs: Vec<(String, Vec<Id>)>,
+    /// symbols the function computes on its way to the outputs, each
+    /// `(symbol, definition)`; a definition reads the inputs and other
+    /// locals. A chain's recurrence `x_i = x_{i−1} + …` stays one operation
+    /// per member this way, where substituting it would flatten every sum
+    /// into all the members before it (O(N²) code).
+    pub locals: Vec<(Id, Id)>,
 }
 
 impl Function {
@@ -23,6 +29,6 @@ impl Function {
     pub fn tape(&self, g: &mut Graph) -> Result<Tape, UnboundSymbol> {
         let ins: Vec<Id> = self.inputs.iter().flat_map(|(_, s)| s.iter().copied()).collect();
         let outs: Vec<Id> = self.outputs.iter().flat_map(|(_, e)| e.iter().copied()).collect();
-        Tape::build(g, &ins, &outs)
+        Tape::build_with(g, &ins, &self.locals, &outs)
     }
 }

@@ -542,7 +542,6 @@ impl Graph {
     /// nodes from the oldest symbol to the newest root (a child is older
     /// than its parent), where a Hessian costs a derivative per entry.
     pub fn degree_at_most(&self, roots: &[Id], syms: &[Id], d: u32) -> bool {
-        const UNBOUNDED: u32 = u32::MAX;
         let (Some(&oldest), Some(&newest)) = (syms.iter().min(), roots.iter().max()) else {
             return true;
         };
@@ -559,40 +558,89 @@ impl Graph {
         let of = |degree: &[u32], id: Id| if id < oldest { 0 } else { degree[id.index() - base] };
         for k in base..=newest.index() {
             let id = Id(k as u32);
-            let deg = match self.node(id) {
-                Node::Const(_) | Node::Sym(_) => continue,
-                Node::Add(xs) => xs.iter().map(|&x| of(&degree, x)).max().unwrap_or(0),
-                Node::Mul(xs) => xs.iter().fold(0u32, |acc, &x| acc.saturating_add(of(&degree, x))),
-                Node::Pow(b, e) => match (of(&degree, *b), self.node(*e)) {
-                    (0, _) if of(&degree, *e) == 0 => 0,
-                    (db, Node::Const(bits)) => {
-                        let k = f64::from_bits(*bits);
-                        if k >= 0.0 && k.fract() == 0.0 && k <= 64.0 {
-                            db.saturating_mul(k as u32)
-                        } else {
-                            UNBOUNDED
-                        }
-                    }
-                    _ => UNBOUNDED,
-                },
-                Node::Call(_, a) => {
-                    if of(&degree, *a) == 0 {
-                        0
-                    } else {
-                        UNBOUNDED
-                    }
-                }
-                Node::Atan2(y, x) => {
-                    if of(&degree, *y) == 0 && of(&degree, *x) == 0 {
-                        0
-                    } else {
-                        UNBOUNDED
-                    }
-                }
-            };
-            degree[k - base] = deg;
+            if let Some(deg) = self.node_degree(id, &|x| of(&degree, x)) {
+                degree[k - base] = deg;
+            }
         }
         roots.iter().all(|&r| of(&degree, r) <= d)
+    }
+
+    /// [`Graph::degree_at_most`] where each symbol of `locals`, `(symbol,
+    /// definition)`, has its definition's degree ([`super::Function::locals`]):
+    /// one pass over the nodes the roots reach through them.
+    pub fn degree_at_most_through(&self, roots: &[Id], syms: &[Id], d: u32, locals: &[(Id, Id)]) -> bool {
+        if locals.is_empty() {
+            return self.degree_at_most(roots, syms, d);
+        }
+        let defs: HashMap<Id, Id> = locals.iter().copied().collect();
+        let children = |id: Id| match defs.get(&id) {
+            Some(&def) => vec![def],
+            None => self.children(id),
+        };
+        let mut degree: HashMap<Id, u32> = syms.iter().map(|&s| (s, 1)).collect();
+        // Iterative post-order: a chain's locals read one another in a
+        // sequence as long as the chain.
+        let mut stack: Vec<(Id, bool)> = roots.iter().map(|&r| (r, false)).collect();
+        while let Some((id, expanded)) = stack.pop() {
+            if degree.contains_key(&id) {
+                continue;
+            }
+            if !expanded {
+                stack.push((id, true));
+                stack.extend(
+                    children(id)
+                        .into_iter()
+                        .filter(|c| !degree.contains_key(c))
+                        .map(|c| (c, false)),
+                );
+                continue;
+            }
+            let of = |x: Id| degree.get(&x).copied().unwrap_or(0);
+            let deg = match defs.get(&id) {
+                Some(&def) => of(def),
+                None => self.node_degree(id, &of).unwrap_or(0),
+            };
+            degree.insert(id, deg);
+        }
+        roots.iter().all(|r| degree.get(r).copied().unwrap_or(0) <= d)
+    }
+
+    /// The degree of node `id` in the symbols whose degrees `of` gives
+    /// (see [`Graph::degree_at_most`]) from its children's; `None` for a
+    /// constant or a symbol, whose degree is given.
+    fn node_degree(&self, id: Id, of: &dyn Fn(Id) -> u32) -> Option<u32> {
+        const UNBOUNDED: u32 = u32::MAX;
+        Some(match self.node(id) {
+            Node::Const(_) | Node::Sym(_) => return None,
+            Node::Add(xs) => xs.iter().map(|&x| of(x)).max().unwrap_or(0),
+            Node::Mul(xs) => xs.iter().fold(0u32, |acc, &x| acc.saturating_add(of(x))),
+            Node::Pow(b, e) => match (of(*b), self.node(*e)) {
+                (0, _) if of(*e) == 0 => 0,
+                (db, Node::Const(bits)) => {
+                    let k = f64::from_bits(*bits);
+                    if k >= 0.0 && k.fract() == 0.0 && k <= 64.0 {
+                        db.saturating_mul(k as u32)
+                    } else {
+                        UNBOUNDED
+                    }
+                }
+                _ => UNBOUNDED,
+            },
+            Node::Call(_, a) => {
+                if of(*a) == 0 {
+                    0
+                } else {
+                    UNBOUNDED
+                }
+            }
+            Node::Atan2(y, x) => {
+                if of(*y) == 0 && of(*x) == 0 {
+                    0
+                } else {
+                    UNBOUNDED
+                }
+            }
+        })
     }
 
     /// Number of operations if the expressions were trees (no sharing): what

@@ -2,6 +2,7 @@
 //! construction, exact differentiation, and linearization into straight-line
 //! programs. It knows nothing of mechanics or of Rust tokens.
 
+pub mod applied;
 pub mod diff;
 pub mod function;
 pub mod graph;
@@ -10,7 +11,8 @@ pub mod tangent;
 pub mod tape;
 pub mod vector;
 
-pub use diff::{affine_in, gradient, hessian, jacobian, symmetric_jacobian, Differentiator};
+pub use applied::{restage, Applied};
+pub use diff::{affine_in, directional, gradient, hessian, jacobian, symmetric_jacobian, Differentiator};
 pub use function::Function;
 pub use graph::{Func, Graph, Id, Node, SubstMap};
 pub use tangent::Point;

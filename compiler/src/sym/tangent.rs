@@ -31,6 +31,18 @@ pub struct Point {
 impl Point {
     /// Evaluates `roots` with symbol `s` at `value_of(s)`.
     pub fn new(g: &Graph, roots: &[Id], value_of: &dyn Fn(u32) -> f64) -> Self {
+        Self::with_locals(g, roots, &[], value_of)
+    }
+
+    /// [`Point::new`] where each symbol of `locals`, `(symbol, definition)`,
+    /// is its definition's value ([`super::Function::locals`]): its one
+    /// child, through which tangents and gradients pass as well.
+    pub fn with_locals(g: &Graph, roots: &[Id], locals: &[(Id, Id)], value_of: &dyn Fn(u32) -> f64) -> Self {
+        let defs: HashMap<Id, Id> = locals.iter().copied().collect();
+        let children = |id: Id| match defs.get(&id) {
+            Some(&def) => vec![def],
+            None => g.children(id),
+        };
         let mut order = Vec::new();
         let mut index: HashMap<Id, usize> = HashMap::default();
         // Iterative post-order: expressions can be deep (long sums built
@@ -46,7 +58,7 @@ impl Point {
                 continue;
             }
             stack.push((id, true));
-            for c in g.children(id).into_iter().rev() {
+            for c in children(id).into_iter().rev() {
                 if !index.contains_key(&c) {
                     stack.push((c, false));
                 }
@@ -55,7 +67,7 @@ impl Point {
         let (mut kids, mut first) = (Vec::new(), Vec::with_capacity(order.len() + 1));
         for &id in &order {
             first.push(kids.len());
-            kids.extend(g.children(id).into_iter().map(|c| index[&c]));
+            kids.extend(children(id).into_iter().map(|c| index[&c]));
         }
         first.push(kids.len());
         let mut point = Self {
@@ -80,6 +92,8 @@ impl Point {
             let at = |j: usize| value[kids[j]];
             let x = match g.node(id) {
                 Node::Const(bits) => f64::from_bits(*bits),
+                // A local has its definition as its one child.
+                Node::Sym(_) if kids.len() == 1 => at(0),
                 Node::Sym(s) => value_of(*s),
                 Node::Add(_) => (0..kids.len()).map(at).sum(),
                 Node::Mul(_) => (0..kids.len()).map(at).product(),
@@ -101,19 +115,23 @@ impl Point {
     pub fn tangent(&self, g: &Graph, roots: &[Id], tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
         // Only the nodes the roots reach: the point may hold far more (the
         // force beside the momentum), and a pass per direction visits them.
+        // Visited in `order`'s order (children first), only those: a pass
+        // per velocity over a chain's momenta does not step over the nodes
+        // of its other quantities.
         let mut need = vec![false; self.order.len()];
+        let mut needed = Vec::new();
         let mut stack: Vec<usize> = roots.iter().filter_map(|r| self.index.get(r).copied()).collect();
         while let Some(k) = stack.pop() {
             if !need[k] {
                 need[k] = true;
+                needed.push(k);
                 stack.extend(&self.kids[self.first[k]..self.first[k + 1]]);
             }
         }
+        needed.sort_unstable();
         let mut dot = vec![0.0; self.order.len()];
-        for (k, &id) in self.order.iter().enumerate() {
-            if !need[k] {
-                continue;
-            }
+        for k in needed {
+            let id = self.order[k];
             // The children's positions, in `g.children`'s order: the
             // operands of each node below, as its match reads them.
             let kids = &self.kids[self.first[k]..self.first[k + 1]];
@@ -121,6 +139,7 @@ impl Point {
             let v = |j: usize| self.value[kids[j]];
             dot[k] = match g.node(id) {
                 Node::Const(_) => 0.0,
+                Node::Sym(_) if kids.len() == 1 => d(0),
                 Node::Sym(s) => tangent_of(*s),
                 Node::Add(_) => (0..kids.len()).map(d).sum(),
                 Node::Mul(_) => {
@@ -190,6 +209,7 @@ impl Point {
             let v = |j: usize| self.value[kids[j]];
             match g.node(self.order[k]) {
                 Node::Const(_) => {}
+                Node::Sym(_) if kids.len() == 1 => bar[kids[0]] += b,
                 Node::Sym(s) => *out.entry(*s).or_insert(0.0) += b,
                 Node::Add(_) => kids.iter().for_each(|&c| bar[c] += b),
                 Node::Mul(_) => {
@@ -299,5 +319,107 @@ mod tests {
                 got[k]
             );
         }
+    }
+
+    /// Expressions that read a recurrence kept as locals (`a_k = a_{k−1} ·
+    /// y_k + sin(x y_k)`, read by a sum and a product): their values,
+    /// tangents and gradients through the locals, the derivative along a
+    /// direction as locals (`directional`), and their degree through them,
+    /// are those of the same expressions with the definitions substituted.
+    #[test]
+    fn locals_are_their_definitions() {
+        use crate::sym::{directional, Differentiator, SubstMap};
+        let mut g = Graph::new();
+        let x = g.symbol("x");
+        let ys: Vec<Id> = (0..6).map(|k| g.symbol(&format!("y{k}"))).collect();
+        let (mut locals, mut expand) = (Vec::new(), SubstMap::default());
+        let mut prev = g.constant(1.0);
+        for (k, &y) in ys.iter().enumerate() {
+            let a = g.symbol(&format!("a{k}"));
+            let xy = g.mul2(x, y);
+            let s = g.call(Func::Sin, xy);
+            let prod = g.mul2(prev, y);
+            let def = g.add2(prod, s);
+            let e = g.substitute(def, &expand);
+            expand.insert(a, e);
+            locals.push((a, def));
+            prev = a;
+        }
+        let (a2, a5) = (locals[2].0, locals[5].0);
+        let sq = g.powf(a5, 2.0);
+        let r0 = g.add(&[a2, sq, x]);
+        let r1 = g.mul2(a2, a5);
+        let roots = [r0, r1];
+        let flat = g.substitute_all(&roots, &expand);
+        let vars: Vec<Id> = std::iter::once(x).chain(ys.iter().copied()).collect();
+        let number = |g: &Graph, v: Id| match g.node(v) {
+            Node::Sym(k) => *k,
+            _ => unreachable!("a symbol"),
+        };
+        let numbers: Vec<u32> = vars.iter().map(|&v| number(&g, v)).collect();
+        let point: Vec<f64> = (0..vars.len()).map(|i| 0.3 + 0.17 * i as f64).collect();
+        let dir: Vec<f64> = (0..vars.len()).map(|i| 1.0 - 0.3 * i as f64).collect();
+        let at_index = |s: u32, of: &[f64]| numbers.iter().position(|&k| k == s).map_or(0.0, |i| of[i]);
+        let value_of = |s: u32| at_index(s, &point);
+        let tangent_of = |s: u32| at_index(s, &dir);
+        let kept = Point::with_locals(&g, &roots, &locals, &value_of);
+        let expanded = Point::new(&g, &flat, &value_of);
+        let (tk, te) = (
+            kept.tangent(&g, &roots, &tangent_of),
+            expanded.tangent(&g, &flat, &tangent_of),
+        );
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-13 * b.abs().max(1.0);
+        for k in 0..2 {
+            let (vk, ve) = (kept.value(roots[k]).unwrap(), expanded.value(flat[k]).unwrap());
+            assert!(close(vk, ve), "value {k}: {vk} against {ve}");
+            assert!(close(tk[k], te[k]), "tangent {k}: {} against {}", tk[k], te[k]);
+            let (gk, ge) = (kept.gradient(&g, roots[k]), expanded.gradient(&g, flat[k]));
+            for &n in &numbers {
+                let (a, b) = (gk.get(&n).copied().unwrap_or(0.0), ge.get(&n).copied().unwrap_or(0.0));
+                assert!(close(a, b), "∂{k}/∂{n}: {a} against {b}");
+            }
+            assert!(gk.keys().all(|n| numbers.contains(n)), "no local is a variable");
+        }
+        // The directional derivative as expressions, with its rates as locals.
+        let us: Vec<Id> = (0..vars.len()).map(|i| g.symbol(&format!("u{i}"))).collect();
+        let seeds: Vec<(Id, Id)> = vars.iter().copied().zip(us.iter().copied()).collect();
+        let (d, rates) = directional(&mut g, &roots, &seeds, &locals, "__rate");
+        let all: Vec<(Id, Id)> = locals.iter().chain(&rates).copied().collect();
+        let u_numbers: Vec<u32> = us.iter().map(|&u| number(&g, u)).collect();
+        let with_u = |s: u32| match u_numbers.iter().position(|&k| k == s) {
+            Some(i) => dir[i],
+            None => value_of(s),
+        };
+        let along = Point::with_locals(&g, &d, &all, &with_u);
+        for k in 0..2 {
+            let mut want = 0.0;
+            for (i, &v) in vars.iter().enumerate() {
+                let dv = Differentiator::new(v).diff(&mut g, flat[k]);
+                want += g.eval(dv, &value_of) * dir[i];
+            }
+            let got = along.value(d[k]).unwrap();
+            assert!(close(got, want), "directional {k}: {got} against {want}");
+        }
+        // Degree through locals: `b_k = b_{k−1} y_k + x` is of degree k + 1
+        // in the ys, so b_2 b_5 of 3 + 6, as once substituted; a sine of
+        // them is of no bounded degree.
+        let (mut poly, mut expand) = (Vec::new(), SubstMap::default());
+        let mut prev = g.constant(1.0);
+        for (k, &y) in ys.iter().enumerate() {
+            let b = g.symbol(&format!("b{k}"));
+            let prod = g.mul2(prev, y);
+            let def = g.add2(prod, x);
+            let e = g.substitute(def, &expand);
+            expand.insert(b, e);
+            poly.push((b, def));
+            prev = b;
+        }
+        let r = g.mul2(poly[2].0, poly[5].0);
+        let r_flat = g.substitute(r, &expand);
+        for d in [8, 9] {
+            assert_eq!(g.degree_at_most_through(&[r], &ys, d, &poly), d == 9, "degree {d}");
+            assert_eq!(g.degree_at_most(&[r_flat], &ys, d), d == 9, "degree {d}, substituted");
+        }
+        assert!(!g.degree_at_most_through(&[r0], &ys, 64, &locals), "sin(x y_k)");
     }
 }

@@ -70,6 +70,8 @@ pub struct UnboundSymbol(pub String);
 struct Builder<'a> {
     g: &'a mut Graph,
     inputs: HashMap<Id, usize>,
+    /// symbols computed from their definitions (see `Function::locals`)
+    locals: HashMap<Id, Id>,
     memo: HashMap<Id, Operand>,
     ops: Vec<Op>,
 }
@@ -82,10 +84,16 @@ impl Builder<'_> {
         let op = match self.g.node(id).clone() {
             Node::Const(bits) => return Ok(Operand::Const(f64::from_bits(bits))),
             Node::Sym(s) => {
-                return match self.inputs.get(&id) {
-                    Some(&i) => Ok(Operand::Input(i)),
-                    None => Err(UnboundSymbol(self.g.symbol_name(s).to_string())),
+                if let Some(&i) = self.inputs.get(&id) {
+                    return Ok(Operand::Input(i));
                 }
+                let Some(&def) = self.locals.get(&id) else {
+                    return Err(UnboundSymbol(self.g.symbol_name(s).to_string()));
+                };
+                // A local is its definition's value, computed once.
+                let o = self.operand(def)?;
+                self.memo.insert(id, o);
+                return Ok(o);
             }
             Node::Add(ts) => {
                 let (mut pos, mut neg) = (Vec::new(), Vec::new());
@@ -167,9 +175,22 @@ impl Builder<'_> {
 impl Tape {
     /// Linearizes `outputs`, reading symbol `inputs[i]` from input slot `i`.
     pub fn build(g: &mut Graph, inputs: &[Id], outputs: &[Id]) -> Result<Tape, UnboundSymbol> {
+        Tape::build_with(g, inputs, &[], outputs)
+    }
+
+    /// [`Tape::build`] where the symbols of `locals` are computed from
+    /// their definitions, `(symbol, definition)`, wherever an output reads
+    /// them (a definition reads inputs and other locals).
+    pub fn build_with(
+        g: &mut Graph,
+        inputs: &[Id],
+        locals: &[(Id, Id)],
+        outputs: &[Id],
+    ) -> Result<Tape, UnboundSymbol> {
         let mut b = Builder {
             g,
             inputs: inputs.iter().enumerate().map(|(i, &s)| (s, i)).collect(),
+            locals: locals.iter().copied().collect(),
             memo: HashMap::default(),
             ops: Vec::new(),
         };
