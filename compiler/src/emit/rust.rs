@@ -354,20 +354,99 @@ impl Printer<'_> {
             .map(|(a, _)| a)
             .collect();
         let fills = filled.iter().map(|a| quote!(#a.fill(0.0);)).collect();
-        let stores = which
+        let kept: Vec<(&(Ident, usize), u32)> = which
             .iter()
             .map(|&j| (&self.sig.outs[j], self.prog.outputs[j]))
             .filter(|((a, _), o)| !(is_zero(*o) && filled.contains(&a)))
-            .map(|((a, k), o)| {
-                let v = self.reg(o);
-                if self.dd {
-                    quote!(#a[#k] = #v.to_f64();)
-                } else {
-                    quote!(#a[#k] = #v;)
+            .collect();
+        // Many stores of constants, or copies of inputs, into one array (an
+        // initial state, a predictor that keeps the previous unknowns, a
+        // Jacobian's constant entries) go through a table and one loop:
+        // thousands of stores in one block are most of LLVM's time on a long
+        // chain (its scheduler and alias analysis grow faster than the block).
+        let (tables, kept) = if self.dd { (Vec::new(), kept) } else { self.tabled(kept) };
+        let mut stores: Vec<TokenStream> = tables;
+        stores.extend(kept.into_iter().map(|((a, k), o)| {
+            let v = self.reg(o);
+            if self.dd {
+                quote!(#a[#k] = #v.to_f64();)
+            } else {
+                quote!(#a[#k] = #v;)
+            }
+        }));
+        (fills, stores)
+    }
+
+    /// The stores of `stores` that [`Printer::assigns_of`] writes as a
+    /// table and a loop (constants, and copies of an input, at least
+    /// [`TABLE_MIN`] into one array), and the others.
+    fn tabled<'s>(&self, stores: Vec<Store<'s>>) -> (Vec<TokenStream>, Vec<Store<'s>>) {
+        let (n_in, base) = (self.prog.n_inputs, self.prog.result_base());
+        // Key: output array, and the input array copied (None: constants).
+        let key = |a: &'s Ident, o: u32| -> Option<(&'s Ident, Option<Ident>)> {
+            let r = o as usize;
+            if r < n_in {
+                Some((a, Some(self.sig.inputs[r].0.clone())))
+            } else if r < base {
+                Some((a, None))
+            } else {
+                None
+            }
+        };
+        let mut count: Vec<((&Ident, Option<Ident>), usize)> = Vec::new();
+        for &((a, _), o) in &stores {
+            if let Some(k) = key(a, o) {
+                match count.iter_mut().find(|(c, _)| *c == k) {
+                    Some((_, n)) => *n += 1,
+                    None => count.push((k, 1)),
+                }
+            }
+        }
+        let tabled: Vec<(&Ident, Option<Ident>)> = count
+            .into_iter()
+            .filter(|&(_, n)| n >= TABLE_MIN)
+            .map(|(k, _)| k)
+            .collect();
+        let mut rest = Vec::new();
+        let mut rows: Vec<Vec<TokenStream>> = vec![Vec::new(); tabled.len()];
+        for (out, o) in stores {
+            let (a, k) = out;
+            let Some(t) = key(a, o).and_then(|kk| tabled.iter().position(|x| *x == kk)) else {
+                rest.push((out, o));
+                continue;
+            };
+            let r = o as usize;
+            rows[t].push(if r < n_in {
+                let j = self.sig.inputs[r].1;
+                quote!((#k, #j))
+            } else {
+                let c = num(self.prog.consts[r - n_in]);
+                quote!((#k, #c))
+            });
+        }
+        let loops = tabled
+            .iter()
+            .zip(rows)
+            .map(|((a, from), rows)| {
+                let len = rows.len();
+                match from {
+                    Some(b) => quote! {
+                        const __COPY: [(usize, usize); #len] = [#(#rows),*];
+                        for &(k, j) in __COPY.iter() {
+                            #a[k] = #b[j];
+                        }
+                    },
+                    None => quote! {
+                        const __CONST: [(usize, f64); #len] = [#(#rows),*];
+                        for &(k, c) in __CONST.iter() {
+                            #a[k] = c;
+                        }
+                    },
                 }
             })
+            .map(|body| quote!({ #body }))
             .collect();
-        (fills, stores)
+        (loops, rest)
     }
 }
 
@@ -408,9 +487,17 @@ fn op_expr(i: &Instr, a: TokenStream, b: Option<TokenStream>, dd: bool) -> Token
     }
 }
 
+/// One output's store: its array and index, and the register stored.
+type Store<'s> = (&'s (Ident, usize), u32);
+
 /// Constant zeros in one output array from which it is filled with zeros
 /// first (see `Printer::assigns`).
 const ZERO_FILL_MIN: usize = 16;
+
+/// Stores of constants, or copies of one input array, into one output
+/// array from which they are written by a table and a loop (see
+/// `Printer::assigns_of`).
+pub const TABLE_MIN: usize = 16;
 
 /// Where an emitted function is called, which decides its [`Shape`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -932,5 +1019,32 @@ mod tests {
             quote!(f64::NEG_INFINITY).to_string()
         );
         assert_eq!(num(-2.5).to_string(), quote!((-2.5f64)).to_string());
+    }
+
+    /// Stores of constants and copies of an input go through a table from
+    /// [`TABLE_MIN`] of them into one array; fewer stay single stores, as
+    /// do computed values.
+    #[test]
+    fn many_constant_or_copied_outputs_are_tabled() {
+        use crate::sym::{Function, Graph};
+        use hamel_kernel::{Arg, Kernel};
+        let emitted = |n: usize| {
+            let mut g = Graph::new();
+            let x: Vec<_> = (0..n).map(|i| g.symbol(&format!("x{i}"))).collect();
+            let consts: Vec<_> = (0..n).map(|i| g.constant(0.5 + i as f64)).collect();
+            let sum = g.add(&x);
+            let f = Function {
+                name: Kernel::Predict,
+                inputs: vec![(Arg::W, x.clone())],
+                outputs: vec![("a".into(), x.clone()), ("b".into(), consts), ("c".into(), vec![sum])],
+                locals: Vec::new(),
+            };
+            function(&mut g, &f, Role::Once, &|_| None).unwrap().0.to_string()
+        };
+        let below = emitted(TABLE_MIN - 1);
+        assert!(!below.contains("__COPY") && !below.contains("__CONST"), "{below}");
+        let at = emitted(TABLE_MIN);
+        assert!(at.contains("__COPY") && at.contains("__CONST"), "{at}");
+        assert!(at.contains("c [0usize] ="), "a computed value is stored alone: {at}");
     }
 }
