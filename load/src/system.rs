@@ -357,22 +357,15 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn metric_at(&self, p: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) {
-        // A column at a time: the kernel is the metric's product with u.
-        let n = self.step.metric_size;
-        let (mut u, mut column) = (vec![0.0; n], vec![0.0; n]);
-        for b in 0..n {
-            u[b] = 1.0;
+        // The kernel is the metric's product with a direction.
+        hamel_runtime::columns::form(self.step.metric_size, out, |u, column| {
             let args = Args::default()
                 .with(Slot::P, p)
                 .with(Slot::Q, q)
                 .with(Slot::V, v)
-                .with(Slot::U, &u);
-            self.run(Kernel::Metric, &args, &mut [&mut column]);
-            u[b] = 0.0;
-            for (a, &k) in column.iter().enumerate() {
-                out[a * n + b] = k;
-            }
-        }
+                .with(Slot::U, u);
+            self.run(Kernel::Metric, &args, &mut [column]);
+        });
     }
 
     fn frame_check_size(&self) -> Option<(usize, usize)> {
@@ -617,23 +610,17 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn observe(&self, z: &[f64], y: &mut [f64]) -> bool {
-        // The kernel is the system's product with u: its matrix is formed a
-        // column at a time (with `b`, which every call writes).
+        // The kernel is the system's product with a direction (and `b`,
+        // which every call writes).
         let nk = self.step.observe_size;
-        let mut k = vec![0.0; nk * nk];
-        let (mut b, mut u, mut column) = (vec![0.0; nk], vec![0.0; nk], vec![0.0; nk]);
-        for j in 0..nk {
-            u[j] = 1.0;
+        let (mut k, mut b) = (vec![0.0; nk * nk], vec![0.0; nk]);
+        hamel_runtime::columns::form(nk, &mut k, |u, column| {
             let args = Args::default()
                 .with(Slot::P, &self.params)
                 .with(Slot::Z, z)
-                .with(Slot::U, &u);
-            self.run(Kernel::ObserveSystem, &args, &mut [&mut column, &mut b]);
-            u[j] = 0.0;
-            for (i, &kij) in column.iter().enumerate() {
-                k[i * nk + j] = kij;
-            }
-        }
+                .with(Slot::U, u);
+            self.run(Kernel::ObserveSystem, &args, &mut [column, &mut b]);
+        });
         let km = DMatrix::from_row_slice(nk, nk, &k);
         let mut bv = DVector::from_vec(b);
         if lu::solve_in_place(&km, &mut bv).is_err() {

@@ -9,6 +9,7 @@
 // lends the LU to compile its steps, the native kernels of run-time
 // back-ends, and the run loop's building blocks. Everything else is reached
 // through the curated `pub use` list below.
+pub mod columns;
 pub mod compose;
 pub mod control;
 pub mod diagnosis;

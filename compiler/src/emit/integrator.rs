@@ -428,7 +428,7 @@ impl<'a> Calls<'a> {
             ((Arg::Q, false), arr("q", nq)),
             ((Arg::V, false), arr("v", nv)),
             ((Arg::T, false), quote!(&[t])),
-            ((Arg::U, false), quote!(&u)),
+            ((Arg::U, false), quote!(u.try_into().expect("direction length"))),
         ];
         let pattern = sys.jacobian_pattern();
         let pattern_fn = pattern_function(sys, functions, &pattern);
@@ -1057,20 +1057,14 @@ fn observe_body(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String> 
     }
     // The kernel is the system's product with u: its matrix is formed a
     // column at a time (with `b`, which every call writes).
-    let c = calls.once(Kernel::ObserveSystem, &[quote!(&mut column), quote!(&mut b)])?;
+    let c = calls.once(
+        Kernel::ObserveSystem,
+        &[quote!(column.try_into().expect("column length")), quote!(&mut b)],
+    )?;
     let fill = quote! {
         let p = self.__params();
         let mut b = [0.0f64; #nk];
-        let mut u = [0.0f64; #nk];
-        let mut column = [0.0f64; #nk];
-        for j in 0..#nk {
-            u[j] = 1.0;
-            #c;
-            u[j] = 0.0;
-            for (i, &kij) in column.iter().enumerate() {
-                k[i * #nk + j] = kij;
-            }
-        }
+        __rt::columns::form(#nk, &mut k[..], |u, column| #c);
     };
     // A long chain's system is too large for the stack (the 128-link
     // director chain's, 384 × 384, overflowed the main thread in three
@@ -1130,7 +1124,7 @@ fn health_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String
     };
     let np = sys.params.len();
     let (n, varies) = (h.metric_size, h.metric_varies);
-    let metric = calls.once(Kernel::Metric, &[quote!(&mut column)])?;
+    let metric = calls.once(Kernel::Metric, &[quote!(column.try_into().expect("column length"))])?;
     let mut ts = quote! {
         fn metric_size(&self) -> usize {
             #n
@@ -1142,18 +1136,8 @@ fn health_methods(sys: &StepSystem, calls: &Calls) -> Result<TokenStream, String
 
         fn metric_at(&self, p: &[f64], q: &[f64], v: &[f64], out: &mut [f64]) {
             let p: [f64; #np] = p.try_into().expect("parameter count");
-            // A column at a time: the kernel is the metric's product with u.
-            let out = &mut out[..#n * #n];
-            let mut u = [0.0f64; #n];
-            let mut column = [0.0f64; #n];
-            for b in 0..#n {
-                u[b] = 1.0;
-                #metric;
-                u[b] = 0.0;
-                for (a, &k) in column.iter().enumerate() {
-                    out[a * #n + b] = k;
-                }
-            }
+            // The kernel is the metric's product with a direction.
+            __rt::columns::form(#n, out, |u, column| #metric);
         }
     };
     if let Some((rows, cols, _)) = &h.frame_check {
