@@ -321,6 +321,27 @@ mod tests {
         }
     }
 
+    /// The recurrence `{name}_k = step(g, {name}_{k−1}, y_k)` from 1, as
+    /// locals, with each member's expansion (its definition substituted).
+    fn recurrence(
+        g: &mut Graph,
+        name: &str,
+        ys: &[Id],
+        step: impl Fn(&mut Graph, Id, Id) -> Id,
+    ) -> (Vec<(Id, Id)>, crate::sym::SubstMap) {
+        let (mut locals, mut expand) = (Vec::new(), crate::sym::SubstMap::default());
+        let mut prev = g.constant(1.0);
+        for (k, &y) in ys.iter().enumerate() {
+            let a = g.symbol(&format!("{name}{k}"));
+            let def = step(g, prev, y);
+            let e = g.substitute(def, &expand);
+            expand.insert(a, e);
+            locals.push((a, def));
+            prev = a;
+        }
+        (locals, expand)
+    }
+
     /// Expressions that read a recurrence kept as locals (`a_k = a_{k−1} ·
     /// y_k + sin(x y_k)`, read by a sum and a product): their values,
     /// tangents and gradients through the locals, the derivative along a
@@ -328,23 +349,16 @@ mod tests {
     /// are those of the same expressions with the definitions substituted.
     #[test]
     fn locals_are_their_definitions() {
-        use crate::sym::{directional, Differentiator, SubstMap};
+        use crate::sym::{directional, Differentiator};
         let mut g = Graph::new();
         let x = g.symbol("x");
         let ys: Vec<Id> = (0..6).map(|k| g.symbol(&format!("y{k}"))).collect();
-        let (mut locals, mut expand) = (Vec::new(), SubstMap::default());
-        let mut prev = g.constant(1.0);
-        for (k, &y) in ys.iter().enumerate() {
-            let a = g.symbol(&format!("a{k}"));
+        let (locals, expand) = recurrence(&mut g, "a", &ys, |g, prev, y| {
             let xy = g.mul2(x, y);
             let s = g.call(Func::Sin, xy);
             let prod = g.mul2(prev, y);
-            let def = g.add2(prod, s);
-            let e = g.substitute(def, &expand);
-            expand.insert(a, e);
-            locals.push((a, def));
-            prev = a;
-        }
+            g.add2(prod, s)
+        });
         let (a2, a5) = (locals[2].0, locals[5].0);
         let sq = g.powf(a5, 2.0);
         let r0 = g.add(&[a2, sq, x]);
@@ -403,17 +417,10 @@ mod tests {
         // Degree through locals: `b_k = b_{k−1} y_k + x` is of degree k + 1
         // in the ys, so b_2 b_5 of 3 + 6, as once substituted; a sine of
         // them is of no bounded degree.
-        let (mut poly, mut expand) = (Vec::new(), SubstMap::default());
-        let mut prev = g.constant(1.0);
-        for (k, &y) in ys.iter().enumerate() {
-            let b = g.symbol(&format!("b{k}"));
+        let (poly, expand) = recurrence(&mut g, "b", &ys, |g, prev, y| {
             let prod = g.mul2(prev, y);
-            let def = g.add2(prod, x);
-            let e = g.substitute(def, &expand);
-            expand.insert(b, e);
-            poly.push((b, def));
-            prev = b;
-        }
+            g.add2(prod, x)
+        });
         let r = g.mul2(poly[2].0, poly[5].0);
         let r_flat = g.substitute(r, &expand);
         for d in [8, 9] {
