@@ -128,8 +128,9 @@ pub struct StepSystem {
     /// `None` until derived
     pub health: Option<super::health::HealthKernels>,
     /// the momenta `p = ∂l/∂ξ` in the physical symbols (they may read
-    /// [`StepSystem::physical_locals`]), where the scheme derived them and
-    /// they are affine in the velocities: [`StepSystem::add_health`] takes
+    /// [`StepSystem::physical_locals`]), where the scheme derived them
+    /// through a tableau, or else affine in the velocities:
+    /// [`StepSystem::add_health`] takes
     /// their derivative for the kinetic metric instead of differentiating
     /// the energy twice, which on a director chain builds O(N³) nodes
     pub momenta: Option<Vec<Id>>,
