@@ -461,6 +461,31 @@ fn commutator(a: &[((usize, usize), f64)], b: &[((usize, usize), f64)]) -> BTree
 
 /// A dense LU with partial pivoting, for solving the normal equations of
 /// many brackets against one Gram matrix.
+/// Disjoint sets of `0..n` (union–find with path halving, each set's root
+/// its smallest member): the blocks of a frame, and of its Gram matrix.
+struct Sets(Vec<usize>);
+
+impl Sets {
+    fn new(n: usize) -> Sets {
+        Sets((0..n).collect())
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+
+    fn union(&mut self, x: usize, y: usize) {
+        let (rx, ry) = (self.find(x), self.find(y));
+        if rx != ry {
+            self.0[rx.max(ry)] = rx.min(ry);
+        }
+    }
+}
+
 /// The Gram matrix `G_ij = Σ_pos Â_i[pos] Â_j[pos]` of the frame's
 /// matrices by its diagonal blocks (the components of "has an entry where
 /// the other has one"), each factored.
@@ -473,24 +498,15 @@ impl GramBlocks {
     /// The blocks of the matrices whose entries `at` lists by position:
     /// `None` where one is singular (the matrices are dependent).
     fn factor(m: usize, at: &BTreeMap<(usize, usize), Vec<(usize, f64)>>) -> Option<GramBlocks> {
-        let mut root: Vec<usize> = (0..m).collect();
-        fn find(root: &mut [usize], mut a: usize) -> usize {
-            while root[a] != a {
-                root[a] = root[root[a]];
-                a = root[a];
-            }
-            a
-        }
+        let mut sets = Sets::new(m);
         for list in at.values() {
             for w in list.windows(2) {
-                let (ra, rb) = (find(&mut root, w[0].0), find(&mut root, w[1].0));
-                root[ra] = rb;
+                sets.union(w[0].0, w[1].0);
             }
         }
         let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for a in 0..m {
-            let r = find(&mut root, a);
-            members.entry(r).or_default().push(a);
+            members.entry(sets.find(a)).or_default().push(a);
         }
         let mut local = vec![0usize; m];
         let mut of = vec![0usize; m];
@@ -636,36 +652,23 @@ fn det_dense(mut a: Vec<Vec<f64>>) -> f64 {
 fn split(g: &Graph, psi: &[Vec<Id>], q: &[Id]) -> Vec<Block> {
     let n = q.len();
     let m = psi.first().map_or(0, Vec::len);
-    let mut parent: Vec<usize> = (0..n + m).collect();
-    fn find(p: &mut [usize], mut x: usize) -> usize {
-        while p[x] != x {
-            p[x] = p[p[x]];
-            x = p[x];
-        }
-        x
-    }
-    fn union(p: &mut [usize], x: usize, y: usize) {
-        let (rx, ry) = (find(p, x), find(p, y));
-        if rx != ry {
-            p[rx.max(ry)] = rx.min(ry);
-        }
-    }
+    let mut parent = Sets::new(n + m);
     for (i, row) in psi.iter().enumerate() {
         for (a, &e) in row.iter().enumerate() {
             if g.is_const(e, 0.0) {
                 continue;
             }
-            union(&mut parent, i, n + a);
+            parent.union(i, n + a);
             for (j, &qj) in q.iter().enumerate() {
                 if g.depends_on(e, &[qj]) {
-                    union(&mut parent, j, n + a);
+                    parent.union(j, n + a);
                 }
             }
         }
     }
     let mut blocks: Vec<(usize, Block)> = Vec::new();
     for x in 0..n + m {
-        let r = find(&mut parent, x);
+        let r = parent.find(x);
         let k = match blocks.iter().position(|(root, _)| *root == r) {
             Some(k) => k,
             None => {

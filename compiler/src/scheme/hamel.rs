@@ -12,7 +12,8 @@
 use crate::model::Model;
 use crate::sym::vector::midpoint;
 use crate::sym::{
-    affine_in, directional, gradient, hessian, restage, symmetric_jacobian, Applied, Graph, Id, SubstMap,
+    affine_in, directional, gradient, hessian, restage, saddle_product, symmetric_jacobian, Applied, Graph, Id,
+    SubstMap,
 };
 
 use super::frame::Frame;
@@ -166,9 +167,8 @@ pub fn derive(model: &Model, kin: Kinematics, tableau: super::TableauChoice) -> 
     if let Some(s) = &sparse {
         tableau::attach(&mut g, &mut draft, s, (&q, &stage_q), (&v, &xi1));
     }
-    if let (Some(s), Some(t)) = (&sparse, &model.tableau) {
-        draft.physical_locals = tableau::physical_locals(t, s);
-    }
+    // The physical kernels read the tableau as the free motion does.
+    draft.physical_locals = mech.locals.clone();
     let mut sys = draft.assemble(&model, g, mech.energy);
     // The monitor reads the model's invariants through the tableau too
     // (classified above in their expanded form).
@@ -507,25 +507,14 @@ impl<'a> Step<'a> {
         let exprs: Vec<Id> = mu.iter().chain(&s.p).copied().collect();
         let (moved, locals) = restage(g, &exprs, &locals, &at_rest, "__ot");
         let (mu0, b0) = moved.split_at(m);
-        let mut product = Vec::new();
-        let mut rhs = Vec::new();
-        for (k, &a) in kept.iter().enumerate() {
-            let mut terms = vec![mu0[a]];
-            for j in 0..nc {
-                let r = rows0[j * m + a];
-                if !g.is_const(r, 0.0) {
-                    terms.push(g.mul2(r, u[nk + j]));
-                }
-            }
-            product.push(g.add(&terms));
-            rhs.push(g.sub(pi[k], b0[a]));
-        }
-        for j in 0..nc {
-            let read: Vec<usize> = (0..nk).filter(|&k| !g.is_const(rows0[j * m + kept[k]], 0.0)).collect();
-            let terms: Vec<Id> = read.into_iter().map(|k| g.mul2(rows0[j * m + kept[k]], u[k])).collect();
-            product.push(g.add(&terms));
-            rhs.push(self.zero);
-        }
+        // The kept velocities' rows and columns, and the constraint rows there.
+        let mu0_k: Vec<Id> = kept.iter().map(|&a| mu0[a]).collect();
+        let a_k: Vec<Vec<Id>> = (0..nc)
+            .map(|j| kept.iter().map(|&a| rows0[j * m + a]).collect())
+            .collect();
+        let product = saddle_product(g, &mu0_k, &a_k, &u);
+        let mut rhs: Vec<Id> = kept.iter().zip(pi).map(|(&a, &p)| g.sub(p, b0[a])).collect();
+        rhs.extend(std::iter::repeat_n(self.zero, nc));
         let applied = Applied {
             product,
             direction: u,

@@ -7,9 +7,9 @@
 //! moves the configuration. What the values mean is the runtime's
 //! (`hamel_runtime::health`); here they are only derived.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use crate::sym::{directional, gradient, Applied, Graph, Id, Node};
+use crate::sym::{directional, gradient, saddle_product, Applied, Graph, Id, Through};
 
 use super::step::{InvariantKind, StepSystem};
 
@@ -84,22 +84,7 @@ impl StepSystem {
             Some(p) => directional(g, p, &seeds, locals, "__du"),
             None => (Vec::new(), Vec::new()),
         };
-        let mut metric = Vec::with_capacity(n);
-        for (i, &mu_i) in mu.iter().enumerate() {
-            // (M u + Aᵀ u_λ)_i, over the rows that read velocity i
-            let mut terms = vec![mu_i];
-            for (k, row) in a_rows.iter().enumerate() {
-                if !g.is_const(row[i], 0.0) {
-                    terms.push(g.mul2(row[i], u[m + k]));
-                }
-            }
-            metric.push(g.add(&terms));
-        }
-        for row in &a_rows {
-            let read: Vec<usize> = (0..m).filter(|&j| !g.is_const(row[j], 0.0)).collect();
-            let terms: Vec<Id> = read.into_iter().map(|j| g.mul2(row[j], u[j])).collect();
-            metric.push(g.add(&terms));
-        }
+        let metric = saddle_product(g, &mu, &a_rows, &u);
         let all_locals: Vec<(Id, Id)> = locals.iter().chain(&rates).copied().collect();
         let metric_varies = depends_through(g, &metric, &all_locals, &q);
         let frame_check = self.frame.as_ref().map(|psi| {
@@ -121,26 +106,12 @@ impl StepSystem {
 }
 
 /// Whether any of `roots` reads a symbol of `syms`, directly or through the
-/// definitions of `locals` it reads (one walk over all of them).
+/// definitions of `locals` it reads.
 fn depends_through(g: &Graph, roots: &[Id], locals: &[(Id, Id)], syms: &[Id]) -> bool {
-    if syms.is_empty() {
-        return false;
-    }
     let wanted: HashSet<Id> = syms.iter().copied().collect();
-    let defs: HashMap<Id, Id> = locals.iter().copied().collect();
-    let mut seen = HashSet::new();
-    let mut stack = roots.to_vec();
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
-        if let Node::Sym(_) = g.node(x) {
-            if wanted.contains(&x) {
-                return true;
-            }
-            stack.extend(defs.get(&x));
-        }
-        stack.extend(g.children(x));
-    }
-    false
+    !wanted.is_empty()
+        && Through::new(g, locals)
+            .post_order(roots)
+            .iter()
+            .any(|x| wanted.contains(x))
 }

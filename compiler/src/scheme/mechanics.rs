@@ -35,9 +35,7 @@ impl Mechanics {
         let p = gradient(g, l, &v);
         let dldq = gradient(g, l, &q);
         let force = hamel_force(g, frame, &v, &p, &dldq);
-        let pv: Vec<Id> = p.iter().zip(&v).map(|(&pa, &va)| g.mul2(pa, va)).collect();
-        let pv = g.add(&pv);
-        let energy = g.sub(pv, l);
+        let energy = legendre_energy(g, &p, &v, l);
         let lt = gradient(g, l, &[time])[0];
         Mechanics {
             p,
@@ -57,6 +55,12 @@ pub(crate) struct FreeMotion {
     /// `Ψ(q)`, a row per coordinate
     pub(crate) psi: Vec<Vec<Id>>,
     pub(crate) mechanics: Mechanics,
+}
+
+/// `E = ⟨p, ξ⟩ − l`.
+pub(crate) fn legendre_energy(g: &mut Graph, p: &[Id], v: &[Id], l: Id) -> Id {
+    let pv = crate::sym::vector::dot(g, p, v);
+    g.sub(pv, l)
 }
 
 /// The force side of Hamel's equations, `ψᵀ ∂L/∂q + ad*`-bracket of the

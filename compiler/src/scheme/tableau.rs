@@ -16,7 +16,7 @@ use crate::model::{Model, Tableau};
 use crate::sym::{Differentiator, Graph, Id, SubstMap};
 
 use super::frame::Frame;
-use super::mechanics::{hamel_force, Mechanics};
+use super::mechanics::{hamel_force, legendre_energy, Mechanics};
 use super::step::Draft;
 
 /// `p` and `F` in the model's symbols and the tableau's, with the symbols'
@@ -149,7 +149,7 @@ fn total_derivative(
 /// for a model with tableau `t` whose step keeps `sparse`: the members the
 /// step does not keep (constants, such as a chain's fixed origin), then the
 /// kept members and their adjoints, each `(symbol, definition)` in order.
-pub(super) fn physical_locals(t: &Tableau, sparse: &Sparse) -> Vec<(Id, Id)> {
+fn physical_locals(t: &Tableau, sparse: &Sparse) -> Vec<(Id, Id)> {
     let kept: HashSet<Id> = sparse.symbols.iter().map(|s| s.1).collect();
     let constant = t
         .symbols
@@ -168,12 +168,10 @@ pub(super) fn physical_locals(t: &Tableau, sparse: &Sparse) -> Vec<(Id, Id)> {
 /// chain's are O(N) where expanded they are O(N²); the Lagrangian reads no
 /// time (else [`of`] keeps no tableau), so `∂l/∂t` is zero.
 pub(super) fn mechanics(g: &mut Graph, t: &Tableau, sparse: &Sparse, v: &[Id]) -> Mechanics {
-    let pv: Vec<Id> = sparse.p.iter().zip(v).map(|(&p, &x)| g.mul2(p, x)).collect();
-    let pv = g.add(&pv);
     Mechanics {
         p: sparse.p.clone(),
         force: sparse.force.clone(),
-        energy: g.sub(pv, t.lagrangian),
+        energy: legendre_energy(g, &sparse.p, v, t.lagrangian),
         lt: g.constant(0.0),
         locals: physical_locals(t, sparse),
     }

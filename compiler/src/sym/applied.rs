@@ -22,17 +22,10 @@ pub struct Applied {
 
 impl Applied {
     /// The product of the dense square matrix `rows` with a direction of
-    /// symbols named `{prefix}{j}`, over its entries that are not zero.
+    /// symbols named `{prefix}{j}`.
     pub fn of_rows(g: &mut Graph, rows: &[Vec<Id>], prefix: &str) -> Applied {
         let direction: Vec<Id> = (0..rows.len()).map(|j| g.symbol(&format!("{prefix}{j}"))).collect();
-        let product = rows
-            .iter()
-            .map(|row| {
-                let read: Vec<usize> = (0..row.len()).filter(|&j| !g.is_const(row[j], 0.0)).collect();
-                let terms: Vec<Id> = read.into_iter().map(|j| g.mul2(row[j], direction[j])).collect();
-                g.add(&terms)
-            })
-            .collect();
+        let product = super::vector::matvec(g, rows, &direction);
         Applied {
             product,
             direction,
@@ -48,6 +41,21 @@ impl Applied {
             locals: self.locals.iter().map(|&(s, d)| (s, g.substitute(d, map))).collect(),
         }
     }
+}
+
+/// The product of a saddle-point matrix `[[M, Aᵀ], [A, 0]]` with a
+/// direction `u = (u_v, u_λ)`, `[M u_v + Aᵀ u_λ; A u_v]`, given `M u_v` and
+/// the rows of `A` (the constrained kinetic metric, the midpoint step's
+/// observation system).
+pub fn saddle_product(g: &mut Graph, m_u: &[Id], a_rows: &[Vec<Id>], u: &[Id]) -> Vec<Id> {
+    let (u_v, u_l) = u.split_at(m_u.len());
+    let at_ul = super::vector::matvec_t(g, a_rows, u_l); // empty without rows
+    let mut out = Vec::with_capacity(u.len());
+    for (i, &mu_i) in m_u.iter().enumerate() {
+        out.push(at_ul.get(i).map_or(mu_i, |&t| g.add2(mu_i, t)));
+    }
+    out.extend(super::vector::matvec(g, a_rows, u_v));
+    out
 }
 
 /// `exprs`, which read `locals` (`(symbol, definition)` in order), at the

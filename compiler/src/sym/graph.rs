@@ -572,33 +572,17 @@ impl Graph {
         if locals.is_empty() {
             return self.degree_at_most(roots, syms, d);
         }
-        let defs: HashMap<Id, Id> = locals.iter().copied().collect();
-        let children = |id: Id| match defs.get(&id) {
-            Some(&def) => vec![def],
-            None => self.children(id),
-        };
+        let through = Through::new(self, locals);
         let mut degree: HashMap<Id, u32> = syms.iter().map(|&s| (s, 1)).collect();
-        // Iterative post-order: a chain's locals read one another in a
-        // sequence as long as the chain.
-        let mut stack: Vec<(Id, bool)> = roots.iter().map(|&r| (r, false)).collect();
-        while let Some((id, expanded)) = stack.pop() {
+        for id in through.post_order(roots) {
             if degree.contains_key(&id) {
                 continue;
             }
-            if !expanded {
-                stack.push((id, true));
-                stack.extend(
-                    children(id)
-                        .into_iter()
-                        .filter(|c| !degree.contains_key(c))
-                        .map(|c| (c, false)),
-                );
-                continue;
-            }
             let of = |x: Id| degree.get(&x).copied().unwrap_or(0);
-            let deg = match defs.get(&id) {
-                Some(&def) => of(def),
-                None => self.node_degree(id, &of).unwrap_or(0),
+            // A constant or symbol has none, a local its definition's.
+            let deg = match self.node_degree(id, &of) {
+                Some(deg) => deg,
+                None => through.children(id).first().map_or(0, |&def| of(def)),
             };
             degree.insert(id, deg);
         }
@@ -728,6 +712,60 @@ impl Graph {
             Node::Const(bits) if f64::from_bits(*bits) < 0.0 => format!("({})", self.display(id)),
             _ => self.display(id),
         }
+    }
+}
+
+/// The graph read through locals ([`super::Function::locals`]): a local
+/// symbol's one child is its definition, so that walks, values, tangents
+/// and degrees pass through it.
+pub struct Through<'g> {
+    g: &'g Graph,
+    defs: HashMap<Id, Id>,
+}
+
+impl<'g> Through<'g> {
+    /// `g` with the symbols of `locals`, `(symbol, definition)`, standing
+    /// for their definitions.
+    pub fn new(g: &'g Graph, locals: &[(Id, Id)]) -> Self {
+        Through {
+            g,
+            defs: locals.iter().copied().collect(),
+        }
+    }
+
+    /// The children of a node, in order: a local's definition alone.
+    pub fn children(&self, id: Id) -> Vec<Id> {
+        match self.defs.get(&id) {
+            Some(&def) => vec![def],
+            None => self.g.children(id),
+        }
+    }
+
+    /// Every node `roots` reach, each once, children before their parents.
+    /// Iterative: expressions can be deeper than a recursion's stack allows
+    /// (long sums built term by term, a chain's locals reading one another
+    /// in a sequence as long as the chain).
+    pub fn post_order(&self, roots: &[Id]) -> Vec<Id> {
+        let mut order = Vec::new();
+        let mut done: HashMap<Id, ()> = HashMap::default();
+        let mut stack: Vec<(Id, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((id, expanded)) = stack.pop() {
+            if done.contains_key(&id) {
+                continue;
+            }
+            if expanded {
+                done.insert(id, ());
+                order.push(id);
+                continue;
+            }
+            stack.push((id, true));
+            for c in self.children(id).into_iter().rev() {
+                if !done.contains_key(&c) {
+                    stack.push((c, false));
+                }
+            }
+        }
+        order
     }
 }
 

@@ -11,9 +11,9 @@ pub mod tangent;
 pub mod tape;
 pub mod vector;
 
-pub use applied::{restage, Applied};
+pub use applied::{restage, saddle_product, Applied};
 pub use diff::{affine_in, directional, gradient, hessian, jacobian, symmetric_jacobian, Differentiator};
 pub use function::Function;
-pub use graph::{Func, Graph, Id, Node, SubstMap};
+pub use graph::{Func, Graph, Id, Node, SubstMap, Through};
 pub use tangent::Point;
 pub use tape::{Op, Operand, Tape};

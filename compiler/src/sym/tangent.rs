@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::graph::{pow_value, Func, Graph, Id, Node};
+use super::graph::{pow_value, Func, Graph, Id, Node, Through};
 
 /// The nodes some roots reach, children before parents, and their values
 /// at one point.
@@ -38,36 +38,13 @@ impl Point {
     /// is its definition's value ([`super::Function::locals`]): its one
     /// child, through which tangents and gradients pass as well.
     pub fn with_locals(g: &Graph, roots: &[Id], locals: &[(Id, Id)], value_of: &dyn Fn(u32) -> f64) -> Self {
-        let defs: HashMap<Id, Id> = locals.iter().copied().collect();
-        let children = |id: Id| match defs.get(&id) {
-            Some(&def) => vec![def],
-            None => g.children(id),
-        };
-        let mut order = Vec::new();
-        let mut index: HashMap<Id, usize> = HashMap::default();
-        // Iterative post-order: expressions can be deep (long sums built
-        // term by term), deeper than a recursion's stack allows.
-        let mut stack: Vec<(Id, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
-        while let Some((id, expanded)) = stack.pop() {
-            if index.contains_key(&id) {
-                continue;
-            }
-            if expanded {
-                index.insert(id, order.len());
-                order.push(id);
-                continue;
-            }
-            stack.push((id, true));
-            for c in children(id).into_iter().rev() {
-                if !index.contains_key(&c) {
-                    stack.push((c, false));
-                }
-            }
-        }
+        let through = Through::new(g, locals);
+        let order = through.post_order(roots);
+        let index: HashMap<Id, usize> = order.iter().enumerate().map(|(k, &id)| (id, k)).collect();
         let (mut kids, mut first) = (Vec::new(), Vec::with_capacity(order.len() + 1));
         for &id in &order {
             first.push(kids.len());
-            kids.extend(children(id).into_iter().map(|c| index[&c]));
+            kids.extend(through.children(id).into_iter().map(|c| index[&c]));
         }
         first.push(kids.len());
         let mut point = Self {
