@@ -2,7 +2,7 @@
 //! repository root, and a fresh scratch directory.
 #![allow(dead_code)] // each test file uses what it needs
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `hamel args…` from the repository root: exit code, stdout, stderr.
@@ -19,17 +19,44 @@ pub fn hamel(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-/// A scratch directory for this process and `name`, emptied.
-pub fn tmp(name: &str) -> PathBuf {
+/// A scratch directory for this process and `name`, emptied, and removed
+/// again when the guard drops: a test run leaves nothing in the temporary
+/// directory (a thousand runs had left 3 GB there and filled a CI disk).
+pub fn tmp(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("hamel-cli-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    Scratch(d)
 }
 
 /// [`tmp`], created: an empty scratch directory that exists (model and input
 /// files are written into it).
-pub fn scratch(name: &str) -> PathBuf {
+pub fn scratch(name: &str) -> Scratch {
     let d = tmp(name);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// A path removed when dropped (a directory, or the file a test made of it); reads as the [`Path`] it holds.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // A test may have made the path a file instead.
+        if std::fs::remove_dir_all(&self.0).is_err() {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
 }
