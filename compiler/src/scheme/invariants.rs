@@ -331,8 +331,10 @@ fn solve_least_squares(mut a: Vec<Vec<f64>>, nv: usize) -> Option<Vec<f64>> {
         for r in lower.iter_mut() {
             let f = r[col] / pivot_row[col];
             if f != 0.0 {
-                for k in col..=n {
-                    r[k] -= f * pivot_row[k];
+                // Zipped slices: no bounds checks, so the loop vectorizes
+                // (indexed, it was a fifth of a 256-link derivation).
+                for (x, p) in r[col..=n].iter_mut().zip(&pivot_row[col..=n]) {
+                    *x -= f * p;
                 }
             }
         }
