@@ -33,8 +33,8 @@ pub use hamel_macros::Integrator;
 pub use hamel_runtime as runtime;
 pub use hamel_runtime::{
     nalgebra, simulate, simulate_controlled, simulate_with, DynState, DynStepper, InvariantKind, Kernels, Monitor,
-    NameList, NewtonMemory, NewtonOptions, NewtonStats, RunSummary, State, StateOf, StepError, StepSystem, Stepper,
-    StepperOf,
+    NameList, NewtonMemory, NewtonOptions, NewtonStats, RunSummary, SharedStepper, State, StateOf, StepError,
+    StepSystem, Stepper, StepperOf,
 };
 
 /// Loading and stepping model files at run time (feature `load`).

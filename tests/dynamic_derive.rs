@@ -1,12 +1,13 @@
 //! A derived step of more unknowns than `cost::MAX_FIXED_UNKNOWNS` is sized
-//! at run time (`DynState`, `DynStepper`): the 37-link director chain (370
+//! at run time (`DynState`, and a `SharedStepper`: the runtime's stepper
+//! through `dyn Kernels`, not compiled again in the deriving crate): the 37-link director chain (370
 //! unknowns), whose fixed-size stepper would hold a 1.1 MB Jacobian inline,
 //! steps on an ordinary test thread's stack and takes the interpreter's
 //! steps to the bit, its Jacobian written as its pattern's values.
 
 use std::path::Path;
 
-use hamel::{DynState, DynStepper, Integrator, Kernels};
+use hamel::{DynState, DynStepper, Integrator, Kernels, SharedStepper};
 
 #[derive(Integrator)]
 #[hamel(
@@ -38,7 +39,7 @@ fn a_director_chain_of_370_unknowns_is_sized_at_run_time_and_steps_as_the_interp
     let mut s: DynState = c.initial("sway").unwrap();
     let mut r = sys.initial("sway").unwrap();
     assert_eq!(bits(s.z.as_slice()), bits(r.z.as_slice()));
-    let mut st: DynStepper<'_, Director37> = c.stepper(0.01).unwrap();
+    let mut st: SharedStepper<'_> = c.stepper(0.01).unwrap();
     let mut rt = DynStepper::new(&sys, 0.01).unwrap();
     for k in 0..10 {
         st.step(&mut s).unwrap();

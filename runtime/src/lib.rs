@@ -26,6 +26,7 @@ mod memory;
 mod monitor;
 mod newton;
 mod packed_band;
+mod shared;
 mod sparse_band;
 mod state;
 mod system;
@@ -36,6 +37,7 @@ pub use memory::NewtonMemory;
 pub use monitor::{Conditioning, Health, InvariantReport, Monitor};
 pub use newton::{NewtonOptions, NewtonStats};
 pub use run::{drive, simulate, simulate_controlled, simulate_with, Ended, Host, RunSummary};
+pub use shared::SharedStepper;
 pub use state::{DynState, State, StateOf};
 pub use system::{DynStepper, Linearization, OwnedStepper, StepSystem, Stepper, StepperOf};
 

@@ -324,7 +324,9 @@ impl Dims {
     fn stepper(&self) -> (TokenStream, TokenStream) {
         let (nz, nx) = (self.nz, self.nx);
         if self.dynamic {
-            (quote!(__rt::DynStepper<'_, Self>), quote!(__rt::DynStepper))
+            // Through `dyn Kernels`: the stepper's code is the runtime's,
+            // not compiled again in the deriving crate.
+            (quote!(__rt::SharedStepper<'_>), quote!(__rt::SharedStepper))
         } else {
             (quote!(__rt::Stepper<'_, Self, #nz, #nx>), quote!(__rt::Stepper))
         }
