@@ -317,7 +317,11 @@ fn hidden_multiplier_residual(
     }
     (0..cm.g.len())
         .map(|i| {
-            let hess: Vec<Vec<Id>> = cm.hess_g[i].iter().map(|row| here(g, row)).collect();
+            // The Hessian substituted at once (its rows one by one built
+            // the substitution map 3N times per constraint).
+            let n = cm.hess_g[i].len();
+            let flat = here(g, &cm.hess_g[i].concat());
+            let hess: Vec<Vec<Id>> = flat.chunks(n.max(1)).map(<[Id]>::to_vec).collect();
             let hv = matvec(g, &hess, vel);
             let curv = dot(g, vel, &hv);
             let s = g.add2(a[i], b[i]);

@@ -364,6 +364,17 @@ impl Graph {
         self.constant(0.0)
     }
 
+    /// Whether `a · b` is the number 0 as [`Graph::mul`] folds it: one
+    /// factor is 0 and the other finite (`0 · inf` is NaN), so that a sum
+    /// may leave the product out.
+    pub fn is_zero_product(&self, a: Id, b: Id) -> bool {
+        let finite = |f: Id| match self.as_const(f) {
+            Some(c) => c.is_finite(),
+            None => !self.closed[f.index()],
+        };
+        (self.is_const(a, 0.0) && finite(b)) || (self.is_const(b, 0.0) && finite(a))
+    }
+
     /// `base ^ exp`, with numeric folding and `(x^a)^n = x^(a n)` for integer `n`.
     pub fn pow(&mut self, base: Id, exp: Id) -> Id {
         let e = self.as_const(exp);

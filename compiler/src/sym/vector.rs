@@ -4,7 +4,14 @@ use super::graph::{Graph, Id};
 
 /// `Σ a_i b_i`
 pub fn dot(g: &mut Graph, a: &[Id], b: &[Id]) -> Id {
-    let t: Vec<Id> = a.iter().zip(b).map(|(&x, &y)| g.mul2(x, y)).collect();
+    // Products that are 0 are left out: the sum is the same node, and the
+    // rows of a chain's constraint Jacobians are almost all zeros.
+    let mut t: Vec<Id> = Vec::new();
+    for (&x, &y) in a.iter().zip(b) {
+        if !g.is_zero_product(x, y) {
+            t.push(g.mul2(x, y));
+        }
+    }
     g.add(&t)
 }
 
@@ -37,16 +44,10 @@ pub fn axpy(g: &mut Graph, a: &[Id], c: Id, b: &[Id]) -> Vec<Id> {
 
 /// `A B`
 pub fn matmul(g: &mut Graph, a: &[Vec<Id>], b: &[Vec<Id>]) -> Vec<Vec<Id>> {
-    let cols = b.first().map_or(0, Vec::len);
+    // B's columns gathered once, not once per row of A.
+    let cols = transpose(b);
     a.iter()
-        .map(|row| {
-            (0..cols)
-                .map(|j| {
-                    let col: Vec<Id> = b.iter().map(|r| r[j]).collect();
-                    dot(g, row, &col)
-                })
-                .collect()
-        })
+        .map(|row| cols.iter().map(|col| dot(g, row, col)).collect())
         .collect()
 }
 
@@ -66,4 +67,30 @@ pub fn midpoint(g: &mut Graph, a: &[Id], b: &[Id]) -> Vec<Id> {
             g.mul2(half, s)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dot product that leaves its zero products out is the node the sum
+    /// with them gives; `0 · inf` is NaN, not a zero to leave out.
+    #[test]
+    fn a_dot_product_without_its_zero_products_is_the_same_node() {
+        let mut g = Graph::new();
+        let (x, y) = (g.symbol("x"), g.symbol("y"));
+        let (zero, two, inf) = (g.constant(0.0), g.constant(2.0), g.constant(f64::INFINITY));
+        let d = dot(&mut g, &[x, zero, two], &[y, x, x]);
+        let terms: Vec<Id> = [(x, y), (zero, x), (two, x)]
+            .iter()
+            .map(|&(a, b)| g.mul2(a, b))
+            .collect();
+        assert_eq!(d, g.add(&terms));
+        assert!(g.is_zero_product(zero, x) && g.is_zero_product(x, zero));
+        assert!(!g.is_zero_product(zero, inf) && !g.is_zero_product(x, y));
+        let nan = dot(&mut g, &[zero], &[inf]);
+        assert!(g.as_const(nan).is_some_and(f64::is_nan));
+        let none = dot(&mut g, &[zero, x], &[y, zero]);
+        assert!(g.is_const(none, 0.0));
+    }
 }
