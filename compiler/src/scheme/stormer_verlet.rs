@@ -317,13 +317,31 @@ fn hidden_multiplier_residual(
     }
     (0..cm.g.len())
         .map(|i| {
-            // The Hessian substituted at once (its rows one by one built
-            // the substitution map 3N times per constraint).
-            let n = cm.hess_g[i].len();
-            let flat = here(g, &cm.hess_g[i].concat());
-            let hess: Vec<Vec<Id>> = flat.chunks(n.max(1)).map(<[Id]>::to_vec).collect();
-            let hv = matvec(g, &hess, vel);
-            let curv = dot(g, vel, &hv);
+            // ∂²g(v, v) over the coordinates the constraint reads (the
+            // non-zero entries of its gradient): the Hessian's other rows and
+            // columns are zeros, whose products `dot` leaves out, so the sum
+            // is the same node as the whole Hessian's (which was O(N²) per
+            // constraint of a chain, O(N³) in all).
+            let n = cm.gq[i].len();
+            let mut reads: Vec<usize> = (0..n).filter(|&k| !g.is_const(cm.gq[i][k], 0.0)).collect();
+            // (A zero of the gradient by cancellation might leave a column
+            // of the Hessian that does not fold to 0: then all of it.)
+            let hess_i = &cm.hess_g[i];
+            if reads
+                .iter()
+                .any(|&k| (0..n).any(|l| !g.is_const(hess_i[k][l], 0.0) && !reads.contains(&l)))
+            {
+                reads = (0..n).collect();
+            }
+            let block: Vec<Id> = reads
+                .iter()
+                .flat_map(|&k| reads.iter().map(move |&l| cm.hess_g[i][k][l]))
+                .collect();
+            let block = here(g, &block);
+            let v_reads: Vec<Id> = reads.iter().map(|&k| vel[k]).collect();
+            let hess: Vec<Vec<Id>> = block.chunks(reads.len().max(1)).map(<[Id]>::to_vec).collect();
+            let hv = matvec(g, &hess, &v_reads);
+            let curv = dot(g, &v_reads, &hv);
             let s = g.add2(a[i], b[i]);
             let curv = g.add2(curv, moving[i]);
             g.sub(s, curv)

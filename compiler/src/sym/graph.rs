@@ -368,11 +368,16 @@ impl Graph {
     /// factor is 0 and the other finite (`0 · inf` is NaN), so that a sum
     /// may leave the product out.
     pub fn is_zero_product(&self, a: Id, b: Id) -> bool {
-        let finite = |f: Id| match self.as_const(f) {
+        (self.is_const(a, 0.0) && self.zero_absorbs(b)) || (self.is_const(b, 0.0) && self.zero_absorbs(a))
+    }
+
+    /// Whether `0 · f` folds to 0: `f` is a finite number or reads a
+    /// symbol (`0 · inf`, and `0 · 0^-1` left unfolded, are NaN).
+    pub fn zero_absorbs(&self, f: Id) -> bool {
+        match self.as_const(f) {
             Some(c) => c.is_finite(),
             None => !self.closed[f.index()],
-        };
-        (self.is_const(a, 0.0) && finite(b)) || (self.is_const(b, 0.0) && finite(a))
+        }
     }
 
     /// `base ^ exp`, with numeric folding and `(x^a)^n = x^(a n)` for integer `n`.

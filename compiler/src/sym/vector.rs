@@ -44,10 +44,29 @@ pub fn axpy(g: &mut Graph, a: &[Id], c: Id, b: &[Id]) -> Vec<Id> {
 
 /// `A B`
 pub fn matmul(g: &mut Graph, a: &[Vec<Id>], b: &[Vec<Id>]) -> Vec<Vec<Id>> {
-    // B's columns gathered once, not once per row of A.
+    // B's columns gathered once, not once per row of A; a row of A read at
+    // its non-zero entries only, against every column whose entries a zero
+    // absorbs (the product is then the same node as the whole row's: `dot`
+    // leaves the zero products out). A chain's constraint Jacobian times
+    // its inverse mass matrix was O(N³) written densely.
     let cols = transpose(b);
+    let absorbed: Vec<bool> = cols.iter().map(|c| c.iter().all(|&e| g.zero_absorbs(e))).collect();
     a.iter()
-        .map(|row| cols.iter().map(|col| dot(g, row, col)).collect())
+        .map(|row| {
+            let nz: Vec<usize> = (0..row.len()).filter(|&k| !g.is_const(row[k], 0.0)).collect();
+            let sparse: Vec<Id> = nz.iter().map(|&k| row[k]).collect();
+            cols.iter()
+                .zip(&absorbed)
+                .map(|(col, &absorbed)| {
+                    if absorbed {
+                        let col: Vec<Id> = nz.iter().map(|&k| col[k]).collect();
+                        dot(g, &sparse, &col)
+                    } else {
+                        dot(g, row, col)
+                    }
+                })
+                .collect()
+        })
         .collect()
 }
 
@@ -92,5 +111,27 @@ mod tests {
         assert!(g.as_const(nan).is_some_and(f64::is_nan));
         let none = dot(&mut g, &[zero, x], &[y, zero]);
         assert!(g.is_const(none, 0.0));
+    }
+
+    /// The product read at A's non-zeros is the dense product's node; a
+    /// column holding `inf` is read whole (its product with a 0 is NaN).
+    #[test]
+    fn a_matrix_product_at_the_non_zeros_is_the_dense_one() {
+        let mut g = Graph::new();
+        let (x, y) = (g.symbol("x"), g.symbol("y"));
+        let (zero, two, inf) = (g.constant(0.0), g.constant(2.0), g.constant(f64::INFINITY));
+        let a = vec![vec![x, zero, two], vec![zero, zero, y]];
+        let b = vec![vec![y, zero], vec![x, inf], vec![two, x]];
+        let p = matmul(&mut g, &a, &b);
+        for (i, row) in a.iter().enumerate() {
+            for j in 0..2 {
+                let terms: Vec<Id> = (0..3).map(|k| g.mul2(row[k], b[k][j])).collect();
+                let dense = g.add(&terms);
+                assert_eq!(p[i][j], dense, "[{i}][{j}]");
+            }
+        }
+        // The column with `inf` kept its NaN term: not y·x alone.
+        let yx = g.mul2(y, x);
+        assert_ne!(p[1][1], yx);
     }
 }
