@@ -192,9 +192,9 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
             .map(|r| r.iter().map(|&e| val(&at, e)).collect())
             .collect();
         let ortho = orthonormal(&rows);
+        let whole = (0, xi.len());
         for o in &ortho {
-            let c = dot(o, &xi);
-            xi.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
+            o.remove_from(&mut xi, whole);
         }
         point(&mut at, &mut values, &xi);
         let psi_xi: Vec<f64> = (0..nq)
@@ -276,27 +276,83 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// A row with the range of its non-zero entries: `v` holds entries
+/// `lo..lo + v.len()`. A chain's constraint rows, and the orthonormal rows
+/// made from them, touch a few links each: products and updates over the
+/// whole length made Gram–Schmidt O(N³) (a tenth of a 512-link derivation).
+struct Sparse {
+    lo: usize,
+    v: Vec<f64>,
+}
+
+impl Sparse {
+    /// `x` read at its non-zero entries.
+    fn of(x: &[f64]) -> Sparse {
+        let (lo, hi) = support(x);
+        Sparse {
+            lo,
+            v: x[lo..hi].to_vec(),
+        }
+    }
+
+    fn hi(&self) -> usize {
+        self.lo + self.v.len()
+    }
+
+    /// `x −= (x·o) o`, `x` being zero outside `range` (returned, grown to
+    /// cover `o`'s entries where it changed). Where the ranges do not meet,
+    /// `x·o` is a sum of zeros and nothing changes; where they do, the sum
+    /// over their overlap is the whole sum (the other terms are zeros, up to
+    /// the sign of a zero), so `x` ends as the dense update leaves it.
+    fn remove_from(&self, x: &mut [f64], (lo, hi): (usize, usize)) -> (usize, usize) {
+        let (a, b) = (self.lo.max(lo), self.hi().min(hi));
+        if a >= b {
+            return (lo, hi);
+        }
+        let c: f64 = x[a..b]
+            .iter()
+            .zip(&self.v[a - self.lo..b - self.lo])
+            .map(|(p, q)| p * q)
+            .sum();
+        x[self.lo..self.hi()]
+            .iter_mut()
+            .zip(&self.v)
+            .for_each(|(p, q)| *p -= c * q);
+        (lo.min(self.lo), hi.max(self.hi()))
+    }
+}
+
+/// The range from the first to past the last non-zero entry of `x`
+/// (empty: `(0, 0)`).
+fn support(x: &[f64]) -> (usize, usize) {
+    match x.iter().position(|&v| v != 0.0) {
+        Some(lo) => (lo, x.len() - x.iter().rev().position(|&v| v != 0.0).unwrap_or(0)),
+        None => (0, 0),
+    }
+}
+
 /// An orthonormal basis of the span of `rows` (Gram–Schmidt twice; rows
 /// dependent on earlier ones to 1e-10 of the longest row are dropped).
-fn orthonormal(rows: &[Vec<f64>]) -> Vec<Vec<f64>> {
+fn orthonormal(rows: &[Vec<f64>]) -> Vec<Sparse> {
     let scale = rows.iter().map(|b| dot(b, b).sqrt()).fold(0.0, f64::max);
     orthonormal_to(rows, scale)
 }
 
 /// [`orthonormal`], dropping rows left shorter than `1e-10 · scale`.
-fn orthonormal_to(rows: &[Vec<f64>], scale: f64) -> Vec<Vec<f64>> {
-    let mut ortho: Vec<Vec<f64>> = vec![];
+fn orthonormal_to(rows: &[Vec<f64>], scale: f64) -> Vec<Sparse> {
+    let mut ortho: Vec<Sparse> = vec![];
     for b in rows {
         let mut b = b.clone();
+        let mut range = support(&b);
         for _ in 0..2 {
             for o in &ortho {
-                let c = dot(&b, o);
-                b.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
+                range = o.remove_from(&mut b, range);
             }
         }
         let n = dot(&b, &b).sqrt();
         if n > 1e-10 * scale {
-            ortho.push(b.iter().map(|x| x / n).collect());
+            b.iter_mut().for_each(|x| *x /= n);
+            ortho.push(Sparse::of(&b));
         }
     }
     ortho
@@ -438,13 +494,13 @@ pub(crate) fn sample_points(seed: u64, lo: f64) -> impl FnMut() -> f64 {
 /// Whether `r` is a combination of the orthonormal rows `ortho` (of a basis
 /// whose longest row is `longest`) to round-off: the residual of `r`, taken
 /// twice for orthogonality.
-fn in_span(r: &[f64], ortho: &[Vec<f64>], longest: f64) -> bool {
+fn in_span(r: &[f64], ortho: &[Sparse], longest: f64) -> bool {
     let scale = dot(r, r).sqrt() + longest;
     let mut res = r.to_vec();
+    let mut range = support(&res);
     for _ in 0..2 {
         for o in ortho {
-            let c = dot(&res, o);
-            res.iter_mut().zip(o).for_each(|(x, y)| *x -= c * y);
+            range = o.remove_from(&mut res, range);
         }
     }
     dot(&res, &res).sqrt() <= 1e-9 * scale.max(f64::MIN_POSITIVE)
