@@ -231,8 +231,13 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
                 }
             }
             None => {
+                // One search of the momenta's nodes for all the passes.
+                let pass = at.tangents(&mech.p);
                 for (b, &s) in vs.iter().enumerate() {
-                    for (r, m_rb) in along(&mut tangent, &[(s, 1.0)], &mech.p).into_iter().enumerate() {
+                    tangent[s as usize] = 1.0;
+                    let column = pass.along(g, &|x| tangent[x as usize]);
+                    tangent[s as usize] = 0.0;
+                    for (r, m_rb) in column.into_iter().enumerate() {
                         a[r][b] = m_rb;
                     }
                 }

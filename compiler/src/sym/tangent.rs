@@ -90,6 +90,14 @@ impl Point {
     /// The derivative of each of `roots` (among those evaluated) along the
     /// direction that moves symbol `s` at rate `tangent_of(s)`.
     pub fn tangent(&self, g: &Graph, roots: &[Id], tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+        self.tangents(roots).along(g, tangent_of)
+    }
+
+    /// Derivatives of `roots` along one direction after another
+    /// ([`Tangents::along`]): the nodes they reach are found once, and one
+    /// buffer serves every pass (a pass per velocity over a chain's momenta,
+    /// thousands at 512 links, each had searched and allocated anew).
+    pub fn tangents<'p>(&'p self, roots: &'p [Id]) -> Tangents<'p> {
         // Only the nodes the roots reach: the point may hold far more (the
         // force beside the momentum), and a pass per direction visits them.
         // Visited in `order`'s order (children first), only those: a pass
@@ -106,61 +114,12 @@ impl Point {
             }
         }
         needed.sort_unstable();
-        let mut dot = vec![0.0; self.order.len()];
-        for k in needed {
-            let id = self.order[k];
-            // The children's positions, in `g.children`'s order: the
-            // operands of each node below, as its match reads them.
-            let kids = &self.kids[self.first[k]..self.first[k + 1]];
-            let d = |j: usize| dot[kids[j]];
-            let v = |j: usize| self.value[kids[j]];
-            dot[k] = match g.node(id) {
-                Node::Const(_) => 0.0,
-                Node::Sym(_) if kids.len() == 1 => d(0),
-                Node::Sym(s) => tangent_of(*s),
-                Node::Add(_) => (0..kids.len()).map(d).sum(),
-                Node::Mul(_) => {
-                    // Σ_i ḟ_i Π_{j≠i} f_j, without dividing by a zero factor.
-                    let mut sum = 0.0;
-                    for i in 0..kids.len() {
-                        let df = d(i);
-                        if df != 0.0 {
-                            let rest: f64 = (0..kids.len()).filter(|&j| j != i).map(v).product();
-                            sum += df * rest;
-                        }
-                    }
-                    sum
-                }
-                Node::Pow(_, _) => {
-                    let (db, de) = (d(0), d(1));
-                    let (bv, ev) = (v(0), v(1));
-                    let mut t = 0.0;
-                    if db != 0.0 {
-                        t += ev * pow_value(bv, ev - 1.0) * db;
-                    }
-                    if de != 0.0 {
-                        t += self.value[k] * bv.ln() * de;
-                    }
-                    t
-                }
-                Node::Call(f, _) => {
-                    let da = d(0);
-                    if da == 0.0 {
-                        0.0
-                    } else {
-                        outer(*f, v(0), self.value[k]) * da
-                    }
-                }
-                Node::Atan2(_, _) => {
-                    let (yv, xv) = (v(0), v(1));
-                    (xv * d(0) - yv * d(1)) / (xv * xv + yv * yv)
-                }
-            };
+        Tangents {
+            point: self,
+            roots,
+            needed,
+            dot: std::cell::RefCell::new(vec![0.0; self.order.len()]),
         }
-        roots
-            .iter()
-            .map(|r| self.index.get(r).map_or(0.0, |&k| dot[k]))
-            .collect()
     }
 
     /// The gradient of `root` (one of the roots) in every symbol it reads,
@@ -231,6 +190,80 @@ fn outer(f: Func, a: f64, fa: f64) -> f64 {
         Func::Sinh => a.cosh(),
         Func::Cosh => a.sinh(),
         Func::Tanh => 1.0 - fa * fa,
+    }
+}
+
+/// The nodes some roots of a [`Point`] reach, for derivatives along one
+/// direction after another ([`Point::tangents`]).
+pub struct Tangents<'p> {
+    point: &'p Point,
+    roots: &'p [Id],
+    /// the reached nodes' positions, children first
+    needed: Vec<usize>,
+    /// every pass writes each reached node before any node reads it
+    dot: std::cell::RefCell<Vec<f64>>,
+}
+
+impl Tangents<'_> {
+    /// The derivative of each root along the direction that moves symbol
+    /// `s` at rate `tangent_of(s)`: [`Point::tangent`].
+    pub fn along(&self, g: &Graph, tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+        let p = self.point;
+        let mut dot = self.dot.borrow_mut();
+        for &k in &self.needed {
+            let id = p.order[k];
+            // The children's positions, in `g.children`'s order: the
+            // operands of each node below, as its match reads them.
+            let kids = &p.kids[p.first[k]..p.first[k + 1]];
+            let d = |j: usize| dot[kids[j]];
+            let v = |j: usize| p.value[kids[j]];
+            dot[k] = match g.node(id) {
+                Node::Const(_) => 0.0,
+                Node::Sym(_) if kids.len() == 1 => d(0),
+                Node::Sym(s) => tangent_of(*s),
+                Node::Add(_) => (0..kids.len()).map(d).sum(),
+                Node::Mul(_) => {
+                    // Σ_i ḟ_i Π_{j≠i} f_j, without dividing by a zero factor.
+                    let mut sum = 0.0;
+                    for i in 0..kids.len() {
+                        let df = d(i);
+                        if df != 0.0 {
+                            let rest: f64 = (0..kids.len()).filter(|&j| j != i).map(v).product();
+                            sum += df * rest;
+                        }
+                    }
+                    sum
+                }
+                Node::Pow(_, _) => {
+                    let (db, de) = (d(0), d(1));
+                    let (bv, ev) = (v(0), v(1));
+                    let mut t = 0.0;
+                    if db != 0.0 {
+                        t += ev * pow_value(bv, ev - 1.0) * db;
+                    }
+                    if de != 0.0 {
+                        t += p.value[k] * bv.ln() * de;
+                    }
+                    t
+                }
+                Node::Call(f, _) => {
+                    let da = d(0);
+                    if da == 0.0 {
+                        0.0
+                    } else {
+                        outer(*f, v(0), p.value[k]) * da
+                    }
+                }
+                Node::Atan2(_, _) => {
+                    let (yv, xv) = (v(0), v(1));
+                    (xv * d(0) - yv * d(1)) / (xv * xv + yv * yv)
+                }
+            };
+        }
+        self.roots
+            .iter()
+            .map(|r| p.index.get(r).map_or(0.0, |&k| dot[k]))
+            .collect()
     }
 }
 
