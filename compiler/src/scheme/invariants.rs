@@ -336,6 +336,17 @@ fn support(x: &[f64]) -> (usize, usize) {
     }
 }
 
+/// `x` less its components along the orthonormal rows `ortho`, taken twice
+/// (classical Gram–Schmidt loses orthogonality in one pass).
+fn remove_span(x: &mut [f64], ortho: &[Sparse]) {
+    let mut range = support(x);
+    for _ in 0..2 {
+        for o in ortho {
+            range = o.remove_from(x, range);
+        }
+    }
+}
+
 /// An orthonormal basis of the span of `rows` (Gram–Schmidt twice; rows
 /// dependent on earlier ones to 1e-10 of the longest row are dropped).
 fn orthonormal(rows: &[Vec<f64>]) -> Vec<Sparse> {
@@ -348,12 +359,7 @@ fn orthonormal_to(rows: &[Vec<f64>], scale: f64) -> Vec<Sparse> {
     let mut ortho: Vec<Sparse> = vec![];
     for b in rows {
         let mut b = b.clone();
-        let mut range = support(&b);
-        for _ in 0..2 {
-            for o in &ortho {
-                range = o.remove_from(&mut b, range);
-            }
-        }
+        remove_span(&mut b, &ortho);
         let n = dot(&b, &b).sqrt();
         if n > 1e-10 * scale {
             b.iter_mut().for_each(|x| *x /= n);
@@ -502,12 +508,7 @@ pub(crate) fn sample_points(seed: u64, lo: f64) -> impl FnMut() -> f64 {
 fn in_span(r: &[f64], ortho: &[Sparse], longest: f64) -> bool {
     let scale = dot(r, r).sqrt() + longest;
     let mut res = r.to_vec();
-    let mut range = support(&res);
-    for _ in 0..2 {
-        for o in ortho {
-            range = o.remove_from(&mut res, range);
-        }
-    }
+    remove_span(&mut res, ortho);
     dot(&res, &res).sqrt() <= 1e-9 * scale.max(f64::MIN_POSITIVE)
 }
 
