@@ -19,7 +19,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scheme = std::env::var("SCHEME").unwrap_or_else(|_| "hamel_averaged".into());
     let src = std::fs::read_to_string(&path)?;
     let t0 = Instant::now();
-    let model = hamel_compiler::model::load_with_sizes(&path, &src, &[("N".to_string(), n)])?;
+    // N = 0: a model without sizes.
+    let sizes: Vec<(String, i64)> = (n > 0).then(|| ("N".to_string(), n)).into_iter().collect();
+    let model = hamel_compiler::model::load_with_sizes(&path, &src, &sizes)?;
     let t_load = t0.elapsed().as_secs_f64() * 1e3;
     let sys = Scheme::from_names(&scheme, None)?.derive(&model)?;
     let t_derive = t0.elapsed().as_secs_f64() * 1e3;

@@ -50,6 +50,22 @@ fn reads(g: &Graph, root: Id, candidates: &HashSet<Id>) -> Vec<Id> {
     out
 }
 
+/// Adds to `out` the `candidates` that `root` reads, entering no node of
+/// `seen` (whose candidates an earlier call added) and marking those it
+/// enters.
+fn reads_into(g: &Graph, root: Id, candidates: &HashSet<Id>, seen: &mut HashSet<Id>, out: &mut HashSet<Id>) {
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if candidates.contains(&id) {
+            out.insert(id);
+        }
+        stack.extend(g.children(id));
+    }
+}
+
 /// Derives [`Sparse`] for a model with a tableau (`None` without one, or
 /// where the Lagrangian depends on time: its derivative is not kept).
 pub(super) fn of(model: &mut Model, frame: &Frame) -> Option<Sparse> {
@@ -222,13 +238,17 @@ pub(super) fn attach(
     (v, stage_v): (&[Id], &[Id]),
 ) {
     let all: HashSet<Id> = sparse.symbols.iter().map(|s| s.1).collect();
+    // Only the union is wanted: one walk for every root, each node once (a
+    // walk per row entered the chain's shared sub-expressions once per row:
+    // a quarter of the 256-link averaged derivation).
     let mut needed: HashSet<Id> = HashSet::new();
+    let mut seen: HashSet<Id> = HashSet::new();
     for &r in draft.residual.iter().chain(&draft.next) {
-        needed.extend(reads(g, r, &all));
+        reads_into(g, r, &all, &mut seen, &mut needed);
     }
     for (_, s, d) in sparse.symbols.iter().rev() {
         if needed.contains(s) {
-            needed.extend(reads(g, *d, &all));
+            reads_into(g, *d, &all, &mut seen, &mut needed);
         }
     }
     let mut to_unknown = SubstMap::default();

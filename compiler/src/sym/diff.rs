@@ -51,11 +51,18 @@ impl Differentiator {
         self.diff_within(g, e, None)
     }
 
+    /// [`Differentiator::diff`], told which nodes read the variable
+    /// (`reads(node)`, for every node `e` reaches): the others are zero
+    /// without a walk through them. The derivative is the full walk's node.
+    pub(crate) fn diff_reading(&mut self, g: &mut Graph, e: Id, reads: &dyn Fn(Id) -> bool) -> Id {
+        self.diff_within(g, e, Some(reads))
+    }
+
     /// [`Differentiator::diff`], told which nodes depend on the variable
-    /// (`dependent[node]`, for every node `e` reaches): the others are zero
+    /// (`dependent(node)`, for every node `e` reaches): the others are zero
     /// without a walk through them.
-    fn diff_within(&mut self, g: &mut Graph, e: Id, dependent: Option<&[bool]>) -> Id {
-        if dependent.is_some_and(|d| !d[e.index()]) {
+    fn diff_within(&mut self, g: &mut Graph, e: Id, dependent: Option<&dyn Fn(Id) -> bool>) -> Id {
+        if dependent.is_some_and(|d| !d(e)) {
             return g.constant(0.0);
         }
         if let Some(&d) = self.memo.get(&e) {
@@ -275,8 +282,11 @@ fn jacobian_where(g: &mut Graph, fs: &[Id], vars: &[Id], wanted: impl Fn(usize, 
     let column: std::collections::HashMap<Id, usize> = vars.iter().enumerate().map(|(j, &v)| (v, j)).collect();
     // readers[j]: the functions that read vars[j], in order.
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); vars.len()];
+    let Some(&oldest) = vars.iter().min() else {
+        return vec![Vec::new(); fs.len()];
+    };
     for (i, &f) in fs.iter().enumerate() {
-        for s in g.symbols_read(f) {
+        for s in g.symbols_read_since(f, oldest) {
             if let Some(&j) = column.get(&s) {
                 readers[j].push(i);
             }
@@ -298,8 +308,9 @@ fn jacobian_where(g: &mut Graph, fs: &[Id], vars: &[Id], wanted: impl Fn(usize, 
         }
         up.mark_from(v, &mut dependent, &mut marked);
         let mut d = Differentiator::new(v);
+        let depends = |id: Id| dependent[id.index()];
         for &i in readers[j].iter().filter(|&&i| wanted(i, j)) {
-            rows[i][j] = d.diff_within(g, fs[i], Some(&dependent));
+            rows[i][j] = d.diff_within(g, fs[i], Some(&depends));
         }
         for &k in &marked {
             dependent[k] = false;
@@ -448,6 +459,38 @@ mod tests {
                     "({i}, {j}): {exact} vs {approx}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_derivative_told_which_nodes_read_the_variable_is_the_full_walk_s_node() {
+        // Sub-expressions older than the variable (built before it, as a
+        // model's quantities are before a step's unknowns) and ones beside
+        // it: `symbols_read_since` sees only the newer symbols, and the
+        // derivative walked only through the nodes that read the variable
+        // is the node the full walk builds.
+        let mut g = Graph::new();
+        let (a, b) = (g.symbol("a"), g.symbol("b"));
+        let ab = g.mul2(a, b);
+        let big = g.call(Func::Sin, ab);
+        let pw = g.powf(big, 2.5);
+        let x = g.symbol("x");
+        let y = g.symbol("y");
+        let xy = g.mul2(x, pw);
+        let ey = g.call(Func::Exp, y);
+        let f = g.add(&[xy, ey, pw, b]);
+        let mut since = g.symbols_read_since(f, x);
+        since.sort();
+        assert_eq!(since, vec![x, y]);
+        let mut all = g.symbols_read(f);
+        all.sort();
+        assert_eq!(all, vec![a, b, x, y]);
+        for v in [x, y] {
+            let reads = |e: Id| g.symbols_read(e).contains(&v);
+            let reading: std::collections::HashSet<Id> = (0..g.len() as u32).map(Id).filter(|&e| reads(e)).collect();
+            let masked = Differentiator::new(v).diff_reading(&mut g, f, &|e| reading.contains(&e));
+            let alone = Differentiator::new(v).diff(&mut g, f);
+            assert_eq!(masked, alone);
         }
     }
 

@@ -512,6 +512,25 @@ impl Graph {
         found
     }
 
+    /// The symbols `root` reads that are no older than `oldest`: nodes older
+    /// than it are not entered (a child is older than its parent), so the
+    /// model's quantities a step's row reaches are not walked when only the
+    /// step's own symbols are sought (a long chain's rows each reach large
+    /// shared sub-expressions of its state).
+    pub fn symbols_read_since(&self, root: Id, oldest: Id) -> Vec<Id> {
+        let (mut seen, mut stack, mut found) = (std::collections::HashSet::new(), vec![root], Vec::new());
+        while let Some(x) = stack.pop() {
+            if x < oldest || !seen.insert(x) {
+                continue;
+            }
+            match self.node(x) {
+                Node::Sym(_) => found.push(x),
+                _ => stack.extend(self.children(x)),
+            }
+        }
+        found
+    }
+
     /// True when the expression `root` contains any of the symbol nodes in `syms`.
     pub fn depends_on(&self, root: Id, syms: &[Id]) -> bool {
         self.depends_on_any(&[root], syms)

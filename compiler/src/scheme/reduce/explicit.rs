@@ -45,7 +45,10 @@ pub(crate) fn run(sys: &mut StepSystem) -> Vec<Eliminated> {
                 {
                     continue;
                 }
-                let a = crate::sym::Differentiator::new(xj).diff(g, row);
+                // Only the nodes that read x_j are walked: a row of a long
+                // chain's averaged step reaches large sub-expressions that do
+                // not (the 512-link derivation spent most of its time here).
+                let a = crate::sym::Differentiator::new(xj).diff_reading(g, row, &|e| masks.reads(e, j));
                 if g.is_const(a, 0.0) || g.as_const(a).is_some_and(|c| !c.is_finite()) {
                     continue;
                 }
