@@ -44,8 +44,20 @@ pub const DEFAULT_LIMIT_SECONDS: f64 = 600.0;
 /// (`compiler/examples/cost_accuracy.rs`). Since kinetic metrics are
 /// derived as Hessians (each pair once, [`crate::sym::hessian`]), the
 /// midpoint step's derivation grows less steeply at first and the estimates
-/// fall lower: 1.03, 0.76 and 0.69 times its time at 32, 64 and 128 links
+/// fell lower: 1.03, 0.76 and 0.69 times its time at 32, 64 and 128 links
 /// (17 s there, measured on this project's 2-core machine).
+///
+/// Measured again after the derivations of long chains became 2–20 times
+/// faster (2026-11-29, `cost_accuracy`, the chain models at 32 to 256 links
+/// and the director chain at 512): RATTLE, Störmer–Verlet and
+/// energy–momentum 0.93–1.27; the midpoint step 1.01–1.21 but 1.68 at 256
+/// links (probes at 16 and 32, where its derivation still grows as N^1.3);
+/// the averaged step 0.94–1.35 to 256 links and 0.55 at 512 (13.8 s; past
+/// 256 links it grows as N^1.75, steeper than probes at 32 and 64 foretell).
+/// A smaller steepening would centre the midpoint step's estimates and take
+/// the averaged step's further under, so it stays; the estimates are
+/// within a factor two either way, which is what a guard against hours
+/// needs (the limit is minutes).
 pub const STEEPENING: f64 = 0.25;
 
 /// An extrapolated derivation time of one scheme.
