@@ -410,6 +410,17 @@ fn chains() -> Result<Chains, Boxed> {
         "  {:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9}",
         "N", "hamel_averaged", "hamel_mid", "rattle", "stormer_verlet", "energy_momentum", "prep s"
     );
+    // Every size's contenders are timed in the same rounds: a phase of the
+    // machine (they last seconds to minutes) then slows all sizes alike
+    // instead of the sizes it happened to fall on, which tilted the fitted
+    // exponent (two runs minutes apart, sizes timed one after another: the
+    // averaged chain's 1.11 and 1.30).
+    let sets = CHAIN_SIZES
+        .iter()
+        .filter(|&&n| n <= max_cartesian)
+        .map(|&n| prepare_chain(n, [n <= max_averaged, n <= max_midpoint]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut timed = time_chains(&sets)?.into_iter();
     for &n in &CHAIN_SIZES {
         if n > max_cartesian {
             hamel_ns.push(None);
@@ -422,8 +433,7 @@ fn chains() -> Result<Chains, Boxed> {
             horizons.push(None);
             continue;
         }
-        let director = [n <= max_averaged, n <= max_midpoint];
-        let (names, ns, its, good) = chain_times(n, director)?;
+        let (names, ns, its, good) = timed.next().ok_or("a size not timed")?;
         let time_of = |name: &str| names.iter().position(|&s| s == name).map(|k| ns[k]);
         for (((row, factored), lasted), (scheme, _)) in iterations
             .iter_mut()
@@ -508,10 +518,21 @@ type ChainTimes = (Vec<&'static str>, Vec<f64>, Vec<(f64, f64)>, Vec<u64>);
 /// only where the run goes on.
 const CHECKED: u64 = 1000;
 
+/// The chain of `n` links under each scheme, compiled for the JIT, with its
+/// initial state: what [`time_chains`] times.
+struct ChainSet {
+    n: usize,
+    /// the schemes, the director ones first
+    names: Vec<&'static str>,
+    systems: Vec<hamel_load::System>,
+    starts: Vec<hamel::DynState>,
+    /// seconds of derivation and compilation
+    prep: f64,
+}
+
 /// The chain of `n` links under each scheme (the director ones first, the
-/// averaged and the midpoint one where `director` says): their names, step
-/// times and iterations; prints the table's row.
-fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
+/// averaged and the midpoint one where `director` says).
+fn prepare_chain(n: usize, director: [bool; 2]) -> Result<ChainSet, Boxed> {
     let t0 = Instant::now();
     let maximal = model_file("spherical_chain_cartesian", Some(n))?;
     let mut systems = Vec::new();
@@ -527,11 +548,24 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
         systems.push((s, compile(&maximal, s.parse()?, Backend::Jit)?));
     }
     let prep = t0.elapsed().as_secs_f64();
-    let steps = TIMED;
     let starts = systems
         .iter()
         .map(|(_, sys)| sys.initial(CHAIN_INITIAL))
         .collect::<Result<Vec<_>, _>>()?;
+    let (names, systems) = systems.into_iter().unzip();
+    Ok(ChainSet {
+        n,
+        names,
+        systems,
+        starts,
+        prep,
+    })
+}
+
+/// Times every set's schemes in the same interleaved rounds; per set, in
+/// order: names, step times, iterations and good steps; prints the rows.
+fn time_chains(sets: &[ChainSet]) -> Result<Vec<ChainTimes>, Boxed> {
+    let steps = TIMED;
     // One stepper serves every round of its contender, as it serves every
     // trajectory a user runs with it: what is timed is the step, not the
     // set-up. (Its first factorization records the sparse LU's operations,
@@ -539,63 +573,77 @@ fn chain_times(n: usize, director: [bool; 2]) -> Result<ChainTimes, Boxed> {
     // leaves out. A new stepper per round made that recording, amortized
     // over a round's steps, part of the large chains' step: 64-link director
     // chain 75 against 65 µs.)
-    let mut steppers = systems
+    let mut steppers = sets
         .iter()
-        .map(|(_, sys)| DynStepper::new(sys, 0.01))
+        .map(|set| {
+            set.systems
+                .iter()
+                .map(|sys| DynStepper::new(sys, 0.01))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut runs: Vec<Contender> = steppers
         .iter_mut()
-        .zip(&starts)
-        .map(|(stepper, start)| {
-            Box::new(move || time_steps(steps, &mut start.clone(), |s| stepper.step(s))) as Contender
+        .zip(sets)
+        .flat_map(|(steppers, set)| {
+            steppers.iter_mut().zip(&set.starts).map(move |(stepper, start)| {
+                Box::new(move || time_steps(steps, &mut start.clone(), |s| stepper.step(s))) as Contender
+            })
         })
         .collect();
-    let ns = interleaved_boxed(5, &mut runs)?;
+    let mut all_ns = interleaved_boxed(5, &mut runs)?.into_iter();
     drop(runs);
-    // Newton iterations per step over every round: what a step's time is
-    // made of besides its size (a long chain is stiffer, and at a fixed h
-    // Newton needs more iterations).
-    let iterations: Vec<(f64, f64)> = steppers
-        .iter()
-        .map(|st| {
-            let steps = st.stats.steps.max(1) as f64;
-            (
-                st.stats.iterations as f64 / steps,
-                st.stats.factorizations as f64 / steps,
-            )
-        })
-        .collect();
-    // How far each run goes with a fresh stepper.
-    let horizon = CHECKED;
-    let lasts: Vec<u64> = systems
-        .iter()
-        .zip(&starts)
-        .map(|((_, sys), start)| {
-            let mut stepper = DynStepper::new(sys, 0.01)?;
-            let mut s = start.clone();
-            let good = (0..horizon).take_while(|_| stepper.step(&mut s).is_ok()).count();
-            Ok(good as u64)
-        })
-        .collect::<Result<_, Boxed>>()?;
-    let names: Vec<&'static str> = systems.iter().map(|(name, _)| *name).collect();
-    for (name, &good) in names.iter().zip(&lasts).filter(|&(_, &good)| good < horizon) {
-        println!("  ({name} at N = {n} fails at step {good} of {horizon})");
-    }
-    let cell = |name: &str| {
-        names
+    let mut out = Vec::new();
+    for (set, steppers) in sets.iter().zip(&steppers) {
+        let ns: Vec<f64> = all_ns.by_ref().take(set.systems.len()).collect();
+        // Newton iterations per step over every round: what a step's time is
+        // made of besides its size (a long chain is stiffer, and at a fixed h
+        // Newton needs more iterations).
+        let iterations: Vec<(f64, f64)> = steppers
             .iter()
-            .position(|&s| s == name)
-            .map_or("-".to_string(), |k| format!("{:.0}", ns[k]))
-    };
-    println!(
-        "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {prep:>9.1}",
-        cell("hamel_averaged"),
-        cell("hamel_midpoint"),
-        cell("rattle"),
-        cell("stormer_verlet"),
-        cell("energy_momentum")
-    );
-    Ok((names, ns, iterations, lasts))
+            .map(|st| {
+                let steps = st.stats.steps.max(1) as f64;
+                (
+                    st.stats.iterations as f64 / steps,
+                    st.stats.factorizations as f64 / steps,
+                )
+            })
+            .collect();
+        // How far each run goes with a fresh stepper.
+        let horizon = CHECKED;
+        let lasts: Vec<u64> = set
+            .systems
+            .iter()
+            .zip(&set.starts)
+            .map(|(sys, start)| {
+                let mut stepper = DynStepper::new(sys, 0.01)?;
+                let mut s = start.clone();
+                let good = (0..horizon).take_while(|_| stepper.step(&mut s).is_ok()).count();
+                Ok(good as u64)
+            })
+            .collect::<Result<_, Boxed>>()?;
+        let (n, names) = (set.n, &set.names);
+        for (name, &good) in names.iter().zip(&lasts).filter(|&(_, &good)| good < horizon) {
+            println!("  ({name} at N = {n} fails at step {good} of {horizon})");
+        }
+        let cell = |name: &str| {
+            names
+                .iter()
+                .position(|&s| s == name)
+                .map_or("-".to_string(), |k| format!("{:.0}", ns[k]))
+        };
+        println!(
+            "  {n:>3} {:>12} {:>12} {:>12} {:>14} {:>16} {:>9.1}",
+            cell("hamel_averaged"),
+            cell("hamel_midpoint"),
+            cell("rattle"),
+            cell("stormer_verlet"),
+            cell("energy_momentum"),
+            set.prep
+        );
+        out.push((names.clone(), ns, iterations, lasts));
+    }
+    Ok(out)
 }
 
 /// Rows of `render::CHAIN_SCHEMES`, in order, as an object keyed by scheme.
@@ -661,6 +709,7 @@ fn summary(sphere: &SphereTimes, dsp: &DspTimes, chains: &Chains) -> serde_json:
             "factorizations_per_step": by_scheme(factorizations.clone()),
             "initial": CHAIN_INITIAL,
             "timed_steps": TIMED,
+            "sizes_interleaved": true,
             "checked_steps": horizons,
             "good_steps": by_scheme(lasts.clone()),
             "fastest_ns": fastest.iter().map(|f| f.map(|(ns, _)| ns)).collect::<Vec<_>>(),

@@ -91,7 +91,14 @@ pub fn render(r: &Value) -> String {
     let timed = c["timed_steps"]
         .as_u64()
         .map_or("4000/N steps".to_string(), |t| format!("{t} steps"));
-    out += &format!("\nSpherical chains (JIT, h = 0.01, from `{initial}`, {timed} a round), µs per step:\n\n");
+    // Since 2026-11-29 every size is timed in the same rounds.
+    let together = if c["sizes_interleaved"].as_bool() == Some(true) {
+        ", every size and scheme in each round"
+    } else {
+        ""
+    };
+    out +=
+        &format!("\nSpherical chains (JIT, h = 0.01, from `{initial}`, {timed} a round{together}), µs per step:\n\n");
     out += "| N | averaged Hamel | midpoint Hamel | RATTLE | Störmer–Verlet | energy–momentum |\n|---|---|---|---|---|---|\n";
     let sizes = c["sizes"].as_array().cloned().unwrap_or_default();
     for (k, n) in sizes.iter().enumerate() {
