@@ -34,18 +34,9 @@ pub(super) struct Sparse {
 /// The symbols of `candidates` that `root` reads, each once, by a walk of
 /// `root` alone (the graph as a whole is far larger than one definition).
 fn reads(g: &Graph, root: Id, candidates: &HashSet<Id>) -> Vec<Id> {
-    let mut seen = HashSet::new();
-    let mut stack = vec![root];
-    let mut out = Vec::new();
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        if candidates.contains(&id) {
-            out.push(id);
-        }
-        stack.extend(g.children(id));
-    }
+    let mut found = HashSet::new();
+    reads_into(g, root, candidates, &mut HashSet::new(), &mut found);
+    let mut out: Vec<Id> = found.into_iter().collect();
     out.sort();
     out
 }
