@@ -232,7 +232,7 @@ fn conserved(model: &Model, graph: &Graph, j: Id, metric: Option<&[Vec<Id>]>, fr
             }
             None => {
                 // One search of the momenta's nodes for all the passes.
-                let pass = at.tangents(&mech.p);
+                let mut pass = at.tangents(&mech.p);
                 for (b, &s) in vs.iter().enumerate() {
                     tangent[s as usize] = 1.0;
                     let column = pass.along(g, &|x| tangent[x as usize]);

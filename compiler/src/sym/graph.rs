@@ -499,17 +499,7 @@ impl Graph {
     /// The symbol nodes `root` reads, each once, in the order a depth-first
     /// walk from `root` meets them.
     pub fn symbols_read(&self, root: Id) -> Vec<Id> {
-        let (mut seen, mut stack, mut found) = (std::collections::HashSet::new(), vec![root], Vec::new());
-        while let Some(x) = stack.pop() {
-            if !seen.insert(x) {
-                continue;
-            }
-            match self.node(x) {
-                Node::Sym(_) => found.push(x),
-                _ => stack.extend(self.children(x)),
-            }
-        }
-        found
+        self.symbols_read_since(root, Id(0))
     }
 
     /// The symbols `root` reads that are no older than `oldest`: nodes older

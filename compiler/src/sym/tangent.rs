@@ -118,7 +118,7 @@ impl Point {
             point: self,
             roots,
             needed,
-            dot: std::cell::RefCell::new(vec![0.0; self.order.len()]),
+            dot: vec![0.0; self.order.len()],
         }
     }
 
@@ -201,15 +201,15 @@ pub struct Tangents<'p> {
     /// the reached nodes' positions, children first
     needed: Vec<usize>,
     /// every pass writes each reached node before any node reads it
-    dot: std::cell::RefCell<Vec<f64>>,
+    dot: Vec<f64>,
 }
 
 impl Tangents<'_> {
     /// The derivative of each root along the direction that moves symbol
     /// `s` at rate `tangent_of(s)`: [`Point::tangent`].
-    pub fn along(&self, g: &Graph, tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
+    pub fn along(&mut self, g: &Graph, tangent_of: &dyn Fn(u32) -> f64) -> Vec<f64> {
         let p = self.point;
-        let mut dot = self.dot.borrow_mut();
+        let dot = &mut self.dot;
         for &k in &self.needed {
             let id = p.order[k];
             // The children's positions, in `g.children`'s order: the
