@@ -114,7 +114,7 @@ where
     /// Declares that the matrices to factor have zeros outside `pattern`
     /// (`(row, column)` pairs): banded factorizations then pivot with a
     /// threshold (a row within a factor 10 of the largest, the nearest the
-    /// diagonal; a pivot kept while it is not below a thousandth of the
+    /// diagonal; a pivot kept while it is not below `1e-5` times the
     /// largest: the last factorization's, or those the Newton step loads
     /// from the state) and replay the banded LU's operations on the pattern's entries
     /// and their fill-in only (see the private module `sparse_band`). No
