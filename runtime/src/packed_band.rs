@@ -39,6 +39,14 @@ pub(crate) fn factor(
     n: usize,
     threshold: f64,
 ) -> Result<(), FactorError> {
+    let big = load(s, ab, (kl, ku), n)?;
+    eliminate(ab, perm, (kl, ku), n, big, |_, col| pivot(col, threshold))
+}
+
+/// The band of the column-major `n × n` matrix `s` into `ab` (the fill-in
+/// rows zeroed), its entries checked as the full factorization does: their
+/// largest magnitude, or why it cannot be factored.
+pub(crate) fn load(s: &[f64], ab: &mut [f64], (kl, ku): (usize, usize), n: usize) -> Result<f64, FactorError> {
     let ld = leading(kl, ku);
     let row_end = |k: usize| (k + kl + 1).min(n);
     let mut checks = crate::lu::EntryChecks::new();
@@ -51,8 +59,7 @@ pub(crate) fn factor(
         col[from..from + len].copy_from_slice(&s[c * n + first..c * n + row_end(c)]);
         checks.take(&col[from..from + len]);
     }
-    let big = checks.verdict()?;
-    eliminate(ab, perm, (kl, ku), n, big, |_, col| pivot(col, threshold))
+    checks.verdict()
 }
 
 /// [`factor`] on the band already in `ab` (fill-in rows zero), whose

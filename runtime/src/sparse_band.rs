@@ -660,15 +660,28 @@ impl Schedule {
     ) -> Result<(), FactorError> {
         let (kl, ku, n) = self.shape;
         if self.dense {
-            return match source {
-                Source::Matrix(s) => crate::packed_band::factor(s, ab, perm, (kl, ku), n, self.threshold),
+            let big = match source {
+                Source::Matrix(s) => crate::packed_band::load(s, ab, (kl, ku), n)?,
                 Source::Values(_) => {
                     ab.fill(0.0);
-                    let big = self.gather_checked(source, ab)?;
-                    let threshold = self.threshold;
-                    crate::packed_band::eliminate(ab, perm, (kl, ku), n, big, |_, col| pivot(col, threshold))
+                    self.gather_checked(source, ab)?
                 }
             };
+            // The replay's rule (see `replay`), on the whole column of the
+            // band: its entries outside the structure are zeros, which
+            // neither pass the check nor raise the largest, so the pivots,
+            // and the factors, are those a replay would take.
+            let (threshold, keep, kept) = (self.threshold, self.keep, &self.kept);
+            return crate::packed_band::eliminate(ab, perm, (kl, ku), n, big, |k, col| {
+                let magnitudes = col.iter().map(|x| x.abs());
+                let big = largest(magnitudes.clone());
+                let o = kept[k];
+                let passes = |keep: f64| (o as usize) < col.len() && col[o as usize].abs() >= keep * big;
+                match keep {
+                    Some(keep) if o != NO_PIVOT && passes(keep) => (o as usize, big),
+                    _ => (first_within(magnitudes, threshold, big), big),
+                }
+            });
         }
         let reset = std::mem::take(&mut self.reset);
         let recorded = self.recorded() && !reset;
@@ -1044,7 +1057,8 @@ impl Schedule {
         if from == 0 {
             let updates: usize = self.steps.iter().map(|s| s.multipliers().len() * s.upper().len()).sum();
             let banded = n as f64 * kl as f64 * (kl + ku + 1) as f64;
-            self.dense = updates as f64 > REPLAY_SHARE * banded;
+            // Compiled steps have no index arithmetic to pay for.
+            self.dense = self.compiler.is_none() && updates as f64 > REPLAY_SHARE * banded;
         }
         Ok(back)
     }
