@@ -48,16 +48,6 @@ pub struct LuCode {
     fused: bool,
 }
 
-/// Plans of at most this many rows are compiled with the forward
-/// substitution in the factorization's code ([`LuCode::factor_forward`]).
-/// The 16-link director chain (160 rows), whose factorizations run wholly
-/// compiled, took 10 % less time a step so (`hamel simulate`, h = 1e-3);
-/// at 32 links (320 rows) nothing changed; at 64 links, whose
-/// factorizations enter compiled code about 15 times each (the pivots a
-/// mosaic), only the first run takes the right-hand side along while the
-/// code grew by about 40 %, and the step took 3.6 % more.
-pub const FUSED_FORWARD_ROWS: usize = 256;
-
 // SAFETY: the compiled functions touch only the arrays they are given; the
 // module is only touched again on drop.
 unsafe impl Send for LuCode {}
@@ -82,11 +72,25 @@ impl Drop for LuCode {
 pub const LU_COMPILED: bool = cfg!(all(target_arch = "x86_64", unix));
 
 impl LuCode {
-    /// Compiles `plan`; refuses a plan that names an entry outside its band
-    /// or too far for a 32-bit displacement, and every plan on hosts
-    /// without [`LU_COMPILED`].
+    /// Compiles `plan`, its factorization taking the forward substitution
+    /// along ([`LuCode::factor_forward`]); refuses a plan that names an
+    /// entry outside its band or too far for a 32-bit displacement, and
+    /// every plan on hosts without [`LU_COMPILED`].
     pub fn compile(plan: &LuPlan) -> Result<LuCode, JitError> {
-        Self::compile_fused(plan, plan.steps.len() <= FUSED_FORWARD_ROWS)
+        // Fused at every size. Up to 2026-11-29 only plans of at most 256
+        // rows were: at 64 links a director chain's factorizations entered
+        // compiled code about 15 times each (its pivots a mosaic), only the
+        // first run took the right-hand side along, and the bigger code
+        // cost 3.6 % a step. Once pivots were kept longer
+        // (`hamel_runtime`'s `KEEP`), a factorization runs compiled whole
+        // far more often: fused, the speed table's chains (100 steps from
+        // `sway`, h = 0.01, `chain_profile` binaries side by side) took
+        // 8 % less at 32–128 director links (128: 74.5–77.8 → 69.8 µs) and
+        // 13 % less at 128 energy–momentum links (35.1 → 30.5–30.7 µs);
+        // 1000 steps from `tilted` at h = 1e-3, where pivots still move,
+        // the director chains as before and the 128-link energy–momentum
+        // one 12 % less.
+        Self::compile_fused(plan, true)
     }
 
     /// [`LuCode::compile`], the factorization taking the forward
