@@ -28,9 +28,10 @@ pub trait CompiledLu: Send + Sync + Debug {
     /// as their pivot checks allow (`tiny`, `keep`: see
     /// [`hamel_kernel::lu_plan`]): returns the step it stopped before. Each
     /// step taken applies its part of the forward substitution to `v`, where
-    /// given, as well (as [`CompiledLu::forward`] would after it), except
-    /// steps it hands to a reference (which leave `v` alone): from step 0,
-    /// `v` is then the forward substitution through the step returned.
+    /// given, as well (as [`CompiledLu::forward`] would after it), steps it
+    /// hands to a reference included: where the steps before `from` were
+    /// applied to `v`, it is then the forward substitution through the
+    /// step returned.
     fn factor(&self, ab: &mut [f64], v: Option<&mut [f64]>, from: usize, limit: usize, tiny: f64, keep: f64) -> usize;
     /// The forward substitution of `v` through the plan's steps `from ..
     /// upto`, with the factors they left in `ab`; `false` if nothing was

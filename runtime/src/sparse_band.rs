@@ -155,8 +155,9 @@ pub(crate) struct Schedule {
     /// factorizations begun by compiled steps
     pub(crate) compiled_factorizations: u64,
     /// the leading steps whose forward substitution the last factorization
-    /// applied to the right-hand side it was given (compiled code takes it
-    /// along: see [`Schedule::factor_forward`])
+    /// applied to the right-hand side it was given (compiled code and the
+    /// replay take it along, a recording does not: see
+    /// [`Schedule::factor_forward`])
     forwarded: usize,
 }
 
@@ -424,9 +425,10 @@ impl Schedule {
     /// Factors the matrix in `source` into `ab` and `perm` as
     /// [`crate::packed_band::factor`] does, replaying the recorded
     /// operations where they still apply, and applying the forward
-    /// substitution of the leading steps compiled code takes to `rhs` as it
-    /// goes (see [`Schedule::forwarded`]): the solve that follows goes on
-    /// from there. On error `rhs` holds garbage.
+    /// substitution of its steps to `rhs` as it goes, compiled or replayed,
+    /// up to the first step it records anew (see [`Schedule::forwarded`]):
+    /// the solve that follows goes on from there. On error `rhs` holds
+    /// garbage.
     pub(crate) fn factor_forward(
         &mut self,
         source: Source,
@@ -615,9 +617,8 @@ impl Schedule {
 
     /// Compiled sequence `which` on `ab` from step `k` to at most `limit`,
     /// its interchanges into `perm` (`None`: it holds them already), the
-    /// forward substitution of its steps into `rhs` where it starts at
-    /// step 0 (later steps would come before those the replay took): the
-    /// step it stopped before and its structure.
+    /// forward substitution of its steps into `rhs` where that of the steps
+    /// before `k` is in it: the step it stopped before and its structure.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn run_compiled(
@@ -632,7 +633,7 @@ impl Schedule {
         keep: f64,
     ) -> (usize, u32) {
         let c = &self.compiled[which];
-        let rhs = rhs.filter(|_| k == 0);
+        let rhs = rhs.filter(|_| k == self.forwarded);
         let forwards = rhs.is_some();
         let taken = c.code.factor(ab, rhs, k, limit, tiny, keep);
         if forwards {
@@ -716,13 +717,15 @@ impl Schedule {
         loop {
             next = match next {
                 Stop::Done => return Ok(()),
-                Stop::Compiled(k, window) => match self.factor_compiled(k, window, ab, perm, rhs.take(), tiny) {
-                    Some((j, _)) if j == n => Stop::Done,
-                    Some((j, window)) => self.replay(j, window, ab, perm, tiny)?,
-                    None => self.replay(k, window, ab, perm, tiny)?,
-                },
+                Stop::Compiled(k, window) => {
+                    match self.factor_compiled(k, window, ab, perm, rhs.as_deref_mut(), tiny) {
+                        Some((j, _)) if j == n => Stop::Done,
+                        Some((j, window)) => self.replay(j, window, ab, perm, rhs.as_deref_mut(), tiny)?,
+                        None => self.replay(k, window, ab, perm, rhs.as_deref_mut(), tiny)?,
+                    }
+                }
                 Stop::Record(k, window) => match self.record(k, window, ab, perm, tiny) {
-                    Ok(Some((back, window))) => self.replay(back, window, ab, perm, tiny)?,
+                    Ok(Some((back, window))) => self.replay(back, window, ab, perm, rhs.as_deref_mut(), tiny)?,
                     Ok(None) => Stop::Done,
                     Err(e) => {
                         // Nothing half-recorded is kept.
@@ -779,12 +782,15 @@ impl Schedule {
     /// and the pivot chosen (kept, or the rule's; `ab` then holds the
     /// matrix as the banded LU has it before that step), or a later step
     /// where compiled steps agree with the structure and the pivot kept.
+    /// Each step's forward substitution goes into `rhs` as well, where that
+    /// of the steps before it is there (see [`Schedule::forwarded`]).
     fn replay(
         &mut self,
         from: usize,
         mut window: u32,
         ab: &mut [f64],
         perm: &mut [usize],
+        mut rhs: Option<&mut [f64]>,
         tiny: f64,
     ) -> Result<Stop, FactorError> {
         let (kl, ku, _) = self.shape;
@@ -792,6 +798,7 @@ impl Schedule {
         let stride = ld - 1;
         let (threshold, keep) = (self.threshold, self.keep);
         let (spare, kept, changed) = (&mut self.spare, &self.kept, &mut self.changed);
+        let forwarded = &mut self.forwarded;
         let compiled = &self.compiled;
         for (k, step) in self.steps.iter_mut().enumerate().skip(from) {
             // Not at `from`: compiled steps may have stopped there.
@@ -862,6 +869,15 @@ impl Schedule {
                         ab[u + o as usize] -= m * x;
                     }
                 }
+            }
+            // The forward substitution's step, as `solve_from` takes it.
+            if let Some(v) = rhs.as_deref_mut().filter(|_| *forwarded == k) {
+                v.swap(k, k + p);
+                let vk = v[k];
+                for &o in step.multipliers() {
+                    v[k + o as usize] -= ab[d + o as usize] * vk;
+                }
+                *forwarded = k + 1;
             }
             window = step.next;
         }
@@ -1133,8 +1149,9 @@ impl Schedule {
         };
         let mut k = forwarded;
         // The runs that applied their forward substitution as they factored
-        // (one, from step 0) end at `forwarded`.
+        // end at `forwarded` at the latest.
         for &(a, b, c) in self.ran.iter().filter(|r| r.1 > forwarded) {
+            let a = a.max(k);
             forward(v, k..a);
             self.compiled[c].code.forward(ab, v, a, b);
             k = b;
@@ -1392,12 +1409,18 @@ mod tests {
                 // its leading compiled steps along.
                 let mut f = rhs.clone();
                 let want = replayed.factor(Source::Matrix(a), &mut ab, &mut perm);
+                let recordings = compiled.recordings;
                 let got = compiled.factor_forward(Source::Matrix(a), &mut ab_c, &mut perm_c, Some(&mut f));
                 assert_eq!(got, want, "n = {n}, matrix {t}");
                 if got.is_err() {
                     continue;
                 }
                 let forwarded = compiled.forwarded();
+                // Compiled runs and the replay between them take it along
+                // alike; only a recording stops it.
+                if compiled.recordings == recordings {
+                    assert_eq!(forwarded, n, "n = {n}, matrix {t}: {:?}", compiled.ran);
+                }
                 fused += usize::from(forwarded > 0);
                 fused_whole += usize::from(forwarded == n);
                 let covered: usize = compiled.ran.iter().map(|r| r.1 - r.0).sum();
