@@ -536,7 +536,10 @@ impl Kernels<Dyn, Dyn> for System {
     }
 
     fn lu_compiler(&self) -> Option<&'static dyn hamel_runtime::lu_code::LuCompiler> {
-        (self.kernels.backend() == Backend::Jit).then_some(&crate::lu_jit::JIT_LU as _)
+        // Only where it compiles: a schedule lent a compiler replays even a
+        // nearly full band, which pays once its steps run compiled.
+        let compiles = self.kernels.backend() == Backend::Jit && hamel_jit::LU_COMPILED;
+        compiles.then_some(&crate::lu_jit::JIT_LU as _)
     }
 
     fn kernel_ops(&self) -> Option<(usize, usize)> {
