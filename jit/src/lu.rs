@@ -44,8 +44,6 @@ pub struct LuCode {
     plan: LuPlan,
     /// where the code loops
     layout: x64::Layout,
-    /// the factorization's code applies the forward substitution too
-    fused: bool,
 }
 
 // SAFETY: the compiled functions touch only the arrays they are given; the
@@ -90,13 +88,6 @@ impl LuCode {
         // 1000 steps from `tilted` at h = 1e-3, where pivots still move,
         // the director chains as before and the 128-link energy–momentum
         // one 12 % less.
-        Self::compile_fused(plan, true)
-    }
-
-    /// [`LuCode::compile`], the factorization taking the forward
-    /// substitution along ([`LuCode::factor_forward`]) or not, whatever
-    /// the plan's size.
-    pub fn compile_fused(plan: &LuPlan, fused: bool) -> Result<LuCode, JitError> {
         if !LU_COMPILED {
             return Err(JitError("no compiled LU on this host".into()));
         }
@@ -106,7 +97,7 @@ impl LuCode {
         }
         let layout = x64::Layout::of(plan);
         let code = [
-            x64::factor(plan, &layout, fused),
+            x64::factor(plan, &layout),
             x64::forward(plan, &layout),
             x64::backward(plan, &layout),
         ];
@@ -141,7 +132,6 @@ impl LuCode {
             len: plan.len,
             plan: plan.clone(),
             layout,
-            fused,
         })
     }
 
@@ -165,7 +155,7 @@ impl LuCode {
     pub fn factor_forward(
         &self,
         ab: &mut [f64],
-        v: Option<&mut [f64]>,
+        mut v: Option<&mut [f64]>,
         from: usize,
         limit: usize,
         tiny: f64,
@@ -176,14 +166,6 @@ impl LuCode {
         if ab.len() < self.len || short || from >= limit {
             return from;
         }
-        let mut v = match v {
-            Some(v) if !self.fused => {
-                let taken = self.factor_forward(ab, None, from, limit, tiny, keep);
-                self.forward(ab, v, from, taken);
-                return taken;
-            }
-            v => v,
-        };
         // Inside a loop's repetition, the reference takes the steps to the
         // next one (the code is entered at repetitions), and their forward
         // substitution.
@@ -687,7 +669,7 @@ mod x64 {
     /// `fn(ab, v, from, limit, tiny, keep) -> the step stopped before`:
     /// steps `from .. limit` (`from < limit ≤ n`, `from` an entry of
     /// `layout`), each applying its forward substitution to `v` too.
-    pub(super) fn factor(plan: &LuPlan, layout: &Layout, fused: bool) -> Vec<u8> {
+    pub(super) fn factor(plan: &LuPlan, layout: &Layout) -> Vec<u8> {
         let mut a = Asm::default();
         let n = plan.steps.len();
         a.rr(MOVAPD, TINY, 0);
@@ -704,12 +686,12 @@ mod x64 {
         for (l, &body) in layout.loops.iter().zip(&bodies) {
             for k in k..l.start {
                 a.bind(labels[k]);
-                factor_step(&mut a, plan, fused, k, At::Out(k), stops[k]);
+                factor_step(&mut a, plan, k, At::Out(k), stops[k]);
             }
             loop_pointers(&mut a, l, 0);
             a.bind(body);
             for j in 0..l.period {
-                factor_step(&mut a, plan, fused, l.start + j, At::Loop(l.start, j), ret_rax);
+                factor_step(&mut a, plan, l.start + j, At::Loop(l.start, j), ret_rax);
             }
             a.imm(ADD, R8, 8 * l.shift);
             a.imm(ADD, R10, 8 * l.period);
@@ -720,7 +702,7 @@ mod x64 {
         }
         for k in k..n {
             a.bind(labels[k]);
-            factor_step(&mut a, plan, fused, k, At::Out(k), stops[k]);
+            factor_step(&mut a, plan, k, At::Out(k), stops[k]);
         }
         a.ret(n);
         for (k, &stop) in stops.iter().enumerate() {
@@ -796,7 +778,7 @@ mod x64 {
 
     /// Step `k` of the factorization, its code at `at`; a refused step
     /// jumps to `stop` (with `rax` = its index in a loop).
-    fn factor_step(a: &mut Asm, plan: &LuPlan, fused: bool, k: usize, at: At, stop: usize) {
+    fn factor_step(a: &mut Asm, plan: &LuPlan, k: usize, at: At, stop: usize) {
         let s = &plan.steps[k];
         let stride = plan.stride;
         let (base, v) = at.bases();
@@ -842,7 +824,7 @@ mod x64 {
         // runs here in the shadow of the updates; alone, the 16-link
         // director chain's forward solve took a tenth of its step.
         let skip = a.label();
-        if fused && p != 0 && slots.is_empty() {
+        if p != 0 && slots.is_empty() {
             a.code.extend([0x48, 0x85, 0xF6]); // test rsi, rsi
             a.jump(JE, skip);
             swap_rows(a, v, row, p);
@@ -865,9 +847,6 @@ mod x64 {
                 a.rm(MOVSD_LOAD, ROW, base, u);
                 a.rr(UNPCKLPD, ROW, ROW);
                 subtract_multiples(a, chunk, base, u);
-            }
-            if !fused {
-                continue;
             }
             let next = a.label();
             a.code.extend([0x48, 0x85, 0xF6]); // test rsi, rsi
@@ -1204,7 +1183,6 @@ mod tests {
         for (n, kl, ku, seed) in [(23, 3, 2, 1), (40, 2, 6, 2), (5, 1, 1, 3), (64, 10, 10, 4)] {
             let (ab, plan) = band(n, kl, ku, seed);
             let code = LuCode::compile(&plan).unwrap();
-            let apart = LuCode::compile_fused(&plan, false).unwrap();
             let (tiny, keep) = (1e-300, 1e-3);
             let mut want = ab.clone();
             assert_eq!(plan.factor(&mut want, 0, n, tiny, keep), n);
@@ -1231,12 +1209,6 @@ mod tests {
             assert_eq!(code.factor_forward(&mut fused, Some(&mut f), 0, n, tiny, keep), n);
             assert_eq!(bits(&fused), bits(&want));
             assert!(code.backward(&fused, &mut f, 0, n));
-            assert_eq!(bits(&f), bits(&x));
-            // Code without it takes the forward substitution after.
-            let (mut after, mut f) = (ab.clone(), b.clone());
-            assert_eq!(apart.factor_forward(&mut after, Some(&mut f), 0, n, tiny, keep), n);
-            assert_eq!(bits(&after), bits(&want));
-            assert!(apart.backward(&after, &mut f, 0, n));
             assert_eq!(bits(&f), bits(&x));
             let (a, m) = (n / 4, n / 2);
             let mut z = b.clone();

@@ -316,8 +316,27 @@ impl Step {
 /// check against the column's largest magnitude `big`.
 #[inline(always)]
 fn kept_pivot(o: u16, keep: Option<f64>, candidates: &[u16], value: impl Fn(u16) -> f64, big: f64) -> Option<u16> {
+    passes_check(o, keep, |o| value_if_candidate(o, candidates, &value), big)
+}
+
+/// Step `k` of the forward substitution of `v`: the interchange with row
+/// `row`, then the multipliers (offsets below the pivot, whose entry is
+/// `ab[d]`) times `v[k]` off the rows below.
+#[inline(always)]
+fn forward_step(ab: &[f64], v: &mut [f64], k: usize, row: usize, d: usize, multipliers: &[u16]) {
+    v.swap(k, row);
+    let vk = v[k];
+    for &o in multipliers {
+        v[k + o as usize] -= ab[d + o as usize] * vk;
+    }
+}
+
+/// The check of a kept pivot `o`: `magnitude(o)` (negative for a row that
+/// cannot pivot) at least `keep` times the column's largest, `big`.
+#[inline(always)]
+fn passes_check(o: u16, keep: Option<f64>, magnitude: impl FnOnce(u16) -> f64, big: f64) -> Option<u16> {
     let keep = keep?;
-    (o != NO_PIVOT && value_if_candidate(o, candidates, &value) >= keep * big).then_some(o)
+    (o != NO_PIVOT && magnitude(o) >= keep * big).then_some(o)
 }
 
 /// `|value(o)|` where `o` is one of `candidates`, else `-1`. A loop of
@@ -676,11 +695,10 @@ impl Schedule {
             return crate::packed_band::eliminate(ab, perm, (kl, ku), n, big, |k, col| {
                 let magnitudes = col.iter().map(|x| x.abs());
                 let big = largest(magnitudes.clone());
-                let o = kept[k];
-                let passes = |keep: f64| (o as usize) < col.len() && col[o as usize].abs() >= keep * big;
-                match keep {
-                    Some(keep) if o != NO_PIVOT && passes(keep) => (o as usize, big),
-                    _ => (first_within(magnitudes, threshold, big), big),
+                let magnitude = |o: u16| col.get(o as usize).map_or(-1.0, |x| x.abs());
+                match passes_check(kept[k], keep, magnitude, big) {
+                    Some(o) => (o as usize, big),
+                    None => (first_within(magnitudes, threshold, big), big),
                 }
             });
         }
@@ -870,13 +888,8 @@ impl Schedule {
                     }
                 }
             }
-            // The forward substitution's step, as `solve_from` takes it.
             if let Some(v) = rhs.as_deref_mut().filter(|_| *forwarded == k) {
-                v.swap(k, k + p);
-                let vk = v[k];
-                for &o in step.multipliers() {
-                    v[k + o as usize] -= ab[d + o as usize] * vk;
-                }
+                forward_step(ab, v, k, k + p, d, step.multipliers());
                 *forwarded = k + 1;
             }
             window = step.next;
@@ -1130,11 +1143,7 @@ impl Schedule {
         // factorization: it cannot refuse them here); the replay's between.
         let forward = |v: &mut [f64], steps: std::ops::Range<usize>| {
             for k in steps {
-                v.swap(k, perm[k]);
-                let (d, vk) = (at(ld, kl, ku, k, k), v[k]);
-                for &o in self.steps[k].multipliers() {
-                    v[k + o as usize] -= ab[d + o as usize] * vk;
-                }
+                forward_step(ab, v, k, perm[k], at(ld, kl, ku, k, k), self.steps[k].multipliers());
             }
         };
         let backward = |v: &mut [f64], rows: std::ops::Range<usize>| {
