@@ -8,7 +8,8 @@ use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 /// What one Newton solve tells the next of the same trajectory: how far off
-/// the predictor was in the last three to seven steps, how fast Newton contracted,
+/// the predictor was in the last three steps (eleven on wide systems, with
+/// the errors' inner products and the recurrence fitted to them), how fast Newton contracted,
 /// and the interchanges of a sparse LU's last factorization.
 /// It is part of the state ([`crate::StateOf::newton`]), so that a step is a
 /// function of the state it is handed, whichever stepper takes it.
@@ -31,7 +32,19 @@ where
     pub(crate) older: [OVector<f64, X>; OLDER],
     /// where the ring `older` starts
     pub(crate) head: u8,
-    /// how many of the last steps' errors are known (0 to 3; to
+    /// the inner products of the errors kept, for wide systems, over each
+    /// group of unknowns fitted apart: `gram[k][i][j]` of the errors `i + 1`
+    /// and `j + 1` steps back (`error` is one step back, `error2` two, the
+    /// ring the rest), from which the linear prediction of
+    /// `newton::linear_prediction` is fitted and judged
+    pub(crate) gram: [[[f64; KEPT]; KEPT]; GROUPS],
+    /// the weights of the linear prediction fitted at the last step for each
+    /// group, where one was (wide systems, all errors known)
+    pub(crate) fit: [Option<[f64; ORDER]>; GROUPS],
+    /// the steps since each group's fit was fitted
+    pub(crate) fit_age: [u8; GROUPS],
+    /// how many of the last steps' errors are known, the newest (of the
+    /// step before, `guess` against its solution) included (0 to 3; to
     /// `3 + OLDER` from `CUBIC_MIN` unknowns)
     pub(crate) known: u8,
     /// the last estimate of Newton's constant `C` in `‖Δx_{j+1}‖ ≈ C ‖Δx_j‖²`,
@@ -45,9 +58,21 @@ where
 }
 
 /// Errors older than `error2` kept for wide systems (see
-/// [`NewtonMemory::older`]): the extrapolations of `newton::predictor` read
-/// at most six errors and are judged on a seventh.
-pub(crate) const OLDER: usize = 4;
+/// [`NewtonMemory::older`]): the linear prediction of
+/// `newton::linear_prediction` is fitted to twelve errors, the newest
+/// (the step's own) and eleven kept.
+pub(crate) const OLDER: usize = 9;
+
+/// The errors a wide system keeps: `error`, `error2` and the ring.
+pub(crate) const KEPT: usize = 2 + OLDER;
+
+/// The groups of unknowns whose errors the linear prediction fits apart
+/// (see `newton::linear_prediction::Groups`).
+pub(crate) const GROUPS: usize = 2;
+
+/// The order of the linear prediction (see `newton::linear_prediction`):
+/// how many errors its weights weigh.
+pub(crate) const ORDER: usize = 8;
 
 /// No pivot known (see [`NewtonMemory::pivots`]).
 pub(crate) const NO_PIVOT: u16 = u16::MAX;
@@ -64,6 +89,9 @@ where
             error2: OVector::zeros_generic(x, U1),
             older: std::array::from_fn(|_| OVector::zeros_generic(x, U1)),
             head: 0,
+            gram: [[[0.0; KEPT]; KEPT]; GROUPS],
+            fit: [None; GROUPS],
+            fit_age: [0; GROUPS],
             known: 0,
             contraction: None,
             pivots: OVector::from_element_generic(x, U1, NO_PIVOT),
@@ -73,6 +101,7 @@ where
     /// Forgets what earlier steps told (the next step is as a first one).
     pub fn forget(&mut self) {
         self.known = 0;
+        self.fit = [None; GROUPS];
         self.contraction = None;
         self.pivots.fill(NO_PIVOT);
     }
@@ -81,7 +110,10 @@ where
     /// [`NewtonMemory::forget`]): a solve from such a memory starts from the
     /// scheme's own predictor and finds its own pivots and contraction.
     pub(crate) fn is_blank(&self) -> bool {
-        self.known == 0 && self.contraction.is_none() && self.pivots.iter().all(|&p| p == NO_PIVOT)
+        self.known == 0
+            && self.fit.iter().all(Option::is_none)
+            && self.contraction.is_none()
+            && self.pivots.iter().all(|&p| p == NO_PIVOT)
     }
 
     /// Whether the predictor reads `older` (see
@@ -113,6 +145,9 @@ where
             let slot = (self.head as usize + OLDER - 1) % OLDER;
             put(&mut self.older[slot], &mut self.error2);
             self.head = slot as u8;
+            self.gram = fresh.gram;
+            self.fit = fresh.fit;
+            self.fit_age = fresh.fit_age;
             self.known = (self.known + 1).min(3 + OLDER as u8);
         } else {
             self.known = (self.known + 1).min(3);
@@ -133,7 +168,10 @@ where
             for (mine, theirs) in self.older.iter_mut().zip(&other.older) {
                 mine.copy_from(theirs);
             }
+            self.gram = other.gram;
         }
+        self.fit = other.fit;
+        self.fit_age = other.fit_age;
         self.head = other.head;
         self.known = other.known;
         self.contraction = other.contraction;
@@ -166,6 +204,13 @@ where
             error2: self.error2.clone(),
             older: std::array::from_fn(|j| self.copy_if_wide(&self.older[j])),
             head: self.head,
+            gram: if self.wide() {
+                self.gram
+            } else {
+                [[[0.0; KEPT]; KEPT]; GROUPS]
+            },
+            fit: self.fit,
+            fit_age: self.fit_age,
             known: self.known,
             contraction: self.contraction,
             pivots: self.pivots.clone(),

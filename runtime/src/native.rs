@@ -469,6 +469,9 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             // Read only from `CUBIC_MIN` unknowns, more than a driver has.
             older: [SVector::zeros(); crate::memory::OLDER],
             head: 0,
+            gram: [[[0.0; crate::memory::KEPT]; crate::memory::KEPT]; crate::memory::GROUPS],
+            fit: [None; crate::memory::GROUPS],
+            fit_age: [0; crate::memory::GROUPS],
             known: *parts.known,
             contraction: *parts.contraction,
             // Dense: systems whose LU keeps pivots have no native step.

@@ -6,6 +6,7 @@ use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector};
 
 use super::chord::{keep_factors, IterationCosts, CHORD_CONTRACTION};
+use super::linear_prediction::Groups;
 use super::options::{NewtonOptions, Solved};
 use super::predictor::extrapolate;
 use super::stopping::{chord_bias, contraction_estimate, Tolerance};
@@ -27,6 +28,8 @@ where
     /// what the last step told
     pub(crate) old: &'a NewtonMemory<X>,
     pub(crate) costs: IterationCosts,
+    /// the unknowns whose errors the predictor fits apart
+    pub(crate) groups: &'a Groups,
     /// where a failed solve's last update was largest (see [`peak`]), or
     /// `None` where it failed before one; written only when it fails (a
     /// store on every step costs the sphere's)
@@ -62,6 +65,7 @@ where
         memory,
         old,
         costs,
+        groups,
         failed_at,
     } = store;
     sys.predict(h, e, z, previous, x);
@@ -74,7 +78,7 @@ where
             factorizations: 0,
         });
     }
-    extrapolate(old, previous, x, memory);
+    extrapolate(old, previous, x, memory, groups);
     memory.contraction = old.contraction;
     let contraction = &mut memory.contraction;
     let tol = Tolerance::new(opt);

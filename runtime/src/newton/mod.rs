@@ -10,6 +10,7 @@
 //! - `options`: what a host sets ([`NewtonOptions`]) and reads back ([`NewtonStats`]);
 //! - `predictor`: the predictor's error, extrapolated from the last steps'
 //!   (kept in [`NewtonMemory`], a module of its own since the state carries it);
+//! - `linear_prediction`: the wide systems' fitted recurrence of those errors;
 //! - `stopping`: the stopping rules (contraction, stall, first iteration,
 //!   round-off, chord), as pure functions of update norms;
 //! - `chord`: the cost model that decides on chord iterations;
@@ -18,6 +19,7 @@
 
 mod chord;
 mod iterate;
+mod linear_prediction;
 mod options;
 mod predictor;
 mod step;

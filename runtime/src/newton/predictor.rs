@@ -4,10 +4,12 @@
 use nalgebra::allocator::Allocator;
 use nalgebra::{DefaultAllocator, Dim, OVector};
 
-use crate::memory::{NewtonMemory, OLDER};
+use super::linear_prediction::{fit, miss, Gram, Groups, LAGS, ORDER, REFIT, SPAN};
+use crate::memory::{NewtonMemory, KEPT, OLDER};
 
 /// Systems with at least this many unknowns may extrapolate the
-/// predictor's error by a rule of higher degree than the quadratic (see
+/// predictor's error by a rule of higher degree than the quadratic, or by a
+/// fitted recurrence (see
 /// [`extrapolate`]). Below it the choice changed no iteration count of the
 /// models in `models/` (h = 1e-3 to 0.05, every scheme; the 8-link chains
 /// excepted), while the vectors it reads and writes would cost the smallest
@@ -44,14 +46,11 @@ const RULES: [&[f64]; 4] = [
     &[5.0, -10.0, 10.0, -5.0, 1.0],
 ];
 
-/// The errors a wide system keeps: the last one, `error`, `error2` and the
-/// ring `older`. Every rule reads one fewer than it is judged on.
-const DEPTH: usize = 3 + OLDER;
-
 /// [`RULES`] with zero weights on the errors a rule does not read: one
-/// width for every rule, which the choice's loop computes side by side.
-const PADDED: [[f64; DEPTH - 1]; RULES.len()] = {
-    let mut out = [[0.0; DEPTH - 1]; RULES.len()];
+/// width for every rule and the fitted recurrence, which the correction's
+/// loop weighs alike.
+const PADDED: [[f64; ORDER]; RULES.len()] = {
+    let mut out = [[0.0; ORDER]; RULES.len()];
     let mut r = 0;
     while r < RULES.len() {
         let mut j = 0;
@@ -67,10 +66,7 @@ const PADDED: [[f64; DEPTH - 1]; RULES.len()] = {
 const _: () = {
     let mut r = 0;
     while r < RULES.len() {
-        assert!(
-            RULES[r].len() < DEPTH,
-            "a rule is judged on one error more than it reads"
-        );
+        assert!(RULES[r].len() <= ORDER, "a rule is weighed in the fit's width");
         r += 1;
     }
 };
@@ -87,19 +83,54 @@ fn narrow_weights(known: u8) -> (f64, f64, f64) {
     }
 }
 
-/// A wide system's weights of the errors newest first: the rule chosen
-/// (see [`choose`]) once three errors are known.
+/// A wide system's weights of the errors newest first, from the Gram
+/// matrix `d` of the newest error and those kept: once three errors are
+/// known, the one of [`RULES`] and the fitted recurrence in use (`last`,
+/// fitted before the newest error was known) that would have predicted the
+/// newest error best (in the 2-norm, over all unknowns), among the rules
+/// with an error more known than they read; ties go to the earlier, the
+/// recurrence last. Where the recurrence wins, the one in use from now on
+/// (`fitted`: refitted, or `last` again) is taken.
 #[inline(always)]
-fn wide_weights<X: Dim>(memory: &NewtonMemory<X>, previous: &OVector<f64, X>) -> [f64; DEPTH - 1]
-where
-    DefaultAllocator: Allocator<X>,
-{
-    let mut w = [0.0; DEPTH - 1];
-    match memory.known {
+fn wide_weights(known: usize, last: Option<[f64; ORDER]>, d: &Gram, fitted: Option<[f64; ORDER]>) -> [f64; ORDER] {
+    let mut w = [0.0; ORDER];
+    match known {
         0 => {}
         1 => w[0] = 1.0,
         2 => w[..2].copy_from_slice(&[2.0, -1.0]),
-        _ => w = PADDED[choose(memory, previous)],
+        _ => {
+            // A rule is judged on one error more than it reads.
+            let misses = [
+                miss(d, &[3.0, -3.0, 1.0]),
+                if known > 6 {
+                    miss(d, &[2.0, 1.0, -4.0, 1.0, 2.0, -1.0])
+                } else {
+                    f64::INFINITY
+                },
+                if known > 4 {
+                    miss(d, &[4.0, -6.0, 4.0, -1.0])
+                } else {
+                    f64::INFINITY
+                },
+                if known > 5 {
+                    miss(d, &[5.0, -10.0, 10.0, -5.0, 1.0])
+                } else {
+                    f64::INFINITY
+                },
+            ];
+            let (mut best, mut least) = (0, if known > 3 { misses[0] } else { f64::INFINITY });
+            for (r, &m) in misses.iter().enumerate().skip(1) {
+                if m < least {
+                    (best, least) = (r, m);
+                }
+            }
+            w = PADDED[best];
+            if let (Some(last), Some(now)) = (last, fitted) {
+                if miss(d, &last) < least {
+                    w = now;
+                }
+            }
+        }
     }
     w
 }
@@ -121,9 +152,11 @@ where
 /// unknowns), among those with an error more known than they read. Always
 /// taken, a rule of higher degree amplifies round-off: small systems, whose
 /// errors are at that floor, took up to twice the iterations with the cubic
-/// (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). The choice is a
-/// function of the state's memory alone, so every back-end makes the same
-/// one.
+/// (RATTLE on the double pendulum at h = 0.01: 2.0 → 3.8). A recurrence
+/// fitted to the errors (see [`super::linear_prediction`]) is a candidate
+/// too, judged alike; unknowns that `groups` sets apart (multipliers)
+/// choose and fit on their own. The choice is a function of the state's
+/// memory alone, so every back-end makes the same one.
 ///
 /// It reads `memory` and writes what changes into `fresh` (the guess and
 /// the newest error), for [`NewtonMemory::commit`] to take once the step
@@ -136,18 +169,11 @@ pub(crate) fn extrapolate<X: Dim>(
     previous: &OVector<f64, X>,
     x: &mut OVector<f64, X>,
     fresh: &mut NewtonMemory<X>,
+    groups: &Groups,
 ) where
     DefaultAllocator: Allocator<X>,
 {
     let n = x.len();
-    let wide = n >= CUBIC_MIN;
-    let head = memory.head as usize;
-    let ring = |j: usize| &memory.older[(head + j) % OLDER].as_slice()[..n];
-    let w = if wide {
-        wide_weights(memory, previous)
-    } else {
-        [0.0; DEPTH - 1]
-    };
     let (previous, g) = (&previous.as_slice()[..n], &memory.guess.as_slice()[..n]);
     let (e1, e2) = (&memory.error.as_slice()[..n], &memory.error2.as_slice()[..n]);
     let x = &mut x.as_mut_slice()[..n];
@@ -155,14 +181,70 @@ pub(crate) fn extrapolate<X: Dim>(
         &mut fresh.guess.as_mut_slice()[..n],
         &mut fresh.error.as_mut_slice()[..n],
     );
-    if wide {
-        let (a3, a4, a5) = (ring(0), ring(1), ring(2));
+    if n >= CUBIC_MIN {
+        // The newest error and the guess as predicted, recorded first: the
+        // passes below read them whole.
         for i in 0..n {
-            let p = x[i];
-            let err = previous[i] - g[i];
-            x[i] = p + (w[0] * err + w[1] * e1[i] + w[2] * e2[i] + w[3] * a3[i] + w[4] * a4[i] + w[5] * a5[i]);
-            fe[i] = err;
-            fg[i] = p;
+            fe[i] = previous[i] - g[i];
+            fg[i] = x[i];
+        }
+        let head = memory.head as usize;
+        let kept: [&[f64]; KEPT] = std::array::from_fn(|j| match j {
+            0 => e1,
+            1 => e2,
+            _ => &memory.older[(head + j - 2) % OLDER].as_slice()[..n],
+        });
+        // What the weights weigh: the newest error, then those kept.
+        let errors: [&[f64]; ORDER] = std::array::from_fn(|j| if j == 0 { &*fe } else { kept[j - 1] });
+        match groups.apart() {
+            None => {
+                let mut r = [0.0; LAGS];
+                r[0] = dot(fe, fe);
+                for j in 0..SPAN - 1 {
+                    r[j + 1] = dot(fe, kept[j]);
+                }
+                let w = group_weights(
+                    memory,
+                    (&mut fresh.gram[0], &mut fresh.fit[0], &mut fresh.fit_age[0]),
+                    0,
+                    &r,
+                );
+                // One pass per weight: each is a loop the compiler
+                // vectorizes, where one pass over all would gather.
+                for (w, e) in w.iter().zip(errors) {
+                    if *w != 0.0 {
+                        for (x, e) in x.iter_mut().zip(e) {
+                            *x += w * e;
+                        }
+                    }
+                }
+            }
+            Some((apart, rest)) => {
+                for (k, list) in [rest, apart].into_iter().enumerate() {
+                    let mut r = [0.0; LAGS];
+                    for &i in list {
+                        let (i, e0) = (i as usize, errors[0][i as usize]);
+                        r[0] += e0 * e0;
+                        for j in 0..SPAN - 1 {
+                            r[j + 1] += e0 * kept[j][i];
+                        }
+                    }
+                    let w = group_weights(
+                        memory,
+                        (&mut fresh.gram[k], &mut fresh.fit[k], &mut fresh.fit_age[k]),
+                        k,
+                        &r,
+                    );
+                    for &i in list {
+                        let i = i as usize;
+                        let mut c = x[i];
+                        for j in 0..ORDER {
+                            c += w[j] * errors[j][i];
+                        }
+                        x[i] = c;
+                    }
+                }
+            }
         }
     } else {
         let (a, b, c) = narrow_weights(memory.known);
@@ -176,84 +258,59 @@ pub(crate) fn extrapolate<X: Dim>(
     }
 }
 
-/// The rule of [`RULES`] (its index) that would have predicted the last
-/// error (`previous` minus the guess) from the ones before it best, in the
-/// 2-norm, among the rules judged on errors known; ties go to the earlier.
-/// The quadratic where no other can be judged.
+/// `Σ aᵢbᵢ` in four running sums (each a chain of its own, which the
+/// compiler puts side by side in vector registers), added pairwise.
 #[inline(always)]
-fn choose<X: Dim>(memory: &NewtonMemory<X>, previous: &OVector<f64, X>) -> usize
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        acc[0] += x * y;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// The weights of group `k`, whose newest error's products with itself and
+/// the errors kept are `r`; the group's Gram matrix, fit and the fit's age
+/// go to `fresh` (the fresh memory's).
+#[inline(always)]
+fn group_weights<X: Dim>(
+    memory: &NewtonMemory<X>,
+    fresh: (&mut [[f64; KEPT]; KEPT], &mut Option<[f64; ORDER]>, &mut u8),
+    k: usize,
+    r: &[f64; LAGS],
+) -> [f64; ORDER]
 where
     DefaultAllocator: Allocator<X>,
 {
+    let mut d: Gram = [[0.0; LAGS]; LAGS];
+    d[0] = *r;
+    for i in 1..LAGS {
+        d[i][0] = r[i];
+        d[i][1..].copy_from_slice(&memory.gram[k][i - 1]);
+    }
+    for i in 0..KEPT {
+        fresh.0[i].copy_from_slice(&d[i][..KEPT]);
+    }
+    let last = memory.fit[k];
     let known = memory.known as usize;
-    // A rule is judged on one error more than it reads.
-    let judged = |r: usize| RULES[r].len() < known;
-    if !(1..RULES.len()).any(judged) {
-        return 0;
-    }
-    let n = previous.len();
-    let head = memory.head as usize;
-    let ring = |j: usize| &memory.older[(head + j) % OLDER].as_slice()[..n];
-    let (previous, g) = (&previous.as_slice()[..n], &memory.guess.as_slice()[..n]);
-    let (e1, e2) = (&memory.error.as_slice()[..n], &memory.error2.as_slice()[..n]);
-    let (a3, a4, a5, a6) = (ring(0), ring(1), ring(2), ring(3));
-    let mut miss = [0.0f64; RULES.len()];
-    for i in 0..n {
-        let d = misses([previous[i] - g[i], e1[i], e2[i], a3[i], a4[i], a5[i], a6[i]]);
-        for (m, d) in miss.iter_mut().zip(d) {
-            *m += d * d;
-        }
-    }
-    let mut best = 0;
-    for r in 1..RULES.len() {
-        if judged(r) && miss[r] < miss[best] {
-            best = r;
-        }
-    }
-    best
-}
-
-/// What each rule of [`RULES`] misses an error `s[0]` by, from the errors
-/// before it, `s[1..]` newest first: its characteristic polynomial applied
-/// to `s`. `(z − 1)ʲ` is the j-th backward difference and `(z − 1)⁴(z + 1)²`
-/// the fourth's differences weighted 1, 2, 1; shared, the differences cost
-/// 22 operations where the rules' weights cost 52 (a twelfth of the
-/// 16-link chains' step went to this choice).
-#[inline(always)]
-fn misses(s: [f64; DEPTH]) -> [f64; RULES.len()] {
-    let d1: [f64; 6] = std::array::from_fn(|k| s[k] - s[k + 1]);
-    let d2: [f64; 5] = std::array::from_fn(|k| d1[k] - d1[k + 1]);
-    let d3: [f64; 4] = std::array::from_fn(|k| d2[k] - d2[k + 1]);
-    let d4: [f64; 3] = std::array::from_fn(|k| d3[k] - d3[k + 1]);
-    [d3[0], d4[0] + 2.0 * d4[1] + d4[2], d4[0], d4[0] - d4[1]]
+    let due = known >= LAGS && (last.is_none() || memory.fit_age[k] + 1 >= REFIT);
+    let now = if due { fit(&d) } else { last };
+    *fresh.1 = now;
+    *fresh.2 = if due { 0 } else { memory.fit_age[k].saturating_add(1) };
+    wide_weights(known, last, &d, now)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_misses_by_differences_are_the_rules() {
-        // Small integers: every operation either way is exact, so the two
-        // forms must agree to the bit.
-        let mut next = {
-            let mut x = 0x2545_f491_4f6c_dd1du64;
-            move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 2001) as f64 - 1000.0
-            }
-        };
-        for _ in 0..1000 {
-            let s: [f64; DEPTH] = std::array::from_fn(|_| next());
-            let by_weights: Vec<f64> = PADDED
-                .iter()
-                .map(|w| s[0] - w.iter().zip(&s[1..]).map(|(w, b)| w * b).sum::<f64>())
-                .collect();
-            assert_eq!(misses(s).to_vec(), by_weights, "{s:?}");
-        }
-    }
     use nalgebra::{Vector1, U1};
 
     /// One step's extrapolation of `x`, its memory committed as after a
@@ -263,7 +320,7 @@ mod tests {
         DefaultAllocator: Allocator<X>,
     {
         let mut fresh = memory.clone();
-        extrapolate(memory, previous, x, &mut fresh);
+        extrapolate(memory, previous, x, &mut fresh, &Groups::default());
         memory.commit(&mut fresh);
     }
 
@@ -350,7 +407,7 @@ mod tests {
     fn a_wide_system_predicts_a_cubic_error_exactly_once_five_errors_are_known() {
         // Twenty steps: the ring of older errors goes round four times.
         let (out, known) = corrected_wide(|k| k * k * k - 2.0 * k, |_, _| 0.0, 20);
-        assert_eq!(known as usize, DEPTH);
+        assert_eq!(known as usize, LAGS);
         // Steps 3 and 4 extrapolate by the quadratic (the cubic's choice
         // needs a fifth error): off by the third difference, 6.
         assert_eq!(out[3].1 - out[3].0, 6.0);
@@ -426,21 +483,33 @@ mod tests {
         fn both<const N: usize>(next: &mut impl FnMut() -> f64) {
             let (mut traded, mut fresh) = (NewtonMemory::new(Dyn(N)), NewtonMemory::new(Dyn(N)));
             let (mut copied, mut fresh_copied) = (NewtonMemory::new(Const::<N>), NewtonMemory::new(Const::<N>));
-            for step in 0..12 {
+            // Thirty steps: the fits begin once twelve errors are known.
+            for step in 0..30 {
                 let previous: Vec<f64> = (0..N).map(|_| next()).collect();
                 let guess: Vec<f64> = (0..N).map(|_| next()).collect();
                 let (mut a, mut b) = (DVector::from_vec(guess.clone()), SVector::<f64, N>::from_vec(guess));
-                extrapolate(&traded, &DVector::from_vec(previous.clone()), &mut a, &mut fresh);
+                extrapolate(
+                    &traded,
+                    &DVector::from_vec(previous.clone()),
+                    &mut a,
+                    &mut fresh,
+                    &Groups::default(),
+                );
                 traded.commit(&mut fresh);
                 extrapolate(
                     &copied,
                     &SVector::<f64, N>::from_vec(previous),
                     &mut b,
                     &mut fresh_copied,
+                    &Groups::default(),
                 );
                 copied.commit(&mut fresh_copied);
                 assert_eq!(a.as_slice(), b.as_slice(), "{N} unknowns, step {step}");
                 assert_eq!((traded.known, traded.head), (copied.known, copied.head));
+                assert_eq!(
+                    (traded.gram, traded.fit, traded.fit_age),
+                    (copied.gram, copied.fit, copied.fit_age)
+                );
                 for (t, c) in [
                     (&traded.guess, &copied.guess),
                     (&traded.error, &copied.error),
@@ -455,5 +524,95 @@ mod tests {
         }
         both::<{ CUBIC_MIN + 3 }>(&mut next);
         both::<5>(&mut next);
+    }
+
+    /// Steps of a wide system of `N` unknowns whose predictor errs by
+    /// `error(k, i)` at step `k` in unknown `i`, with `groups`: the largest
+    /// miss of the corrected guesses over steps `from..steps`, over the
+    /// unknowns of `which`, relative to the largest error there.
+    fn worst_miss<const N: usize>(
+        error: impl Fn(f64, usize) -> f64,
+        groups: &Groups,
+        which: impl Fn(usize) -> bool,
+        from: usize,
+        steps: usize,
+    ) -> f64 {
+        use nalgebra::{Const, SVector};
+        let mut memory = NewtonMemory::new(Const::<N>);
+        let mut solution = SVector::<f64, N>::zeros();
+        let (mut worst, mut size) = (0.0f64, 0.0f64);
+        for k in 0..steps {
+            let guess = SVector::<f64, N>::from_fn(|i, _| 1.0 + 0.1 * (k + i) as f64);
+            let mut x = guess;
+            let mut fresh = memory;
+            extrapolate(&memory, &solution, &mut x, &mut fresh, groups);
+            memory.commit(&mut fresh);
+            let truth = SVector::<f64, N>::from_fn(|i, _| guess[i] + error(k as f64, i));
+            if k >= from {
+                for i in (0..N).filter(|&i| which(i)) {
+                    worst = worst.max((truth[i] - x[i]).abs());
+                    size = size.max(error(k as f64, i).abs());
+                }
+            }
+            solution = truth;
+        }
+        worst / size
+    }
+
+    #[test]
+    fn a_wide_system_fits_a_recurrence_to_oscillating_errors() {
+        // Every unknown mixes the same two oscillations (hω = 0.6 and 1.7,
+        // as a long chain's multipliers do at h = 0.01) in its own
+        // proportions. Polynomial rules miss them by a large part of their
+        // size; the fitted recurrence, once twelve errors are known and its
+        // first fit has been judged, follows them to round-off.
+        let error = |k: f64, i: usize| {
+            let i = i as f64;
+            (0.6 * k + 0.1 * i).sin() + (0.3 + 0.05 * i) * (1.7 * k).cos()
+        };
+        let everyone = |_| true;
+        let early = worst_miss::<CUBIC_MIN>(error, &Groups::default(), everyone, 6, 12);
+        assert!(early > 0.05, "the rules alone miss by {early:e}");
+        let fitted = worst_miss::<CUBIC_MIN>(error, &Groups::default(), everyone, 14, 60);
+        assert!(fitted < 1e-8, "the fit misses by {fitted:e}");
+    }
+
+    #[test]
+    fn groups_of_unknowns_are_fitted_apart() {
+        // Unknowns 0, 4, 8, … are absent from their own equation (a
+        // pattern without their diagonal): multipliers, here of errors a
+        // thousand times larger than the others' and following another
+        // oscillation. Fitted together, the large errors have the fit to
+        // themselves and the small ones are followed poorly; apart, each
+        // group is followed to round-off.
+        const N: usize = 20;
+        let apart = |i: usize| i % 4 == 0;
+        let error = |k: f64, i: usize| {
+            if apart(i) {
+                1e3 * ((0.9 * k).sin() + 0.02 * i as f64 * (2.1 * k).cos())
+            } else {
+                (0.4 * k + 0.2 * i as f64).cos() + 0.1 * (1.3 * k).sin()
+            }
+        };
+        let pattern: Vec<(u32, u32)> = (0..N as u32)
+            .flat_map(|i| [(i, (i + 1) % N as u32), ((i + 1) % N as u32, i)])
+            .chain((0..N as u32).filter(|&i| !apart(i as usize)).map(|i| (i, i)))
+            .collect();
+        let groups = Groups::of_pattern(N, &pattern);
+        assert_eq!(groups.apart().map(|(a, r)| (a.len(), r.len())), Some((5, 15)));
+        let small = |i| !apart(i);
+        let together = worst_miss::<N>(error, &Groups::default(), small, 20, 60);
+        let separate = worst_miss::<N>(error, &groups, small, 20, 60);
+        assert!(separate < 1e-7, "apart: {separate:e}");
+        assert!(together > 1e3 * separate, "together: {together:e}, apart: {separate:e}");
+        assert!(worst_miss::<N>(error, &groups, apart, 20, 60) < 1e-7);
+    }
+
+    #[test]
+    fn one_group_where_every_unknown_or_none_is_in_its_own_equation() {
+        let full: Vec<(u32, u32)> = (0..4).flat_map(|i| (0..4).map(move |j| (i, j))).collect();
+        assert_eq!(Groups::of_pattern(4, &full), Groups::default());
+        let off: Vec<(u32, u32)> = full.iter().copied().filter(|(i, j)| i != j).collect();
+        assert_eq!(Groups::of_pattern(4, &off), Groups::default());
     }
 }

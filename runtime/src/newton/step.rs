@@ -6,6 +6,7 @@ use nalgebra::{DefaultAllocator, Dim, OVector, U1};
 
 use super::chord::IterationCosts;
 use super::iterate::{iterate, Store};
+use super::linear_prediction::Groups;
 use super::options::{NewtonOptions, NewtonStats, Solved};
 use crate::error::StepError;
 use crate::kernels::{Alloc, Kernels};
@@ -36,6 +37,9 @@ where
     /// the driver of fixed sizes that steps a run-time-sized system's
     /// native kernels (see [`Workspace::fix_sizes`])
     fixed: Option<Box<dyn FixedDriver>>,
+    /// the unknowns whose errors the predictor fits apart (see
+    /// [`Groups`]): from the Jacobian's pattern
+    groups: Groups,
     /// where the last failed solve's last update was largest (set by
     /// the solve where it fails, and by the step where its update fails)
     failed_at: Option<usize>,
@@ -75,6 +79,7 @@ where
             },
             dz: OVector::zeros_generic(z, U1),
             fixed: None,
+            groups: Groups::default(),
             failed_at: None,
             reported: None,
         }
@@ -95,6 +100,7 @@ where
     /// (see [`Kernels::jacobian_pattern`]).
     pub fn set_pattern(&mut self, pattern: &[(u32, u32)]) {
         self.lu.set_pattern(pattern);
+        self.groups = Groups::of_pattern(self.x.len(), pattern);
     }
 
     /// Lends the LU a compiler for its factorization's steps, or takes it
@@ -157,6 +163,7 @@ where
             memory: self.memory.clone(),
             costs: self.costs,
             fixed: self.fixed.as_ref().map(|f| f.boxed()),
+            groups: self.groups.clone(),
             failed_at: self.failed_at,
             reported: self.reported,
         }
@@ -191,6 +198,7 @@ where
         lu,
         memory,
         costs,
+        groups,
         failed_at,
         ..
     } = work;
@@ -204,6 +212,7 @@ where
         memory,
         old: &old,
         costs: *costs,
+        groups,
         failed_at,
     };
     match lo {
@@ -440,6 +449,7 @@ where
             lu,
             dz,
             costs,
+            groups,
             failed_at,
             ..
         } = work;
@@ -459,6 +469,7 @@ where
                     memory: &mut memory,
                     old: &*st.newton,
                     costs: *costs,
+                    groups,
                     failed_at: &mut *failed_at,
                 };
                 let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;
@@ -497,6 +508,7 @@ where
             dz,
             memory,
             costs,
+            groups,
             failed_at,
             ..
         } = work;
@@ -513,6 +525,7 @@ where
             memory,
             old: &*st.newton,
             costs: *costs,
+            groups,
             failed_at,
         };
         let solved = iterate::<S, Z, X, COMP>(sys, h, e, st.z, lo, st.warm, *st.step, opt, store)?;

@@ -7,6 +7,7 @@ use nalgebra::{Const, SMatrix, SVector, Vector1, U1};
 
 use super::chord::IterationCosts;
 use super::iterate::{iterate, Store};
+use super::linear_prediction::Groups;
 use super::options::Solved;
 use super::*;
 use crate::error::StepError;
@@ -139,6 +140,7 @@ fn iterate_remembering(
         memory,
         old: &old,
         costs,
+        groups: &Groups::default(),
         failed_at: &mut None,
     };
     let opt = NewtonOptions::default();
