@@ -477,3 +477,52 @@ fn a_chord_may_begin_after_a_second_newton_update_where_it_pays() {
     assert_eq!((dear.iterations, dear.factorizations), (5, 3));
     assert!((y - 2.0).abs() <= 2.0 * f64::EPSILON);
 }
+
+#[test]
+fn a_chord_that_contracts_slower_than_its_first_rate_takes_new_factors() {
+    // Two equations apart: x₀ = 5 (linear, solved by the first update, which
+    // is all of its size) and x₁² = 4 from 2.05, whose chord contracts about
+    // 40-fold a residual. The first chord update measures the rate 2.5e-4
+    // (x₀'s part gone, x₁'s small); a bias predicted from it stopped the
+    // chord with x₁ still about 1e-9 off. Its later updates show the rate
+    // the chord really has: new factors, and Newton to round-off.
+    let sys = Double::new(
+        |x: &SVector<f64, 2>, _| SVector::<f64, 2>::new(x[0] - 5.0, x[1] * x[1] - 4.0),
+        |x| SMatrix::<f64, 2, 2>::new(1.0, 0.0, 0.0, 2.0 * x[1]),
+        SVector::<f64, 2>::new(0.0, 2.05),
+    );
+    let (mut x, mut r, mut lu) = (
+        SVector::<f64, 2>::zeros(),
+        SVector::<f64, 2>::zeros(),
+        Lu::new(Const::<2>),
+    );
+    let mut memory = NewtonMemory::new(Const::<2>);
+    memory.contraction = Some(1e-4);
+    let old = memory;
+    let store = Store {
+        x: &mut x,
+        r: &mut r,
+        lu: &mut lu,
+        memory: &mut memory,
+        old: &old,
+        costs: IterationCosts(Some((10.0, 1000.0))),
+        groups: &Groups::default(),
+        failed_at: &mut None,
+    };
+    let opt = NewtonOptions::default();
+    let solved = iterate::<_, _, _, false>(
+        &sys,
+        0.1,
+        &[],
+        &Vector1::zeros(),
+        None,
+        &SVector::zeros(),
+        0,
+        &opt,
+        store,
+    )
+    .unwrap();
+    assert!(solved.factorizations >= 2, "{solved:?}");
+    assert_eq!(x[0], 5.0);
+    assert!((x[1] - 2.0).abs() <= 2.0 * f64::EPSILON, "x₁ − 2 = {:e}", x[1] - 2.0);
+}
