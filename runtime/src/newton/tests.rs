@@ -131,7 +131,18 @@ fn iterate_remembering(
     memory: &mut NewtonMemory<U1>,
     costs: IterationCosts,
 ) -> Result<(Solved, f64), StepError> {
-    let (mut x, mut r, mut lu) = (Vector1::zeros(), Vector1::zeros(), Lu::new(U1));
+    iterate_any(sys, memory, costs).map(|(solved, x)| (solved, x[0]))
+}
+
+/// One solve of `N` unknowns through the loop itself, from what `memory`
+/// tells (and leaving in it what the next step is told): what it took, and
+/// the solution.
+fn iterate_any<const N: usize>(
+    sys: &Double<N>,
+    memory: &mut NewtonMemory<Const<N>>,
+    costs: IterationCosts,
+) -> Result<(Solved, SVector<f64, N>), StepError> {
+    let (mut x, mut r, mut lu) = (SVector::zeros(), SVector::zeros(), Lu::new(Const::<N>));
     let old = *memory;
     let store = Store {
         x: &mut x,
@@ -150,12 +161,12 @@ fn iterate_remembering(
         &[],
         &Vector1::zeros(),
         None,
-        &Vector1::zeros(),
+        &SVector::zeros(),
         0,
         &opt,
         store,
     )?;
-    Ok((solved, x[0]))
+    Ok((solved, x))
 }
 
 #[test]
@@ -491,37 +502,9 @@ fn a_chord_that_contracts_slower_than_its_first_rate_takes_new_factors() {
         |x| SMatrix::<f64, 2, 2>::new(1.0, 0.0, 0.0, 2.0 * x[1]),
         SVector::<f64, 2>::new(0.0, 2.05),
     );
-    let (mut x, mut r, mut lu) = (
-        SVector::<f64, 2>::zeros(),
-        SVector::<f64, 2>::zeros(),
-        Lu::new(Const::<2>),
-    );
     let mut memory = NewtonMemory::new(Const::<2>);
     memory.contraction = Some(1e-4);
-    let old = memory;
-    let store = Store {
-        x: &mut x,
-        r: &mut r,
-        lu: &mut lu,
-        memory: &mut memory,
-        old: &old,
-        costs: IterationCosts(Some((10.0, 1000.0))),
-        groups: &Groups::default(),
-        failed_at: &mut None,
-    };
-    let opt = NewtonOptions::default();
-    let solved = iterate::<_, _, _, false>(
-        &sys,
-        0.1,
-        &[],
-        &Vector1::zeros(),
-        None,
-        &SVector::zeros(),
-        0,
-        &opt,
-        store,
-    )
-    .unwrap();
+    let (solved, x) = iterate_any(&sys, &mut memory, IterationCosts(Some((10.0, 1000.0)))).unwrap();
     assert!(solved.factorizations >= 2, "{solved:?}");
     assert_eq!(x[0], 5.0);
     assert!((x[1] - 2.0).abs() <= 2.0 * f64::EPSILON, "x₁ − 2 = {:e}", x[1] - 2.0);
