@@ -110,10 +110,7 @@ where
     /// [`NewtonMemory::forget`]): a solve from such a memory starts from the
     /// scheme's own predictor and finds its own pivots and contraction.
     pub(crate) fn is_blank(&self) -> bool {
-        self.known == 0
-            && self.fit.iter().all(Option::is_none)
-            && self.contraction.is_none()
-            && self.pivots.iter().all(|&p| p == NO_PIVOT)
+        self.known == 0 && self.contraction.is_none() && self.pivots.iter().all(|&p| p == NO_PIVOT)
     }
 
     /// Whether the predictor reads `older` (see

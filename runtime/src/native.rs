@@ -25,7 +25,7 @@ use nalgebra::{Const, SMatrix, SVector};
 use crate::error::StepError;
 use crate::kernels::{Kernels, NameList};
 use crate::memory::NewtonMemory;
-use crate::newton::{self, NewtonOptions, NewtonStats, StepParts, Workspace};
+use crate::newton::{self, NewtonOptions, NewtonStats, StepParts, Workspace, IN_REGISTERS};
 
 /// A hot kernel's direct entry, its type erased: called as
 /// `fn(table, scratch, out_0[, out_1], h, v_1, …, v_nx)` (see [`passed`]),
@@ -425,12 +425,11 @@ pub(crate) trait FixedDriver: Send + Sync {
 struct Driver<const NZ: usize, const NX: usize> {
     work: Workspace<Const<NZ>, Const<NX>>,
     scratch: Vec<f64>,
-    /// the Newton memory a step of 4 unknowns or more works on: its few
-    /// values a driver's sizes read are copied in and out each step; the
-    /// rest (the errors, inner products and fits of wide systems, more
-    /// unknowns than a driver has) stay as they were made, never read,
-    /// instead of being written anew each step (2 KB of zeros: the double
-    /// pendulum's Cartesian steps through the JIT took 5–9 % longer that way)
+    /// the Newton memory a step of more than `newton::IN_REGISTERS`
+    /// unknowns works on: the few values a driver's sizes read are copied
+    /// in and out each step; the rest (the errors, inner products and fits
+    /// of wide systems, more unknowns than a driver has) stays as it was
+    /// made, never read
     newton: NewtonMemory<Const<NX>>,
 }
 
@@ -469,12 +468,9 @@ impl<const NZ: usize, const NX: usize> FixedDriver for Driver<NZ, NX> {
             return Outcome::Declined;
         };
         let mut lo = SVector::<f64, NZ>::zeros();
-        // Up to 3 unknowns a fresh memory each step lives in registers, and
-        // what of it is never read is never written (the sphere's step was
-        // 3–6 ns faster than with the driver's); from 4 it is written whole
-        // (see `Driver::newton`).
+        // See `newton::IN_REGISTERS`.
         let mut local;
-        let memory = if NX <= 3 {
+        let memory = if NX <= IN_REGISTERS {
             local = NewtonMemory {
                 guess: singly(guess),
                 error: singly(error),

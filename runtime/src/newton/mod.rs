@@ -29,7 +29,7 @@ mod tests;
 
 pub use options::{NewtonOptions, NewtonStats};
 pub(crate) use predictor::CUBIC_MIN;
-pub(crate) use step::advance_once;
 #[cfg(test)]
 pub use step::solve;
 pub use step::{advance, StepParts, Workspace};
+pub(crate) use step::{advance_once, IN_REGISTERS};

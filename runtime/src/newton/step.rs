@@ -14,6 +14,16 @@ use crate::lu::Lu;
 use crate::memory::NewtonMemory;
 use crate::native::{self, FixedDriver, Outcome, Parts};
 
+/// Up to this many unknowns a step's Newton memory is a fresh copy, which
+/// lives in registers, and what of it is never read is never written; above
+/// it, the small paths (the fixed-size driver's, the derived step's copies)
+/// work on a memory kept across steps, since a copy there writes the whole
+/// memory each step (2 KB with the wide systems' inner products). With
+/// copies at every size the double pendulum's Cartesian RATTLE step through
+/// the JIT took 290 ns against 247–260, and without any the sphere's 79–84
+/// against 74–77 (`hamel simulate`, side by side).
+pub(crate) const IN_REGISTERS: usize = 3;
+
 /// What one Newton solve needs besides the state: allocated once per stepper,
 /// so that a step allocates nothing, at fixed and at run-time sizes alike.
 pub struct Workspace<Z: Dim, X: Dim>
@@ -455,16 +465,13 @@ where
             ..
         } = work;
         let (mut xl, mut rl, mut dzl) = (x.clone(), r.clone(), dz.clone());
-        // From 4 unknowns the solve writes its memory into the workspace's,
-        // not into a copy of the state's: a copy writes the whole memory
-        // each step (with the wide systems' inner products, 2 KB, where the
-        // fields a small step reads are a few words; of those the solve
-        // reads only the pivots before writing them). The double pendulum's
-        // Cartesian steps through the JIT took 5–10 % longer with the copy.
-        // Up to 3 the copy lives in registers, what of it is never read
-        // is never written, and the sphere's step was 7 ns faster with it.
+        // Above `IN_REGISTERS` unknowns the solve writes its memory into the
+        // workspace's, not into a copy of the state's: a copy writes the
+        // whole memory each step (with the wide systems' inner products,
+        // 2 KB, where the fields a small step reads are a few words; of
+        // those the solve reads only the pivots before writing them).
         let mut local;
-        let memory = if X::try_to_usize().is_some_and(|n| n <= 3) {
+        let memory = if X::try_to_usize().is_some_and(|n| n <= IN_REGISTERS) {
             local = st.newton.clone();
             &mut local
         } else {
